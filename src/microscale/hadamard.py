@@ -1,0 +1,94 @@
+"""Random Hadamard transform (RHT), SPEC §4.
+
+The wgrad GEMM ``dW = dyᵀ x`` reduces over tokens, where outliers in a few tokens inflate a
+block's scale and flush its other 15 elements to zero. Rotating each d-chunk of the
+reduction dimension by an orthogonal matrix spreads an outlier over d elements first:
+
+    M = diag(s) · H_d / sqrt(d),        y_chunk = x_chunk @ M
+
+``H_d`` is the Sylvester Hadamard matrix, ``H[i][j] = (-1)^popcount(i & j)``, and ``s`` a fixed
+±1 sign vector (for d = 16 the SPEC vector; for other sizes a fixed seeded vector, the same in
+every process and torch version). Because ``M Mᵀ = I``, rotating both GEMM operands leaves
+the product unchanged: ``(A M)(B M)ᵀ = A Bᵀ`` up to rounding.
+
+Numerics: the chunk product is accumulated in fp32 and rounded to the input dtype (bf16 in
+training), exactly as a fused kernel does. Cost: a [.., d] × [d, d] matmul per chunk.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import torch
+
+__all__ = ["RHT_SIGNS_16", "hadamard_matrix", "rht_signs", "rht_matrix", "rht", "rht_inverse"]
+
+RHT_SIGNS_16 = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
+_RHT_SEED = 0x5EED_F4
+
+
+def _check_d(d: int) -> None:
+    if not isinstance(d, int) or d < 2 or d > 128 or d & (d - 1):
+        raise ValueError(f"RHT size d must be a power of two in [2, 128], got {d!r}")
+
+
+def hadamard_matrix(d: int) -> torch.Tensor:
+    """Unnormalised Sylvester Hadamard matrix ``H[i][j] = (-1)^popcount(i & j)`` (fp32)."""
+    _check_d(d)
+    i = torch.arange(d)
+    bits = (i[:, None] & i[None, :])
+    parity = torch.zeros_like(bits)
+    while bool(bits.any()):
+        parity ^= bits & 1
+        bits = bits >> 1
+    return (1 - 2 * parity).to(torch.float32)
+
+
+def rht_signs(d: int) -> tuple[int, ...]:
+    """The fixed sign vector for size d: SPEC's vector for 16, else a splitmix64-seeded one."""
+    _check_d(d)
+    if d == 16:
+        return RHT_SIGNS_16
+    signs, state = [], _RHT_SEED + d
+    for _ in range(d):
+        state = (state + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        signs.append(1 if ((z ^ (z >> 31)) & 1) else -1)
+    return tuple(signs)
+
+
+@lru_cache(maxsize=None)
+def _rht_matrix_cpu(d: int) -> torch.Tensor:
+    s = torch.tensor(rht_signs(d), dtype=torch.float32)
+    return (s[:, None] * hadamard_matrix(d)) / math.sqrt(d)
+
+
+def rht_matrix(d: int = 16, device: torch.device | str | None = None) -> torch.Tensor:
+    """``M = diag(s) · H_d / sqrt(d)`` as fp32 ``[d, d]`` on ``device``."""
+    return _rht_matrix_cpu(d).to(device or "cpu")
+
+
+def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:
+    if not x.is_floating_point():
+        raise TypeError(f"{what} needs a floating-point tensor, got {x.dtype}")
+    if x.dim() == 0 or x.shape[-1] % d:
+        last = x.shape[-1] if x.dim() else "a scalar"
+        raise ValueError(f"{what}: last dimension ({last}) must be a multiple of the RHT "
+                         f"size d={d}")
+    chunks = x.float().reshape(*x.shape[:-1], x.shape[-1] // d, d)
+    return (chunks @ m).reshape(x.shape).to(x.dtype)
+
+
+def rht(x: torch.Tensor, d: int = 16) -> torch.Tensor:
+    """Rotate each d-chunk of the last dimension: ``y = x_chunk @ M``. Output in x's dtype."""
+    _check_d(d)
+    return _apply(x, rht_matrix(d, x.device), d, "rht")
+
+
+def rht_inverse(y: torch.Tensor, d: int = 16) -> torch.Tensor:
+    """Undo :func:`rht` (``M`` is orthogonal, so the inverse is ``Mᵀ``)."""
+    _check_d(d)
+    return _apply(y, rht_matrix(d, y.device).t(), d, "rht_inverse")

@@ -1,0 +1,64 @@
+"""Input validation and small helpers shared by the reference quantizers.
+
+Every quantizer works on ``x`` viewed as ``[rows, cols]``: the last dimension is the
+quantization (GEMM reduction) dimension and all leading dimensions are flattened into rows.
+Bad input fails here with an error that names the problem, before any arithmetic runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["SUPPORTED_DTYPES", "check_input", "as_rows", "random_bytes", "exp2_int", "floor_log2"]
+
+SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def check_input(x: torch.Tensor, fmt: str, block_cols: int, block_rows: int = 1,
+                check_finite: bool = True) -> torch.Tensor:
+    """Validate dtype, shape and values; return ``x`` unchanged."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{fmt}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{fmt}: input dtype must be float32, bfloat16 or float16, got {x.dtype}")
+    if x.dim() == 0:
+        raise ValueError(f"{fmt}: cannot quantize a 0-dim tensor (need at least [cols])")
+    if x.numel() == 0:
+        raise ValueError(f"{fmt}: cannot quantize an empty tensor of shape {tuple(x.shape)}")
+    cols = x.shape[-1]
+    if cols % block_cols:
+        raise ValueError(f"{fmt}: last dimension {cols} is not divisible by the block size "
+                         f"{block_cols}; pad it to a multiple of {block_cols}")
+    rows = x.numel() // cols
+    if rows % block_rows:
+        raise ValueError(f"{fmt}: {block_rows}x{block_cols} tiles need the row count "
+                         f"(leading dims flattened: {rows}) divisible by {block_rows}")
+    if check_finite and not bool(torch.isfinite(x).all()):
+        bad = "NaN" if bool(torch.isnan(x).any()) else "Inf"
+        raise ValueError(f"{fmt}: input contains {bad}; {fmt} cannot represent it "
+                         "(pass check_finite=False to skip this check at your own risk)")
+    return x
+
+
+def as_rows(x: torch.Tensor) -> torch.Tensor:
+    """View ``x`` as ``[rows, cols]`` (contiguous)."""
+    return x.reshape(-1, x.shape[-1]).contiguous()
+
+
+def random_bytes(shape, generator: torch.Generator | None, device) -> torch.Tensor:
+    """Uniform uint8 random bytes from a torch (Philox on CUDA) generator."""
+    if generator is not None and generator.device.type != torch.device(device).type:
+        raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
+    return torch.randint(0, 256, tuple(shape), generator=generator, device=device,
+                         dtype=torch.uint8)
+
+
+def floor_log2(v: torch.Tensor) -> torch.Tensor:
+    """Exact ``floor(log2 v)`` for positive finite fp32 ``v`` (subnormals included), as int32."""
+    _, e = torch.frexp(v.float())  # v = m * 2^e with m in [0.5, 1)
+    return (e - 1).to(torch.int32)
+
+
+def exp2_int(k: torch.Tensor) -> torch.Tensor:
+    """Exact fp32 ``2^k`` for integer ``k`` in [-149, 127]."""
+    return torch.ldexp(torch.ones_like(k, dtype=torch.float32), k.to(torch.int32))

@@ -1,0 +1,136 @@
+"""FP8 reference quantizers: blockwise (DeepSeek-V3), tensorwise current and delayed scaling.
+
+All three use the same scale rule (SPEC §8) on a different region R (a 1×128 block, a
+128×128 tile, or the whole tensor)::
+
+    amax_R = max|x| over R
+    scale  = fp8_max / amax_R       (fp32; amax_R = 0 → 1; scale = inf → the input dtype's max)
+    scale  = 2^floor(log2 scale)    if pow2_scales
+    data   = cast_rne_satfinite(x · scale)          stored with scale_inv = 1 / scale
+
+Blockwise layouts (E4M3): 1×128 keeps fp32 ``scale_inv[rows, cols/128]``; 128×128 keeps
+``scale_inv[rows/128, cols/128]``. The 1×128 transpose must be re-quantized from the
+high-precision source (the blocks run the other way); the 128×128 transpose is the transposed
+data and scales (``QuantizedTensor.t()``).
+
+Delayed scaling keeps a window of past amaxes (:class:`DelayedScaling`): the scale used now
+comes from the history, and the current amax is recorded for the next call, as TE does.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..formats import fp8_cast_satfinite
+from ..tensor import QFormat, QuantizedTensor
+from .common import as_rows, check_input, exp2_int, floor_log2
+
+__all__ = ["fp8_scale_from_amax", "quantize_fp8_block", "quantize_fp8_tensor", "DelayedScaling",
+           "FP8_MAX"]
+
+FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
+
+
+def _fp8_max(fp8_dtype: torch.dtype) -> float:
+    if fp8_dtype not in FP8_MAX:
+        raise TypeError(f"fp8_dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {fp8_dtype}")
+    return FP8_MAX[fp8_dtype]
+
+
+def fp8_scale_from_amax(amax: torch.Tensor, fp8_dtype: torch.dtype, pow2_scales: bool,
+                        in_dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """fp32 scale (not its inverse) from fp32 amax, elementwise, per the rule above."""
+    amax = amax.float()
+    scale = _fp8_max(fp8_dtype) / amax
+    scale = torch.where(amax == 0, torch.ones_like(scale), scale)
+    scale = torch.where(torch.isinf(scale), torch.full_like(scale, torch.finfo(in_dtype).max), scale)
+    if pow2_scales:
+        scale = exp2_int(floor_log2(scale))
+    return scale
+
+
+def quantize_fp8_block(x: torch.Tensor, block: tuple[int, int] = (1, 128), pow2_scales: bool = True,
+                       fp8_dtype: torch.dtype = torch.float8_e4m3fn, check_finite: bool = True
+                       ) -> QuantizedTensor:
+    """Blockwise FP8: one scale per ``block`` = (1, 128) or (128, 128) region."""
+    block = tuple(block)
+    if block not in ((1, 128), (128, 128)):
+        raise ValueError(f"fp8_block supports block=(1, 128) or (128, 128), got {block}")
+    br, bc = block
+    x_hp = as_rows(check_input(x, "fp8_block", bc, br, check_finite)).float()
+    rows, cols = x_hp.shape
+    vmax = x_hp.abs().reshape(rows // br, br, cols // bc, bc).amax(dim=(1, 3))
+    scale = fp8_scale_from_amax(vmax, fp8_dtype, pow2_scales, x.dtype)
+    full = scale.repeat_interleave(br, dim=0).repeat_interleave(bc, dim=1)
+    data = fp8_cast_satfinite(x_hp * full, fp8_dtype)
+    return QuantizedTensor(
+        fmt=QFormat.FP8_BLOCK, data=data, scale=1.0 / scale, amax=x_hp.abs().amax(),
+        shape=x.shape, orig_dtype=x.dtype, block=block, extra={"pow2_scales": pow2_scales},
+    )
+
+
+def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                        pow2_scales: bool = False, scale: torch.Tensor | None = None,
+                        check_finite: bool = True) -> QuantizedTensor:
+    """Tensorwise FP8 with current scaling, or with a given fp32 ``scale`` (delayed scaling)."""
+    x_hp = as_rows(check_input(x, "fp8_tensor", 1, 1, check_finite)).float()
+    amax = x_hp.abs().amax()
+    if scale is None:
+        scale = fp8_scale_from_amax(amax, fp8_dtype, pow2_scales, x.dtype)
+    scale = scale.float().reshape(()).to(x_hp.device)
+    data = fp8_cast_satfinite(x_hp * scale, fp8_dtype)
+    return QuantizedTensor(
+        fmt=QFormat.FP8_TENSOR, data=data, scale=1.0 / scale, amax=amax, shape=x.shape,
+        orig_dtype=x.dtype, block=(x_hp.shape[0], x_hp.shape[1]),
+        extra={"pow2_scales": pow2_scales},
+    )
+
+
+class DelayedScaling:
+    """Amax history for FP8 delayed scaling (one object per tensor role, e.g. a layer's x).
+
+    ``scale = fp8_max / max(history) / 2^margin``; the history holds the last ``history_len``
+    amaxes. The scale is kept when the history's amax is ≤ 0 or non-finite. Call
+    :meth:`quantize` each step: it quantizes with the current scale, then records the amax
+    and updates the scale for the next step. ``state_dict``/``load_state_dict`` save it.
+    """
+
+    def __init__(self, fp8_dtype: torch.dtype = torch.float8_e4m3fn, history_len: int = 1024,
+                 margin: int = 0, device: torch.device | str | None = None):
+        if history_len < 1:
+            raise ValueError(f"history_len must be >= 1, got {history_len}")
+        self.fp8_max = _fp8_max(fp8_dtype)
+        self.fp8_dtype, self.history_len, self.margin = fp8_dtype, history_len, margin
+        self.amax_history = torch.zeros(history_len, dtype=torch.float32, device=device)
+        self.scale = torch.ones((), dtype=torch.float32, device=device)
+        self.steps = 0
+
+    def update(self, amax: torch.Tensor) -> None:
+        """Record one amax and recompute the scale from the window."""
+        self.amax_history = self.amax_history.to(amax.device)
+        self.scale = self.scale.to(amax.device)
+        self.amax_history = torch.roll(self.amax_history, 1)
+        self.amax_history[0] = amax.float().reshape(())
+        hist_amax = self.amax_history.amax()
+        new = self.fp8_max / hist_amax / (2.0 ** self.margin)
+        ok = (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new)
+        self.scale = torch.where(ok, new, self.scale)
+        self.steps += 1
+
+    def quantize(self, x: torch.Tensor, check_finite: bool = True) -> QuantizedTensor:
+        q = quantize_fp8_tensor(x, self.fp8_dtype, scale=self.scale.to(x.device),
+                                check_finite=check_finite)
+        self.update(q.amax)
+        return q
+
+    def state_dict(self) -> dict:
+        return {"amax_history": self.amax_history.clone(), "scale": self.scale.clone(),
+                "steps": self.steps, "margin": self.margin, "history_len": self.history_len}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["amax_history"].numel() != self.history_len:
+            raise ValueError(f"history length mismatch: saved {state['amax_history'].numel()}, "
+                             f"this object {self.history_len}")
+        self.amax_history = state["amax_history"].float().clone()
+        self.scale = state["scale"].float().clone()
+        self.steps, self.margin = int(state["steps"]), int(state["margin"])

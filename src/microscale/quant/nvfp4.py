@@ -1,0 +1,107 @@
+"""NVFP4 reference quantizer (SPEC §2, §3, §5): E2M1 elements, E4M3 block scales, fp32 amax.
+
+Two-level scaling. A per-tensor fp32 factor maps the tensor's amax onto the largest value the
+two lower levels can express together (6 · 448 = 2688); a per-block E4M3 scale then maps
+each 16-element block's own max onto the E2M1 max, 6::
+
+    S_enc  = min(2688 / amax, FLT_MAX)         (amax = inf → S_enc = 1)
+    S_dec  = 1 / S_enc
+    s_b    = e4m3_rne(clamp(vmax_b * fp32(S_enc * fp32(1/6)), ±448))     stored byte
+    enc_b  = min(1 / (fp32(s_b) * S_dec), FLT_MAX)
+    code_i = e2m1(clamp(x_i * enc_b, ±6))      RNE, or stochastic rounding (SPEC §5)
+    x̂_i    = value(code_i) * fp32(s_b) * S_dec
+
+Every line is fp32 arithmetic in the order written (that order is the bit-exact contract
+kernels follow). In 2D mode (weights) ``vmax_b`` is taken over a 16×16 tile, and the tile's
+byte is stored on each of its 16 rows, so the scale tensor keeps the 1D shape
+``[rows, cols/16]`` and the quantized transpose is the transpose of the quantized tensor.
+
+Memory: 4.5 bits per element (0.5 byte of codes + 1/16 byte of scale), vs 16 for bf16.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite, pack_fp4
+from ..hadamard import rht as _rht
+from ..tensor import QFormat, QuantizedTensor
+from .common import as_rows, check_input, random_bytes
+
+__all__ = ["quantize_nvfp4", "nvfp4_global_scales", "nvfp4_alpha", "NVFP4_BLOCK"]
+
+NVFP4_BLOCK = 16
+_INV6 = torch.tensor(1.0 / 6.0, dtype=torch.float32).item()  # fp32(1/6) as a Python float
+
+
+def nvfp4_global_scales(amax: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(S_enc, S_dec)`` from the fp32 amax, per SPEC §2 step 2 (0-dim fp32 tensors)."""
+    amax = amax.float()
+    s_enc = torch.clamp(2688.0 / amax, max=FLT_MAX)       # amax = 0 → inf → FLT_MAX
+    s_enc = torch.where(s_enc == 0, torch.ones_like(s_enc), s_enc)  # amax = inf
+    return s_enc, 1.0 / s_enc
+
+
+def nvfp4_alpha(amax_a: torch.Tensor, amax_b: torch.Tensor) -> torch.Tensor:
+    """GEMM epilogue factor ``α = amax_a · amax_b / 7225344`` (SPEC §6; 7225344 = 6²·448²)."""
+    return amax_a.float() * amax_b.float() / 7225344.0
+
+
+def _block_vmax(x_hp: torch.Tensor, block_2d: bool) -> torch.Tensor:
+    """Per-block max|x| as fp32 ``[rows, cols/16]`` (2D: the tile max on each of its rows)."""
+    rows, cols = x_hp.shape
+    a = x_hp.abs()
+    if not block_2d:
+        return a.reshape(rows, cols // 16, 16).amax(dim=-1)
+    tiles = a.reshape(rows // 16, 16, cols // 16, 16).amax(dim=(1, 3))
+    return tiles.repeat_interleave(16, dim=0)
+
+
+def quantize_nvfp4(
+    x: torch.Tensor,
+    block_2d: bool = False,
+    rht: bool = False,
+    stochastic: bool = False,
+    generator: torch.Generator | None = None,
+    rht_d: int = 16,
+    amax: torch.Tensor | None = None,
+    rand_bits: torch.Tensor | None = None,
+    check_finite: bool = True,
+) -> QuantizedTensor:
+    """Quantize ``x`` to NVFP4 along its last dimension (leading dims flattened to rows).
+
+    Args:
+        block_2d: one scale per 16×16 tile (weights) instead of per 1×16 block.
+        rht: apply the RHT of size ``rht_d`` first; ``amax`` and scales are of the result.
+        stochastic: stochastic rounding with bytes from ``generator`` (or ``rand_bits``,
+            a uint8 tensor of x's flattened shape, for bit-exact kernel tests).
+        amax: use this fp32 amax instead of measuring it (e.g. a shared or delayed amax).
+        check_finite: raise on NaN/Inf input (SPEC leaves NaN undefined); pass False in hot
+            paths whose input is known finite.
+    """
+    x2 = as_rows(check_input(x, "nvfp4", NVFP4_BLOCK, 16 if block_2d else 1, check_finite))
+    if rht:
+        x2 = _rht(x2, rht_d)
+    x_hp = x2.float()
+    if amax is None:
+        amax = x_hp.abs().amax() if x_hp.numel() else torch.zeros((), device=x.device)
+    amax = amax.float().reshape(())
+    s_enc, s_dec = nvfp4_global_scales(amax)
+
+    s_b = _block_vmax(x_hp, block_2d) * (s_enc * _INV6)
+    s_b = torch.clamp(s_b, -448.0, 448.0)          # FLT_MAX min is implied by the 448 clamp
+    scale = fp8_cast_satfinite(s_b, torch.float8_e4m3fn)
+    enc_b = torch.clamp(1.0 / (scale.float() * s_dec), max=FLT_MAX)
+
+    y = torch.clamp(x_hp * enc_b.repeat_interleave(16, dim=1), -6.0, 6.0)
+    if stochastic:
+        if rand_bits is None:
+            rand_bits = random_bytes(y.shape, generator, y.device)
+        codes = e2m1_stochastic_encode(y, rand_bits.reshape(y.shape))
+    else:
+        codes = e2m1_encode(y)
+    return QuantizedTensor(
+        fmt=QFormat.NVFP4, data=pack_fp4(codes), scale=scale, amax=amax, shape=x.shape,
+        orig_dtype=x.dtype, block=(16, 16) if block_2d else (1, 16), rht_d=rht_d if rht else 0,
+        extra={"stochastic": stochastic},
+    )

@@ -1,0 +1,308 @@
+"""Recipes: which format, block, rounding and transform each GEMM operand of a linear layer uses.
+
+A linear layer ``y = x Wᵀ`` (x ``[tokens, in]``, W ``[out, in]``, dy ``[tokens, out]``) runs three
+GEMMs. Each is ``A Bᵀ`` with both operands quantized along the reduction dimension K::
+
+    fprop   y  = x  Wᵀ     a = x    [tokens, in]     b = W    [out, in]      K = in
+    dgrad   dx = dy W      a = dy   [tokens, out]    b = Wᵀ   [in, out]      K = out
+    wgrad   dW = dyᵀ x     a = dyᵀ  [out, tokens]    b = xᵀ   [in, tokens]   K = tokens
+
+A :class:`Recipe` holds one :class:`GemmConfig` per GEMM and each of those one
+:class:`OperandConfig` per operand, so every operand of every GEMM has its own format, block,
+rounding and RHT. ``format=None`` keeps an operand in high precision; a GEMM runs in high
+precision (``compute_dtype``) when either operand is unquantized.
+
+Presets (``Recipe.from_name``), in pseudo-math::
+
+    bf16            all GEMMs in bf16
+    fp8_tensorwise  x,W: E4M3 per tensor · dy: E5M2 per tensor (current scaling, "hybrid")
+    fp8_delayed     as fp8_tensorwise, scales from a 1024-step amax history
+    fp8_blockwise   x, dy: E4M3 1×128 · W: E4M3 128×128 · pow-2 scales (DeepSeek-V3)
+    mxfp8           every operand MXFP8 E4M3, 1×32, ceil scales
+    mxfp4           NVFP4 recipe on MXFP4: RHT 32 on wgrad, SR on dy, ceil scales
+    nvfp4           SPEC §9: x 1×16 · W 16×16 · dy SR · RHT 16 on wgrad's dyᵀ and xᵀ
+    nvfp4_no_sr     nvfp4 with RNE everywhere
+    nvfp4_no_rht    nvfp4 without the wgrad RHT
+    nvfp4_no_2d     nvfp4 with 1×16 weight blocks (W re-quantized along `out` for dgrad)
+    nvfp4_base      1×16 RNE on every tensor, no RHT / SR / 2D
+
+Overrides: ``dataclasses.replace(recipe, wgrad=...)`` or :meth:`Recipe.with_operand`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+import torch
+
+from .tensor import QFormat
+
+__all__ = ["Rounding", "OperandConfig", "GemmConfig", "Recipe", "PRESETS", "HIGH_PRECISION"]
+
+_DEFAULT_BLOCK = {
+    QFormat.NVFP4: (1, 16), QFormat.MXFP4: (1, 32), QFormat.MXFP8_E4M3: (1, 32),
+    QFormat.MXFP8_E5M2: (1, 32), QFormat.FP8_BLOCK: (1, 128), QFormat.FP8_TENSOR: (0, 0),
+}
+_ALLOWED_BLOCKS = {
+    QFormat.NVFP4: {(1, 16), (16, 16)}, QFormat.MXFP4: {(1, 32)}, QFormat.MXFP8_E4M3: {(1, 32)},
+    QFormat.MXFP8_E5M2: {(1, 32)}, QFormat.FP8_BLOCK: {(1, 128), (128, 128)},
+    QFormat.FP8_TENSOR: {(0, 0)},
+}
+_FP8_DTYPES = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+
+
+class Rounding(str, Enum):
+    RNE = "rne"
+    STOCHASTIC = "stochastic"
+
+
+@dataclass(frozen=True)
+class OperandConfig:
+    """How one GEMM operand is quantized (always along its GEMM's reduction dimension).
+
+    ``block=None`` picks the format's default ((1,16) NVFP4, (1,32) MX, (1,128) FP8 block;
+    tensorwise FP8 uses (0, 0) for "whole tensor"). ``rht`` is the RHT size (0 = off).
+    ``fp8_dtype`` ("e4m3"/"e5m2") applies to the FP8 formats; ``delayed`` selects delayed
+    scaling for tensorwise FP8.
+    """
+
+    format: QFormat | None = None
+    block: tuple[int, int] | None = None
+    rounding: Rounding = Rounding.RNE
+    rht: int = 0
+    scale_rounding: str = "ceil"
+    pow2_scales: bool = True
+    fp8_dtype: str = "e4m3"
+    delayed: bool = False
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        if self.format is None:
+            return
+        set_("format", QFormat.parse(self.format))
+        set_("rounding", Rounding(self.rounding))
+        block = _DEFAULT_BLOCK[self.format] if self.block is None else tuple(self.block)
+        if block not in _ALLOWED_BLOCKS[self.format]:
+            raise ValueError(f"block {block} is not valid for {self.format.value}; "
+                             f"allowed: {sorted(_ALLOWED_BLOCKS[self.format])}")
+        set_("block", block)
+        if self.rht and (self.rht < 2 or self.rht > 128 or self.rht & (self.rht - 1)):
+            raise ValueError(f"rht must be 0 or a power of two in [2, 128], got {self.rht}")
+        if self.rht and self.format not in (QFormat.NVFP4, QFormat.MXFP4):
+            raise ValueError(f"rht is supported on nvfp4/mxfp4 operands, not {self.format.value}")
+        if self.rounding == Rounding.STOCHASTIC and self.format not in (QFormat.NVFP4, QFormat.MXFP4):
+            raise ValueError(f"stochastic rounding is supported on FP4 formats, not {self.format.value}")
+        if self.scale_rounding not in ("ceil", "floor"):
+            raise ValueError(f"scale_rounding must be 'ceil' or 'floor', got {self.scale_rounding!r}")
+        if self.fp8_dtype not in _FP8_DTYPES:
+            raise ValueError(f"fp8_dtype must be 'e4m3' or 'e5m2', got {self.fp8_dtype!r}")
+        if self.delayed and self.format != QFormat.FP8_TENSOR:
+            raise ValueError("delayed scaling applies to fp8_tensor operands only")
+
+    @property
+    def quantized(self) -> bool:
+        return self.format is not None
+
+    @property
+    def block_size(self) -> int:
+        """Elements per block along the reduction dim (what the reduction dim must divide by)."""
+        return 1 if self.format in (None, QFormat.FP8_TENSOR) else self.block[1]
+
+    def quantize_kwargs(self) -> dict:
+        """Options for :func:`microscale.quantize` (without generator/backend)."""
+        f = self.format
+        if f == QFormat.NVFP4:
+            kw = {"block_2d": self.block == (16, 16), "rht": bool(self.rht),
+                  "stochastic": self.rounding == Rounding.STOCHASTIC}
+            return kw | ({"rht_d": self.rht} if self.rht else {})
+        if f == QFormat.MXFP4:
+            kw = {"scale_rounding": self.scale_rounding, "rht": bool(self.rht),
+                  "stochastic": self.rounding == Rounding.STOCHASTIC}
+            return kw | ({"rht_d": self.rht} if self.rht else {})
+        if f in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+            return {"scale_rounding": self.scale_rounding}
+        if f == QFormat.FP8_BLOCK:
+            return {"block": self.block, "pow2_scales": self.pow2_scales,
+                    "fp8_dtype": _FP8_DTYPES[self.fp8_dtype]}
+        if f == QFormat.FP8_TENSOR:
+            return {"fp8_dtype": _FP8_DTYPES[self.fp8_dtype], "pow2_scales": self.pow2_scales}
+        raise ValueError("an unquantized operand has no quantize options")
+
+    def __str__(self) -> str:
+        if self.format is None:
+            return "hp"
+        parts = [self.format.value]
+        if self.format == QFormat.FP8_TENSOR:
+            parts.append(self.fp8_dtype + (" delayed" if self.delayed else ""))
+        else:
+            parts.append("x".join(map(str, self.block)))
+        if self.format in (QFormat.FP8_BLOCK,):
+            parts.append(self.fp8_dtype)
+        if self.rounding == Rounding.STOCHASTIC:
+            parts.append("SR")
+        if self.rht:
+            parts.append(f"RHT{self.rht}")
+        if self.format in (QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2) and \
+                self.scale_rounding != "ceil":
+            parts.append(self.scale_rounding)
+        return " ".join(parts)
+
+
+HIGH_PRECISION = OperandConfig()
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """The two operands of one GEMM ``A Bᵀ``: ``a`` (x, dy or dyᵀ) and ``b`` (W, Wᵀ or xᵀ)."""
+
+    a: OperandConfig = HIGH_PRECISION
+    b: OperandConfig = HIGH_PRECISION
+
+    @property
+    def quantized(self) -> bool:
+        return self.a.quantized and self.b.quantized
+
+    def __str__(self) -> str:
+        return f"{self.a} × {self.b}" if self.quantized else "bf16"
+
+
+_GEMMS = ("fprop", "dgrad", "wgrad")
+_OPERANDS = {"fprop": ("x", "w"), "dgrad": ("dy", "w"), "wgrad": ("dy", "x")}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Per-GEMM operand configs plus the precision of everything left unquantized."""
+
+    name: str = "custom"
+    fprop: GemmConfig = GemmConfig()
+    dgrad: GemmConfig = GemmConfig()
+    wgrad: GemmConfig = GemmConfig()
+    compute_dtype: torch.dtype = torch.bfloat16
+    backend: str = "auto"
+    hp_last_fraction: float = 0.15   # default high-precision set for convert (paper: ~15%)
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        for g in _GEMMS:
+            if not isinstance(getattr(self, g), GemmConfig):
+                raise TypeError(f"Recipe.{g} must be a GemmConfig, got {type(getattr(self, g)).__name__}")
+        if self.compute_dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise ValueError(f"compute_dtype must be bf16, fp16 or fp32, got {self.compute_dtype}")
+        if self.backend not in ("auto", "reference", "triton"):
+            raise ValueError(f"backend must be 'auto', 'reference' or 'triton', got {self.backend!r}")
+        if not 0.0 <= self.hp_last_fraction < 1.0:
+            raise ValueError(f"hp_last_fraction must be in [0, 1), got {self.hp_last_fraction}")
+
+    @property
+    def gemms(self) -> dict[str, GemmConfig]:
+        return {g: getattr(self, g) for g in _GEMMS}
+
+    @property
+    def quantized(self) -> bool:
+        return any(g.quantized for g in self.gemms.values())
+
+    def with_operand(self, gemm: str, operand: str, **changes) -> "Recipe":
+        """Copy with one operand changed, e.g. ``r.with_operand("wgrad", "a", rht=0)``."""
+        if gemm not in _GEMMS or operand not in ("a", "b"):
+            raise ValueError(f"gemm must be one of {_GEMMS} and operand 'a' or 'b'")
+        g = getattr(self, gemm)
+        op = dataclasses.replace(getattr(g, operand), **changes)
+        return dataclasses.replace(self, **{gemm: dataclasses.replace(g, **{operand: op})})
+
+    def required_multiples(self) -> dict[str, int]:
+        """What the layer dims must divide by: {'in': .., 'out': .., 'tokens': ..}."""
+        need = {"in": 1, "out": 1, "tokens": 1}
+        for g, ka in (("fprop", "in"), ("dgrad", "out"), ("wgrad", "tokens")):
+            cfg = getattr(self, g)
+            if cfg.quantized:
+                for op in (cfg.a, cfg.b):
+                    need[ka] = math.lcm(need[ka], op.block_size)
+                    if op.block and op.block[0] > 1:   # 2D tiles also tile the other dim
+                        other = {"in": "out", "out": "in", "tokens": "tokens"}[ka]
+                        need[other] = math.lcm(need[other], op.block[0])
+        return need
+
+    @classmethod
+    def from_name(cls, name: str, **overrides) -> "Recipe":
+        if name not in PRESETS:
+            raise ValueError(f"unknown recipe {name!r}; presets: {', '.join(PRESETS)}")
+        return dataclasses.replace(PRESETS[name](), **overrides) if overrides else PRESETS[name]()
+
+    def __str__(self) -> str:
+        lines = [f"Recipe {self.name!r} (compute {str(self.compute_dtype).replace('torch.', '')}, "
+                 f"backend {self.backend}, last {self.hp_last_fraction:.0%} of blocks high precision)"]
+        for g in _GEMMS:
+            cfg, (na, nb) = getattr(self, g), _OPERANDS[g]
+            if g == "wgrad":
+                na, nb = "dyᵀ", "xᵀ"
+            body = f"{na}: {cfg.a} · {nb}: {cfg.b}" if cfg.quantized else "high precision"
+            lines.append(f"  {g:<6} {body}")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- presets
+def _same(op: OperandConfig) -> GemmConfig:
+    return GemmConfig(op, op)
+
+
+def _bf16() -> Recipe:
+    return Recipe("bf16", hp_last_fraction=0.0)
+
+
+def _fp8_tensorwise(delayed: bool = False) -> Recipe:
+    e4 = OperandConfig(QFormat.FP8_TENSOR, fp8_dtype="e4m3", pow2_scales=False, delayed=delayed)
+    e5 = dataclasses.replace(e4, fp8_dtype="e5m2")
+    name = "fp8_delayed" if delayed else "fp8_tensorwise"
+    return Recipe(name, GemmConfig(e4, e4), GemmConfig(e5, e4), GemmConfig(e5, e4),
+                  hp_last_fraction=0.0)
+
+
+def _fp8_blockwise() -> Recipe:
+    act = OperandConfig(QFormat.FP8_BLOCK, (1, 128))
+    wt = OperandConfig(QFormat.FP8_BLOCK, (128, 128))
+    return Recipe("fp8_blockwise", GemmConfig(act, wt), GemmConfig(act, wt), _same(act),
+                  hp_last_fraction=0.0)
+
+
+def _mxfp8() -> Recipe:
+    return Recipe("mxfp8", *([_same(OperandConfig(QFormat.MXFP8_E4M3))] * 3), hp_last_fraction=0.0)
+
+
+def _nvfp4(sr: bool = True, rht: int = 16, two_d: bool = True, name: str = "nvfp4") -> Recipe:
+    sr_mode = Rounding.STOCHASTIC if sr else Rounding.RNE
+    x = OperandConfig(QFormat.NVFP4, (1, 16))
+    w = OperandConfig(QFormat.NVFP4, (16, 16) if two_d else (1, 16))
+    dy = OperandConfig(QFormat.NVFP4, (1, 16), rounding=sr_mode)
+    return Recipe(name, GemmConfig(x, w), GemmConfig(dy, w),
+                  GemmConfig(dataclasses.replace(dy, rht=rht), dataclasses.replace(x, rht=rht)))
+
+
+def _mxfp4() -> Recipe:
+    x = OperandConfig(QFormat.MXFP4)
+    dy = OperandConfig(QFormat.MXFP4, rounding=Rounding.STOCHASTIC)
+    return Recipe("mxfp4", GemmConfig(x, x), GemmConfig(dy, x),
+                  GemmConfig(dataclasses.replace(dy, rht=32), dataclasses.replace(x, rht=32)))
+
+
+def _nvfp4_base() -> Recipe:
+    op = OperandConfig(QFormat.NVFP4, (1, 16))
+    return Recipe("nvfp4_base", *([_same(op)] * 3))
+
+
+PRESETS = {
+    "bf16": _bf16,
+    "fp8_tensorwise": _fp8_tensorwise,
+    "fp8_delayed": lambda: _fp8_tensorwise(delayed=True),
+    "fp8_blockwise": _fp8_blockwise,
+    "mxfp8": _mxfp8,
+    "mxfp4": _mxfp4,
+    "nvfp4": _nvfp4,
+    "nvfp4_no_sr": lambda: _nvfp4(sr=False, name="nvfp4_no_sr"),
+    "nvfp4_no_rht": lambda: _nvfp4(rht=0, name="nvfp4_no_rht"),
+    "nvfp4_no_2d": lambda: _nvfp4(two_d=False, name="nvfp4_no_2d"),
+    "nvfp4_base": _nvfp4_base,
+}
