@@ -68,7 +68,7 @@ def _rht_matrix_cpu(d: int) -> torch.Tensor:
 
 def rht_matrix(d: int = 16, device: torch.device | str | None = None) -> torch.Tensor:
     """``M = diag(s) · H_d / sqrt(d)`` as fp32 ``[d, d]`` on ``device``."""
-    return _rht_matrix_cpu(d).to(device or "cpu")
+    return _rht_matrix_cpu(d).to(device or "cpu", copy=True)  # never hand out the cached one
 
 
 def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:

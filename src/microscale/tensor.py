@@ -139,6 +139,9 @@ class QuantizedTensor:
             raise ValueError(f"t() needs a 2-D tensor with square 2D tiles, got shape "
                              f"{tuple(self.shape)} block {self.block}; re-quantize the "
                              "transpose instead")
+        if self.rht_d:  # the rotation runs along the old last dim, not the new one
+            raise ValueError(f"t() of an RHT-rotated tensor (rht_d={self.rht_d}) is not a "
+                             "quantized transpose; re-quantize the transpose instead")
         rows, cols = self.shape
         if self.fmt == QFormat.NVFP4:
             from .formats import pack_fp4

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["SUPPORTED_DTYPES", "check_input", "as_rows", "random_bytes", "exp2_int", "floor_log2"]
+__all__ = ["SUPPORTED_DTYPES", "check_input", "as_rows", "random_bytes", "rand_bits_like",
+           "exp2_int", "floor_log2"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def check_input(x: torch.Tensor, fmt: str, block_cols: int, block_rows: int = 1,
                 check_finite: bool = True) -> torch.Tensor:
-    """Validate dtype, shape and values; return ``x`` unchanged."""
+    """Validate dtype, shape and values; return ``x`` detached.
+
+    Quantization is not differentiable: codes, scales and amax must never hold autograd
+    history (a saved QuantizedTensor would otherwise keep the whole graph alive).
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{fmt}: expected a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in SUPPORTED_DTYPES:
@@ -37,7 +42,7 @@ def check_input(x: torch.Tensor, fmt: str, block_cols: int, block_rows: int = 1,
         bad = "NaN" if bool(torch.isnan(x).any()) else "Inf"
         raise ValueError(f"{fmt}: input contains {bad}; {fmt} cannot represent it "
                          "(pass check_finite=False to skip this check at your own risk)")
-    return x
+    return x.detach()
 
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:
@@ -51,6 +56,17 @@ def random_bytes(shape, generator: torch.Generator | None, device) -> torch.Tens
         raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
     return torch.randint(0, 256, tuple(shape), generator=generator, device=device,
                          dtype=torch.uint8)
+
+
+def rand_bits_like(rand_bits, y: torch.Tensor) -> torch.Tensor:
+    """Caller-given SR bytes, checked (uint8, one per element of x, same device) and shaped like y."""
+    if (not isinstance(rand_bits, torch.Tensor) or rand_bits.dtype != torch.uint8
+            or rand_bits.numel() != y.numel() or rand_bits.device != y.device):
+        got = (f"{rand_bits.dtype} {tuple(rand_bits.shape)} on {rand_bits.device}"
+               if isinstance(rand_bits, torch.Tensor) else type(rand_bits).__name__)
+        raise ValueError(f"rand_bits must be a uint8 tensor with one byte per element of x "
+                         f"({y.numel()} on {y.device}), got {got}")
+    return rand_bits.reshape(y.shape)
 
 
 def floor_log2(v: torch.Tensor) -> torch.Tensor:

@@ -41,7 +41,7 @@ def fp8_scale_from_amax(amax: torch.Tensor, fp8_dtype: torch.dtype, pow2_scales:
                         in_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """fp32 scale (not its inverse) from fp32 amax, elementwise, per the rule above."""
     amax = amax.float()
-    scale = _fp8_max(fp8_dtype) / amax
+    scale = amax.new_tensor(_fp8_max(fp8_dtype)) / amax  # one IEEE division (not reciprocal·max)
     scale = torch.where(amax == 0, torch.ones_like(scale), scale)
     scale = torch.where(torch.isinf(scale), torch.full_like(scale, torch.finfo(in_dtype).max), scale)
     if pow2_scales:
@@ -112,7 +112,7 @@ class DelayedScaling:
         self.amax_history = torch.roll(self.amax_history, 1)
         self.amax_history[0] = amax.float().reshape(())
         hist_amax = self.amax_history.amax()
-        new = self.fp8_max / hist_amax / (2.0 ** self.margin)
+        new = hist_amax.new_tensor(self.fp8_max) / hist_amax / (2.0 ** self.margin)
         ok = (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new)
         self.scale = torch.where(ok, new, self.scale)
         self.steps += 1

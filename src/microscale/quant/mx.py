@@ -25,7 +25,7 @@ from ..formats import E2M1, E4M3, E5M2, ElemFormat, e2m1_encode, e2m1_stochastic
 from ..formats import e8m0_encode_exponent, fp8_cast_satfinite, pack_fp4
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
-from .common import as_rows, check_input, exp2_int, floor_log2, random_bytes
+from .common import as_rows, check_input, exp2_int, floor_log2, rand_bits_like, random_bytes
 
 __all__ = ["quantize_mx", "mx_scale_exponent", "MX_BLOCK", "SCALE_ROUNDINGS"]
 
@@ -87,7 +87,7 @@ def quantize_mx(
         y = y.clamp(-6.0, 6.0)
         if stochastic:
             bits = rand_bits if rand_bits is not None else random_bytes(y.shape, generator, y.device)
-            codes = e2m1_stochastic_encode(y, bits.reshape(y.shape))
+            codes = e2m1_stochastic_encode(y, rand_bits_like(bits, y))
         else:
             codes = e2m1_encode(y)
         data = pack_fp4(codes)

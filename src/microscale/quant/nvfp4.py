@@ -26,7 +26,7 @@ import torch
 from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite, pack_fp4
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
-from .common import as_rows, check_input, random_bytes
+from .common import as_rows, check_input, rand_bits_like, random_bytes
 
 __all__ = ["quantize_nvfp4", "nvfp4_global_scales", "nvfp4_alpha", "NVFP4_BLOCK"]
 
@@ -37,7 +37,9 @@ _INV6 = torch.tensor(1.0 / 6.0, dtype=torch.float32).item()  # fp32(1/6) as a Py
 def nvfp4_global_scales(amax: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(S_enc, S_dec)`` from the fp32 amax, per SPEC §2 step 2 (0-dim fp32 tensors)."""
     amax = amax.float()
-    s_enc = torch.clamp(2688.0 / amax, max=FLT_MAX)       # amax = 0 → inf → FLT_MAX
+    # tensor / tensor: Python's ``2688.0 / amax`` runs as ``amax.reciprocal() * 2688`` (two
+    # roundings), which is off by an ulp for ~1/4 of amaxes; SPEC wants one IEEE fp32 division.
+    s_enc = torch.clamp(amax.new_tensor(2688.0) / amax, max=FLT_MAX)  # amax = 0 → inf → FLT_MAX
     s_enc = torch.where(s_enc == 0, torch.ones_like(s_enc), s_enc)  # amax = inf
     return s_enc, 1.0 / s_enc
 
@@ -97,7 +99,7 @@ def quantize_nvfp4(
     if stochastic:
         if rand_bits is None:
             rand_bits = random_bytes(y.shape, generator, y.device)
-        codes = e2m1_stochastic_encode(y, rand_bits.reshape(y.shape))
+        codes = e2m1_stochastic_encode(y, rand_bits_like(rand_bits, y))
     else:
         codes = e2m1_encode(y)
     return QuantizedTensor(

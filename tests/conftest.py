@@ -1,0 +1,47 @@
+"""Shared pytest setup for microscale's test suite.
+
+* ``@pytest.mark.gpu`` tests are skipped (with a reason) when CUDA is not available, so the
+  CPU suite runs cleanly everywhere; ``@pytest.mark.slow`` marks longer CPU tests.
+* Hypothesis gets a CI-sized profile: few examples, no deadline (the first call of a torch op
+  can take longer than hypothesis' default deadline), derandomized so a run is reproducible.
+* Fixtures give every test a fixed-seed torch generator and the full bf16 value set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "microscale", max_examples=40, deadline=None, derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("microscale")
+except ImportError:  # hypothesis is a test extra; property tests import it themselves
+    pass
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def gen() -> torch.Generator:
+    """A CPU torch generator with a fixed seed (tests stay reproducible and independent)."""
+    return torch.Generator().manual_seed(1234)
+
+
+@pytest.fixture(scope="session")
+def all_bf16() -> torch.Tensor:
+    """Every bf16 bit pattern (65536 values, NaN and ±Inf included) as a bf16 tensor."""
+    bits = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
+    return torch.from_numpy(bits.copy()).view(torch.bfloat16)
