@@ -1,0 +1,202 @@
+"""Checkpoints that resume a run exactly: tensors in safetensors, everything else in JSON.
+
+One checkpoint is two files in ``<run>/checkpoints/``::
+
+    step_000200.safetensors   model.<name>        model state (tied tensors stored once)
+                              optim.state.<i>.<k> optimizer state (AdamW exp_avg, exp_avg_sq, step)
+                              gen.<module>.<attr> state of any torch.Generator a layer owns (SR bits)
+    step_000200.json          step, RNG states (torch CPU/CUDA, numpy, python), sampler state,
+                              run config, and the skeletons of the model and optimizer state
+                              dicts: their non-tensor parts (param groups, a quantized layer's
+                              ``_extra_state`` recipe) with ``{"__tensor__": key}`` placeholders
+
+Each file is written to a temp file in the same directory and ``os.replace``-d into place, the
+JSON last, so a JSON's presence means its checkpoint is complete; :func:`latest_checkpoint`
+picks the highest such step. The RNG states are captured *after* everything a step does
+(update, logging, eval), so a resumed run draws exactly the random numbers an uninterrupted
+one would: identical losses, bit for bit, on the same device and thread count.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "rng_state", "set_rng_state",
+           "atomic_write_text"]
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^step_(\d{6,})\.json$")
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file + ``os.replace`` (never a torn file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _b64(t: torch.Tensor) -> str:
+    return base64.b64encode(t.cpu().numpy().tobytes()).decode("ascii")
+
+
+def _unb64(s: str) -> torch.Tensor:
+    return torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8)
+
+
+def rng_state() -> dict:
+    """Every global RNG a training step may draw from, as JSON-able values."""
+    np_state = np.random.get_state()
+    py_state = random.getstate()
+    state = {
+        "torch_cpu": _b64(torch.get_rng_state()),
+        "numpy": [np_state[0], np_state[1].tolist(), *np_state[2:]],
+        "python": [py_state[0], list(py_state[1]), py_state[2]],
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["torch_cuda"] = [_b64(s) for s in torch.cuda.get_rng_state_all()]
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(_unb64(state["torch_cpu"]))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    version, internal, gauss_next = state["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+    if "torch_cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([_unb64(s) for s in state["torch_cuda"]])
+
+
+def _generators(model: torch.nn.Module) -> dict[str, torch.Generator]:
+    """Per-layer generators (e.g. a quantized layer's stochastic-rounding stream), by dotted name."""
+    found = {}
+    for mod_name, module in model.named_modules():
+        for attr, value in vars(module).items():
+            if isinstance(value, torch.Generator):
+                found[f"{mod_name}.{attr}" if mod_name else attr] = value
+    return found
+
+
+def _pack(obj, key: str, tensors: dict, seen: dict):
+    """Nested state -> JSON-able skeleton; tensors go to ``tensors[key]`` (shared ones stored once).
+
+    Handles what ``state_dict()`` s hold: tensors, dicts with any keys (``_extra_state``,
+    optimizer slots keyed by int), lists, tuples and JSON scalars.
+    """
+    if isinstance(obj, torch.Tensor):
+        if obj.numel():
+            ident = (obj.untyped_storage().data_ptr(), obj.storage_offset(), tuple(obj.shape),
+                     obj.stride(), obj.dtype)
+            if ident in seen:
+                return {"__tensor__": seen[ident]}
+            seen[ident] = key
+        tensors[key] = obj.detach().contiguous()
+        return {"__tensor__": key}
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, _pack(v, f"{key}.{k}", tensors, seen)] for k, v in obj.items()]}
+    if isinstance(obj, (list, tuple)):
+        items = [_pack(v, f"{key}.{i}", tensors, seen) for i, v in enumerate(obj)]
+        return {"__tuple__": items} if isinstance(obj, tuple) else items
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise TypeError(f"cannot checkpoint {key}: unsupported type {type(obj).__name__}")
+
+
+def _unpack(obj, tensors: dict):
+    if isinstance(obj, list):
+        return [_unpack(v, tensors) for v in obj]
+    if isinstance(obj, dict):
+        if "__tensor__" in obj:
+            return tensors[obj["__tensor__"]]
+        if "__tuple__" in obj:
+            return tuple(_unpack(v, tensors) for v in obj["__tuple__"])
+        return {k: _unpack(v, tensors) for k, v in obj["__dict__"]}
+    return obj
+
+
+def save_checkpoint(ckpt_dir: str | os.PathLike, step: int, model: torch.nn.Module,
+                    optimizer: torch.optim.Optimizer, state: dict, keep: int = 2) -> Path:
+    """Write checkpoint ``step`` atomically; ``state`` (sampler, config, ...) goes to the JSON.
+
+    Keeps the newest ``keep`` checkpoints. Returns the JSON path.
+    """
+    ckpt_dir = Path(ckpt_dir)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    tensors, seen = {}, {}
+    model_meta = _pack(model.state_dict(), "model", tensors, seen)
+    optim_meta = _pack(optimizer.state_dict(), "optim", tensors, seen)
+    tensors |= {f"gen.{k}": g.get_state() for k, g in _generators(model).items()}
+    weights = ckpt_dir / f"step_{step:06d}.safetensors"
+    fd, tmp = tempfile.mkstemp(dir=ckpt_dir, prefix=weights.name + ".", suffix=".tmp")
+    os.close(fd)
+    try:
+        save_file({k: v.cpu() for k, v in tensors.items()}, tmp)
+        os.replace(tmp, weights)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    meta = {"step": step, "weights": weights.name, "model": model_meta, "optimizer": optim_meta,
+            "rng": rng_state(), **state}
+    meta_path = ckpt_dir / f"step_{step:06d}.json"
+    atomic_write_text(meta_path, json.dumps(meta))
+    _prune(ckpt_dir, keep)
+    return meta_path
+
+
+def _checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
+    if not ckpt_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _NAME.match(p.name))]
+    return sorted(found)
+
+
+def _prune(ckpt_dir: Path, keep: int) -> None:
+    for _, meta_path in _checkpoints(ckpt_dir)[:-keep] if keep > 0 else []:
+        meta_path.unlink(missing_ok=True)                        # JSON first: never a JSON without tensors
+        meta_path.with_suffix(".safetensors").unlink(missing_ok=True)
+
+
+def latest_checkpoint(ckpt_dir: str | os.PathLike) -> Path | None:
+    """JSON path of the newest complete checkpoint in ``ckpt_dir``, or None."""
+    done = [p for _, p in _checkpoints(Path(ckpt_dir)) if p.with_suffix(".safetensors").exists()]
+    return done[-1] if done else None
+
+
+def load_checkpoint(meta_path: str | os.PathLike, model: torch.nn.Module,
+                    optimizer: torch.optim.Optimizer | None = None, restore_rng: bool = True) -> dict:
+    """Load model (+ optimizer, generators, global RNGs) from a checkpoint JSON; returns the JSON."""
+    meta_path = Path(meta_path)
+    meta = json.loads(meta_path.read_text())
+    tensors = load_file(meta_path.with_name(meta["weights"]))
+    model.load_state_dict(_unpack(meta["model"], tensors), strict=True)
+    generators = _generators(model)
+    for name, gen in generators.items():
+        if f"gen.{name}" in tensors:
+            gen.set_state(tensors[f"gen.{name}"])
+    if optimizer is not None:
+        optimizer.load_state_dict(_unpack(meta["optimizer"], tensors))
+    if restore_rng:
+        set_rng_state(meta["rng"])
+    log.info("loaded checkpoint %s (step %d)", meta_path, meta["step"])
+    return meta

@@ -1,0 +1,395 @@
+"""The training loop: one recipe, one model, deterministic data, exact resume.
+
+Precision. Master weights, gradients and AdamW state are fp32 for every recipe. The forward
+runs under ``torch.autocast(bf16)``: embeddings, norms (fp32 math, bf16 out), attention and the
+head compute in bf16 for every recipe. For ``bf16`` the block linears are plain ``nn.Linear``
+(bf16 GEMMs via autocast, ``ms.convert`` is not called); for any other recipe
+``ms.convert(model, recipe, keep_high_precision=...)`` swaps them for ``ms.Linear`` layers that
+quantize the same bf16 activations. So the baseline and the quantized runs differ only in the
+GEMMs the recipe quantizes.
+
+One step ``s`` (0-based; the JSONL ``step`` is ``s + 1``, the number of updates done)::
+
+    lr = schedule(s)                          cosine, or WSD (warmup, stable, linear decay)
+    PrecisionSchedule.apply(model, s)         optional: bf16 fprop/all GEMMs from --switch-step
+    x, y = sampler.batch(s)                   pure function of (seed, s)
+    loss = CE(model(x), y); loss.backward()   NaN/Inf loss -> DivergenceError (no update applied)
+    clip grad norm; AdamW step
+    monitor(s + 1, model, (x, y))             optional; its dict joins the step's record
+    log / eval / checkpoint on their cadences
+
+Resume restores model, optimizer, every RNG and the step, so the losses after a resume are
+those of the uninterrupted run. A fresh (non-resume) run in an existing ``--out`` directory
+replaces that directory's metrics and checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import platform
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .checkpoint import atomic_write_text, latest_checkpoint, load_checkpoint, save_checkpoint
+from .data import BatchSampler, TokenData, load_data
+from .model import build_model
+
+__all__ = ["TrainConfig", "Trainer", "DivergenceError", "lr_at", "keep_hp_arg"]
+
+log = logging.getLogger(__name__)
+
+Monitor = Callable[[int, torch.nn.Module, tuple], "dict | None"]
+
+# config fields a resumed run must share with the checkpoint (others, e.g. --steps, may change)
+_RESUME_FIXED = ("model", "mlp", "recipe", "backend", "keep_hp", "seed", "batch_size", "seq_len",
+                 "data", "max_bytes")
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run depends on (the CLI flags); saved to ``<out>/config.json``."""
+
+    recipe: str = "bf16"
+    model: str = "tiny"
+    mlp: str | None = None
+    steps: int = 300
+    batch_size: int = 8
+    seq_len: int = 128
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1
+    lr_schedule: str = "cosine"
+    warmup: int | None = None
+    decay_frac: float = 0.2
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    switch_step: int | None = None
+    switch_mode: str = "fprop"
+    keep_hp: str | None = None
+    backend: str | None = None
+    seed: int = 0
+    device: str | None = None
+    threads: int | None = None
+    data: str | None = None
+    max_bytes: int | None = None
+    cache_dir: str | None = None
+    out: str = "runs/train"
+    eval_every: int = 50
+    eval_batches: int = 8
+    log_every: int = 1
+    ckpt_every: int = 100
+    resume: bool = False
+    progress: bool | None = None
+
+    def __post_init__(self):
+        positive = ("steps", "batch_size", "seq_len", "eval_every", "eval_batches", "log_every")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr_schedule not in ("cosine", "wsd"):
+            raise ValueError(f"lr_schedule must be 'cosine' or 'wsd', got {self.lr_schedule!r}")
+        if not 0.0 <= self.decay_frac <= 1.0 or not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise ValueError("decay_frac and min_lr_ratio must be in [0, 1]")
+        if self.switch_mode not in ("fprop", "all"):
+            raise ValueError(f"switch_mode must be 'fprop' or 'all', got {self.switch_mode!r}")
+        if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0:
+            raise ValueError("lr must be > 0; ckpt_every, seed and threads >= 0")
+        if self.warmup is None:
+            self.warmup = max(1, self.steps // 20)
+
+    @property
+    def decay_start(self) -> int:
+        """First step of the WSD decay phase (the paper switches precision about here)."""
+        return self.steps - int(round(self.decay_frac * self.steps))
+
+
+class DivergenceError(RuntimeError):
+    """The loss (or gradient norm) went NaN/Inf; carries the step and the last good checkpoint."""
+
+    def __init__(self, what: str, value: float, step: int, checkpoint: Path | None):
+        self.step, self.checkpoint = step, checkpoint
+        where = (f"last good checkpoint: {checkpoint} (continue with --resume, e.g. at a lower --lr)"
+                 if checkpoint else "no checkpoint was written before it")
+        super().__init__(f"{what} is {value} at step {step}; training stopped. {where}")
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """LR for 0-based update ``step``: linear warmup, then cosine or WSD down to min_lr_ratio·lr."""
+    lo = cfg.lr * cfg.min_lr_ratio
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    if cfg.lr_schedule == "cosine":
+        frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+        return lo + 0.5 * (cfg.lr - lo) * (1.0 + math.cos(math.pi * min(frac, 1.0)))
+    start = max(cfg.decay_start, cfg.warmup)
+    if step < start:
+        return cfg.lr
+    return cfg.lr - (cfg.lr - lo) * (step - start + 1) / max(1, cfg.steps - start)
+
+
+def keep_hp_arg(spec: str | None):
+    """``--keep-hp`` text -> ``convert(keep_high_precision=...)``: None (the recipe's default),
+    ``[]`` for ``none``, a list for comma-separated rules (``first:2,last:8``), else the string."""
+    if spec is None:
+        return None
+    if spec.strip().lower() == "none":
+        return []
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    return parts if len(parts) > 1 else parts[0]
+
+
+def _device(name: str | None) -> torch.device:
+    if name is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda was requested but CUDA is not available")
+    return device
+
+
+def _mem_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux: KiB
+
+
+class Trainer:
+    """Train ``config.model`` with ``config.recipe``; ``fit()`` returns the final record.
+
+    ``monitor(step, model, batch) -> dict | None`` runs after every update (``batch`` is the
+    ``(inputs, targets)`` pair on the device); a returned dict is merged into that step's JSONL
+    record (and forces a record on a step that would not log otherwise).
+    """
+
+    def __init__(self, config: TrainConfig, monitor: Monitor | None = None, data: TokenData | None = None):
+        self.cfg, self.monitor = config, monitor
+        self.device = _device(config.device)
+        self.out = Path(config.out)
+        self.ckpt_dir = self.out / "checkpoints"
+        self.data = data if data is not None else load_data(config.data, config.cache_dir, config.max_bytes)
+        self.sampler = BatchSampler(self.data, config.batch_size, config.seq_len, config.seed)
+        self.step, self.train_time = 0, 0.0
+        self.report = None
+        self._build()
+
+    # ------------------------------------------------------------------ setup
+    def _build(self) -> None:
+        cfg = self.cfg
+        torch.manual_seed(cfg.seed)
+        overrides = {"mlp": cfg.mlp} if cfg.mlp else {}
+        model = build_model(cfg.model, self.data.vocab_size, max_seq_len=max(cfg.seq_len, 16), **overrides)
+        self.recipe, self.schedule = None, None
+        if cfg.recipe != "bf16":
+            model = self._convert(model)
+        torch.manual_seed(cfg.seed + 1)   # the same training RNG stream whatever convert drew
+        self.model = model.to(self.device)
+        decay = [p for p in self.model.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8)
+        self.val = [(x.to(self.device), y.to(self.device)) for x, y in self.sampler.val_batches(cfg.eval_batches)]
+
+    def _convert(self, model: torch.nn.Module) -> torch.nn.Module:
+        import microscale as ms   # the layers load lazily; bf16 runs never need them
+
+        cfg = self.cfg
+        self.recipe = ms.Recipe.from_name(cfg.recipe, **({"backend": cfg.backend} if cfg.backend else {}))
+        kwargs = {} if cfg.keep_hp is None else {"keep_high_precision": keep_hp_arg(cfg.keep_hp)}
+        self.report = ms.convert(model, self.recipe, **kwargs)
+        log.info("%s", str(self.report).splitlines()[0])     # the full table goes to config.json
+        log.debug("%s", self.report)
+        if cfg.switch_step is not None:
+            self.schedule = ms.PrecisionSchedule(cfg.switch_step, cfg.switch_mode)
+        return model
+
+    def _run_config(self) -> dict:
+        return {**dataclasses.asdict(self.cfg), "device_resolved": str(self.device),
+                "threads_resolved": self._threads(),
+                "model_config": dataclasses.asdict(self.model.config), "params": self.model.num_params(),
+                "data_desc": self.data.describe(), "recipe_desc": str(self.recipe) if self.recipe else "bf16",
+                "convert_report": str(self.report) if self.report is not None else None,
+                "torch": torch.__version__, "python": platform.python_version()}
+
+    def _start(self) -> None:
+        """Fresh start (clear old outputs) or resume from the newest checkpoint."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        metrics = self.out / "metrics.jsonl"
+        ckpt = latest_checkpoint(self.ckpt_dir) if self.cfg.resume else None
+        if ckpt is None:
+            if self.cfg.resume:
+                log.info("--resume: no checkpoint in %s, starting from step 0", self.ckpt_dir)
+            for old in list(self.ckpt_dir.glob("step_*")) if self.ckpt_dir.is_dir() else []:
+                old.unlink()
+            metrics.unlink(missing_ok=True)
+        else:
+            self._check_resumable(json.loads(ckpt.read_text())["config"])   # before touching the model
+            meta = load_checkpoint(ckpt, self.model, self.optimizer)
+            self.sampler.load_state_dict(meta["sampler"])
+            self.step, self.train_time = meta["step"], meta["train_time"]
+            _truncate_metrics(metrics, self.step)
+            log.info("resumed from %s at step %d", ckpt, self.step)
+        atomic_write_text(self.out / "config.json", json.dumps(self._run_config(), indent=2, default=str))
+
+    def _check_resumable(self, saved: dict) -> None:
+        diff = [f"{k}: checkpoint {saved.get(k)!r}, now {getattr(self.cfg, k)!r}"
+                for k in _RESUME_FIXED if saved.get(k) != getattr(self.cfg, k)]
+        if diff:
+            raise ValueError("cannot resume: the run's config differs from the checkpoint's: " + "; ".join(diff))
+
+    # ------------------------------------------------------------------ one step
+    def _train_step(self, s: int) -> tuple[float, float, tuple]:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr_at(s, self.cfg)
+        if self.schedule is not None:
+            self.schedule.apply(self.model, s)
+        x, y = (t.to(self.device, non_blocking=True) for t in self.sampler.batch(s))
+        with torch.autocast(self.device.type, dtype=torch.bfloat16):
+            logits = self.model(x)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            raise DivergenceError("the loss", loss_value, s + 1, latest_checkpoint(self.ckpt_dir))
+        loss.backward()
+        clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip).item()
+        if not math.isfinite(grad_norm):
+            raise DivergenceError("the gradient norm", grad_norm, s + 1, latest_checkpoint(self.ckpt_dir))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.sampler.index = s + 1
+        return loss_value, grad_norm, (x, y)
+
+    @torch.no_grad()
+    def evaluate(self) -> float:
+        """Mean loss over the fixed validation batches (same batches every eval, every recipe)."""
+        self.model.eval()
+        total = 0.0
+        for x, y in self.val:
+            with torch.autocast(self.device.type, dtype=torch.bfloat16):
+                logits = self.model(x)
+            total += F.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
+        self.model.train()
+        return total / len(self.val)
+
+    # ------------------------------------------------------------------ the loop
+    def fit(self) -> dict:
+        """Run (or resume) to ``config.steps``; returns the last JSONL record."""
+        threads = torch.get_num_threads()
+        torch.set_num_threads(self._threads())
+        try:
+            return self._fit()
+        finally:
+            torch.set_num_threads(threads)
+
+    def _threads(self) -> int:
+        """CPU threads: ``config.threads``, else 1 for a quantized recipe on CPU, else torch's default.
+
+        The reference quantizers are long chains of small elementwise ops; on small CPUs the
+        intra-op thread hand-offs cost more than they save (measured: 2x faster on 1 of 2 cores).
+        """
+        if self.cfg.threads:
+            return self.cfg.threads
+        if self.device.type == "cpu" and self.recipe is not None:
+            return 1
+        return torch.get_num_threads()
+
+    def _fit(self) -> dict:
+        cfg = self.cfg
+        self._start()
+        self.model.train()
+        bar = _progress(cfg, self.step)
+        tokens_per_step = cfg.batch_size * cfg.seq_len
+        window = _Window()
+        record: dict = {}
+        with open(self.out / "metrics.jsonl", "a", buffering=1) as sink:
+            for s in range(self.step, cfg.steps):
+                t0 = time.perf_counter()
+                loss, grad_norm, batch = self._train_step(s)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                window.add(loss, tokens_per_step, time.perf_counter() - t0)
+                self.train_time += window.last_dt
+                self.step = step = s + 1
+                extra = self.monitor(step, self.model, batch) if self.monitor is not None else None
+                last = step == cfg.steps
+                if extra or last or step % cfg.log_every == 0 or step % cfg.eval_every == 0:
+                    record = self._record(step, loss, grad_norm, window, tokens_per_step)
+                    if last or step % cfg.eval_every == 0:
+                        record["val_loss"] = self.evaluate()
+                    record.update(extra or {})
+                    sink.write(json.dumps(record) + "\n")
+                    _report(bar, record, cfg)
+                    window = _Window()
+                if last or (cfg.ckpt_every and step % cfg.ckpt_every == 0):
+                    self.save()
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+        return record
+
+    def _record(self, step: int, loss: float, grad_norm: float, window: "_Window", tps: int) -> dict:
+        return {"step": step, "loss": loss, "loss_avg": window.mean_loss, "tokens": step * tps,
+                "lr": lr_at(step - 1, self.cfg), "grad_norm": grad_norm,
+                "tok_per_s": window.tokens / max(window.seconds, 1e-9), "mem_mb": _mem_mb(self.device),
+                "time_s": self.train_time}
+
+    def save(self) -> Path:
+        state = {"sampler": self.sampler.state_dict(), "train_time": self.train_time,
+                 "config": dataclasses.asdict(self.cfg)}
+        return save_checkpoint(self.ckpt_dir, self.step, self.model, self.optimizer, state)
+
+
+class _Window:
+    """Losses, tokens and seconds since the last logged record."""
+
+    def __init__(self):
+        self.losses, self.tokens, self.seconds, self.last_dt = [], 0, 0.0, 0.0
+
+    def add(self, loss: float, tokens: int, dt: float) -> None:
+        self.losses.append(loss)
+        self.tokens += tokens
+        self.seconds += dt
+        self.last_dt = dt
+
+    @property
+    def mean_loss(self) -> float:
+        return sum(self.losses) / len(self.losses)
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop records past the checkpoint's step (written before a crash, redone after resume)."""
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    atomic_write_text(path, "".join(line + "\n" for line in kept))
+
+
+def _progress(cfg: TrainConfig, start: int):
+    show = sys.stderr.isatty() if cfg.progress is None else cfg.progress
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=cfg.steps, initial=start, desc=cfg.recipe, dynamic_ncols=True, leave=True)
+
+
+def _report(bar, record: dict, cfg: TrainConfig) -> None:
+    """Progress: the tqdm postfix on a TTY, else a log line about every 10% of the run."""
+    text = {"loss": f"{record['loss']:.4f}", "tok/s": f"{record['tok_per_s']:,.0f}"}
+    if "val_loss" in record:
+        text["val"] = f"{record['val_loss']:.4f}"
+    if bar is not None:
+        bar.set_postfix(text, refresh=False)
+    elif record["step"] % max(1, cfg.steps // 10) == 0 or record["step"] == cfg.steps or "val_loss" in record:
+        log.info("[%s] step %d/%d  %s", cfg.recipe, record["step"], cfg.steps,
+                 "  ".join(f"{k} {v}" for k, v in text.items()))

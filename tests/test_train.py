@@ -1,0 +1,219 @@
+"""The training loop, exact resume, checkpoints, divergence handling and the CLI (micro model, CPU)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+import microscale as ms
+from microscale.train import checkpoint as ckpt_mod
+from microscale.train.cli import main
+from microscale.train.data import stdlib_corpus
+from microscale.train.model import build_model
+from microscale.train.trainer import DivergenceError, TrainConfig, Trainer, keep_hp_arg, lr_at
+
+MAX_BYTES = 200_000
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("corpus")
+
+
+@pytest.fixture(scope="module")
+def data(cache):
+    return stdlib_corpus(cache, max_bytes=MAX_BYTES)
+
+
+def _cfg(out, **kw) -> TrainConfig:
+    base = dict(model="micro", steps=10, batch_size=2, seq_len=64, lr=3e-3, eval_every=5, eval_batches=2,
+                ckpt_every=5, out=str(out), device="cpu", max_bytes=MAX_BYTES, progress=False)
+    return TrainConfig(**(base | kw))
+
+
+def _records(out) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+# ----------------------------------------------------------------------------- LR schedules
+def test_cosine_schedule_warms_up_then_decays_to_min():
+    cfg = TrainConfig(steps=100, lr=1.0, warmup=10, min_lr_ratio=0.1)
+    lrs = [lr_at(s, cfg) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
+    assert lrs[10] == pytest.approx(1.0) and all(a >= b for a, b in zip(lrs[10:], lrs[11:]))
+    assert lrs[55] == pytest.approx(0.55)             # halfway through the cosine: (1 + 0.1) / 2
+    assert 0.1 <= lrs[-1] < 0.1005
+
+
+def test_wsd_schedule_is_flat_then_linear_to_min():
+    cfg = TrainConfig(steps=100, lr=1.0, warmup=5, lr_schedule="wsd", decay_frac=0.2, min_lr_ratio=0.0)
+    lrs = [lr_at(s, cfg) for s in range(100)]
+    assert cfg.decay_start == 80
+    assert all(v == 1.0 for v in lrs[5:80])
+    assert lrs[80] == pytest.approx(0.95) and lrs[89] == pytest.approx(0.5) and lrs[99] == pytest.approx(0.0)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="lr_schedule"):
+        TrainConfig(lr_schedule="linear")
+    with pytest.raises(ValueError, match="steps"):
+        TrainConfig(steps=0)
+    assert TrainConfig(steps=200).warmup == 10
+    assert keep_hp_arg("none") == [] and keep_hp_arg("first:2, last:8") == ["first:2", "last:8"]
+    assert keep_hp_arg("last_fraction:0.15") == "last_fraction:0.15" and keep_hp_arg(None) is None
+
+
+# ----------------------------------------------------------------------------- end to end
+def test_train_writes_metrics_config_and_checkpoints(tmp_path, data):
+    out = tmp_path / "run"
+    final = Trainer(_cfg(out), data=data).fit()
+    recs = _records(out)
+    assert [r["step"] for r in recs] == list(range(1, 11))
+    for key in ("loss", "tokens", "lr", "grad_norm", "tok_per_s", "mem_mb"):
+        assert all(math.isfinite(r[key]) for r in recs), key
+    assert recs[3]["tokens"] == 4 * 2 * 64
+    assert [r["step"] for r in recs if "val_loss" in r] == [5, 10]
+    assert final == recs[-1]
+    assert recs[-1]["loss"] < recs[0]["loss"] - 0.5            # it learns (starts near ln 256 = 5.5)
+    config = json.loads((out / "config.json").read_text())
+    assert config["recipe"] == "bf16" and config["model_config"]["d_model"] == 128
+    names = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert names == ["step_000005.json", "step_000005.safetensors", "step_000010.json", "step_000010.safetensors"]
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def _crash_at(step: int):
+    def monitor(s, model, batch):
+        if s == step:
+            raise _Interrupt
+        return None
+    return monitor
+
+
+@pytest.mark.parametrize("recipe", ["bf16", "nvfp4"])
+def test_resume_reproduces_the_uninterrupted_losses_exactly(tmp_path, data, recipe):
+    """Crash after step 7 (checkpoint at 5), resume: every loss equals the straight run's, bit for bit."""
+    straight = tmp_path / "straight"
+    Trainer(_cfg(straight, recipe=recipe), data=data).fit()
+    broken = tmp_path / "broken"
+    with pytest.raises(_Interrupt):
+        Trainer(_cfg(broken, recipe=recipe), monitor=_crash_at(7), data=data).fit()
+    assert [r["step"] for r in _records(broken)] == [1, 2, 3, 4, 5, 6]
+    Trainer(_cfg(broken, recipe=recipe, resume=True), data=data).fit()
+    a, b = _records(straight), _records(broken)
+    assert [r["step"] for r in b] == list(range(1, 11))          # records past the checkpoint were redone
+    for key in ("loss", "grad_norm", "lr", "tokens"):
+        assert [r[key] for r in a] == [r[key] for r in b], key
+    assert [r.get("val_loss") for r in a] == [r.get("val_loss") for r in b]
+
+
+def test_resume_refuses_a_different_run(tmp_path, data):
+    out = tmp_path / "run"
+    Trainer(_cfg(out, steps=5), data=data).fit()
+    with pytest.raises(ValueError, match="seed"):
+        Trainer(_cfg(out, steps=8, seed=1, resume=True), data=data).fit()
+    with pytest.raises(ValueError, match="recipe"):          # refused before any state is loaded
+        Trainer(_cfg(out, steps=8, recipe="nvfp4", resume=True), data=data).fit()
+    Trainer(_cfg(out, steps=8, resume=True), data=data).fit()      # more steps: allowed
+    assert [r["step"] for r in _records(out)] == list(range(1, 9))
+
+
+def test_monitor_dict_is_merged_and_forces_a_record(tmp_path, data):
+    def monitor(step, model, batch):
+        x, y = batch
+        assert x.shape == (2, 64) and torch.equal(x[:, 1:], y[:, :-1])
+        return {"probe": float(step)} if step % 3 == 0 else None
+
+    out = tmp_path / "run"
+    Trainer(_cfg(out, log_every=4, eval_every=100, ckpt_every=0), monitor=monitor, data=data).fit()
+    recs = _records(out)
+    assert [r["step"] for r in recs] == [3, 4, 6, 8, 9, 10]
+    assert [r.get("probe") for r in recs] == [3.0, None, 6.0, None, 9.0, None]
+
+
+def test_nan_loss_stops_with_step_and_last_checkpoint(tmp_path, data):
+    def poison(step, model, batch):
+        if step == 6:
+            with torch.no_grad():
+                model.tok_emb.weight.fill_(float("nan"))
+
+    out = tmp_path / "run"
+    with pytest.raises(DivergenceError, match=r"loss is nan at step 7") as err:
+        Trainer(_cfg(out, ckpt_every=3), monitor=poison, data=data).fit()
+    assert err.value.step == 7 and err.value.checkpoint == out / "checkpoints" / "step_000006.json"
+    assert str(err.value.checkpoint) in str(err.value)
+
+
+def test_cli_exits_nonzero_on_divergence(tmp_path, cache, capsys):
+    code = main(["train", "--model", "micro", "--steps", "6", "--batch-size", "2", "--seq-len", "64",
+                 "--lr", "1e30", "--warmup", "1", "--grad-clip", "0", "--max-bytes", str(MAX_BYTES),
+                 "--cache-dir", str(cache), "--out", str(tmp_path / "run"), "--device", "cpu", "--no-progress"])
+    assert code == 3
+    assert "at step" in capsys.readouterr().err
+
+
+def test_precision_switch_and_keep_hp_are_wired(tmp_path, data):
+    trainer = Trainer(_cfg(tmp_path / "run", recipe="nvfp4", steps=3, switch_step=2, switch_mode="all",
+                           keep_hp="none", eval_every=100, ckpt_every=0), data=data)
+    assert len(trainer.report.converted) == 12 and not any(k.startswith("blocks") for k in trainer.report.kept)
+    layers = [m for m in trainer.model.modules() if isinstance(m, ms.Linear)]
+    trainer.fit()
+    assert layers and all(m.high_precision for m in layers)
+
+
+def test_checkpoint_round_trip_keeps_ties_and_layer_state(tmp_path):
+    torch.manual_seed(0)
+    model = build_model("micro")
+    ms.convert(model, "nvfp4")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(torch.randint(0, 256, (2, 32))).sum().backward()
+    opt.step()
+    model.blocks[0].attn.q_proj.hp_fprop = True
+    paths = [ckpt_mod.save_checkpoint(tmp_path, s, model, opt, {"note": s}, keep=2) for s in (1, 2, 3)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "step_000002.json", "step_000002.safetensors", "step_000003.json", "step_000003.safetensors"]
+    assert ckpt_mod.latest_checkpoint(tmp_path) == paths[-1]
+
+    torch.manual_seed(1)
+    fresh = build_model("micro")
+    ms.convert(fresh, "nvfp4")
+    fresh_opt = torch.optim.AdamW(fresh.parameters(), lr=1e-3)
+    meta = ckpt_mod.load_checkpoint(paths[-1], fresh, fresh_opt)
+    assert meta["note"] == 3 and fresh.lm_head.weight is fresh.tok_emb.weight
+    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+        if torch.is_tensor(a):
+            torch.testing.assert_close(a, b, rtol=0, atol=0, msg=name)
+    assert fresh.blocks[0].attn.q_proj.hp_fprop
+    sa, sb = opt.state_dict(), fresh_opt.state_dict()
+    assert sa["param_groups"] == sb["param_groups"]
+    for i in sa["state"]:
+        for key in sa["state"][i]:
+            torch.testing.assert_close(sa["state"][i][key], sb["state"][i][key], rtol=0, atol=0)
+
+
+def test_compare_and_plot_cli(tmp_path, cache, capsys):
+    out = tmp_path / "cmp"
+    code = main(["compare", "--recipes", "bf16,nvfp4", "--model", "micro", "--steps", "6", "--batch-size", "2",
+                 "--seq-len", "64", "--eval-every", "3", "--eval-batches", "1", "--max-bytes", str(MAX_BYTES),
+                 "--cache-dir", str(cache), "--out", str(out), "--device", "cpu", "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "| bf16 |" in printed and "| nvfp4 |" in printed
+    for name in ("loss.png", "rel_diff.png", "summary.md", "summary.json", "bf16/metrics.jsonl", "nvfp4/config.json"):
+        assert (out / name).exists(), name
+    rows = {r["recipe"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
+    assert rows["bf16"]["val_gap"] == 0.0
+    b, n = _records(out / "bf16"), _records(out / "nvfp4")
+    assert rows["nvfp4"]["val_loss"] == n[-1]["val_loss"]
+    assert rows["nvfp4"]["val_gap"] == pytest.approx((n[-1]["val_loss"] - b[-1]["val_loss"]) / b[-1]["val_loss"])
+    assert b[0]["loss"] != n[0]["loss"]                       # same batch, different arithmetic
+    (out / "loss.png").unlink()
+    (out / "rel_diff.png").unlink()
+    assert main(["plot", str(out)]) == 0
+    assert (out / "loss.png").stat().st_size > 1000 and (out / "rel_diff.png").exists()
