@@ -1,0 +1,217 @@
+"""Throughput of the fused quantization kernels against the device's copy rate, on one GPU.
+
+    python benchmarks/bench_quant.py                 # 4096², 8192², 16384x4096, bf16
+    python benchmarks/bench_quant.py --quick         # 8192² only
+    python benchmarks/bench_quant.py --sweep         # also tile configs (8192²)
+    python benchmarks/bench_quant.py --no-ref        # skip torch's reference timings
+
+Quantization is memory-bound, so each variant is reported as time, GB/s of bytes *moved*
+(every read of x -- NVFP4 reads it twice: the amax pass, then the quantize pass -- plus
+codes and scales written) and that rate as % of the measured device-to-device copy rate
+(also read + written). ``%copy@1read`` counts x once: the floor a single-pass design could
+reach. ``ref/*`` rows time the pure-PyTorch reference on the same GPU. Inputs are random
+bf16 (never zeros), ``check_finite=False`` (the training hot path), L2 flushed between calls.
+
+Targets: NVFP4 with the RHT at >= 70% of the copy rate; SR at <= 1.3x the RNE time.
+Prints one table per shape and ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import microscale as ms  # noqa: E402
+
+SHAPES = [(4096, 4096), (8192, 8192), (16384, 4096)]
+NF = {"check_finite": False}
+
+
+_AMAX: dict = {}
+
+
+def _given(opts: dict, x: torch.Tensor) -> dict:
+    """``amax="given"`` stands for a precomputed amax (times the quantize pass alone)."""
+    if opts.get("amax") == "given":
+        if x.device not in _AMAX:      # made once: a per-call host-to-device copy would be timed
+            _AMAX[x.device] = x.float().abs().amax()
+        return {**opts, "amax": _AMAX[x.device]}
+    return opts
+
+
+def _rc(row, col):
+    def call(x, be):
+        views = [(v[0], _given(v[1], x)) if v else None for v in (row, col)]
+        return ms.quantize_rowcol(x, views[0], views[1], backend=be)
+    return call
+
+
+def _q(fmt, **opts):
+    return lambda x, be: ms.quantize(x, fmt, backend=be, **NF, **_given(opts, x))
+
+
+# name -> (call(x, backend), reads of x by the kernel path)
+VARIANTS = {
+    "nvfp4/rowcol_rht": (_rc(("nvfp4", NF), ("nvfp4", {**NF, "rht": True})), 2),
+    "nvfp4/rowcol_rht_sr": (_rc(("nvfp4", {**NF, "stochastic": True}),
+                                ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
+    "nvfp4/rowcol_rht@amax_given": (_rc(("nvfp4", {**NF, "amax": "given"}),
+                                        ("nvfp4", {**NF, "rht": True, "amax": "given"})), 1),
+    "nvfp4/col_rht": (_rc(None, ("nvfp4", {**NF, "rht": True})), 2),
+    "nvfp4/col_rht_sr": (_rc(None, ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
+    "nvfp4/1x16": (_q("nvfp4"), 2),
+    "nvfp4/1x16@amax_given": (_q("nvfp4", amax="given"), 1),
+    "nvfp4/1x16_sr": (_q("nvfp4", stochastic=True), 2),
+    "nvfp4/1x16_rht": (_q("nvfp4", rht=True), 2),
+    "nvfp4/2d_weight": (_q("nvfp4", block_2d=True), 2),
+    "mxfp8_e4m3/1x32": (_q("mxfp8_e4m3"), 1),
+    "mxfp8_e4m3/rowcol": (_rc(("mxfp8_e4m3", NF), ("mxfp8_e4m3", NF)), 1),
+    "mxfp4/1x32": (_q("mxfp4"), 1),
+    "mxfp4/rht_sr": (_q("mxfp4", rht=True, stochastic=True), 1),
+    "fp8_block/1x128": (_q("fp8_block"), 1),
+    "fp8_block/1x128_rowcol": (_rc(("fp8_block", NF), ("fp8_block", NF)), 1),
+    "fp8_block/128x128": (_q("fp8_block", block=(128, 128)), 1),
+}
+REFERENCE = ("nvfp4/rowcol_rht", "nvfp4/1x16", "mxfp8_e4m3/1x32", "fp8_block/1x128")
+
+
+def _written(out) -> int:
+    outs = out if isinstance(out, tuple) else (out,)
+    return sum(q.data.nbytes + q.scale.nbytes + 4 for q in outs if q is not None)
+
+
+def graph_ms(fn) -> float | None:
+    """Median time of ``fn`` replayed from a CUDA graph: the kernels without host overhead."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        return common.bench_ms(graph.replay)
+    except RuntimeError:   # e.g. an op that cannot be captured
+        return None
+
+
+def run_variant(name: str, x: torch.Tensor, backend: str, copy_gbs: float,
+                graph: bool = True) -> dict:
+    call, reads = VARIANTS[name]
+    out = call(x, backend)
+    written = _written(out)
+    ms_ = common.bench_ms(lambda: call(x, backend))
+    g_ms = graph_ms(lambda: call(x, backend)) if graph and backend == "triton" else None
+    moved = reads * x.nbytes + written
+    ideal = x.nbytes + written
+    gbs = moved / (ms_ * 1e-3) / 1e9
+    return {"variant": ("ref/" if backend == "reference" else "") + name, "shape": tuple(x.shape),
+            "us": ms_ * 1e3, "GB/s": gbs, "%copy": 100 * gbs / copy_gbs,
+            "%copy@1read": 100 * ideal / (ms_ * 1e-3) / 1e9 / copy_gbs, "MB_moved": moved / 1e6,
+            "us_graph": g_ms * 1e3 if g_ms else None,
+            "%copy_graph": 100 * moved / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None}
+
+
+def sweep(x: torch.Tensor, copy_gbs: float) -> list[dict]:
+    """Try tile shapes / warps of each kernel family on ``x``; restore the defaults after."""
+    from microscale.kernels import quant_fp8, quant_mx, quant_nvfp4
+    def cfgs(keys, values):
+        return [dict(zip(keys, v)) for v in values]
+
+    q_keys = ("BR", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES")
+    plans = [
+        (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", cfgs(q_keys, [
+            (64, 64, 4, 8, 2), (64, 64, 4, 2, 2), (64, 64, 4, 4, 1), (32, 64, 4, 4, 2),
+            (64, 64, 8, 2, 2), (32, 128, 4, 4, 2), (64, 128, 8, 2, 2), (128, 64, 8, 2, 2)])),
+        (quant_nvfp4.CONFIG, "nvfp4/1x16@amax_given", cfgs(q_keys, [
+            (64, 64, 4, 8, 2), (32, 64, 4, 8, 2), (32, 128, 4, 8, 2), (64, 128, 8, 4, 2)])),
+        (quant_nvfp4.CONFIG, "nvfp4/col_rht", cfgs(
+            ("AMAX_BR", "AMAX_BC", "AMAX_WARPS", "AMAX_PROGS_PER_SM"),
+            [(64, 64, 4, 4), (64, 128, 4, 4), (32, 128, 4, 8), (64, 64, 4, 8), (128, 64, 8, 2)])),
+        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(q_keys, [
+            (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 64, 4, 4, 1), (64, 128, 8, 4, 2)])),
+        (quant_mx.CONFIG, "mxfp4/1x32", cfgs(q_keys, [
+            (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 128, 8, 4, 2)])),
+        (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
+            (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
+        (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(("num_warps_rowcol",
+                                                           "PROGS_PER_SM_rowcol"), [
+            (4, 4), (8, 2), (4, 8)])),
+    ]
+    rows = []
+    for cfg, name, options in plans:
+        default = dict(cfg)
+        for opt in options:
+            cfg.update(opt)
+            try:
+                r = run_variant(name, x, "triton", copy_gbs, graph=True)
+            except Exception as err:  # a config that fails to compile is a data point too
+                r = {"variant": name, "us": None, "error": f"{type(err).__name__}: {err}"[:80]}
+            r["config"] = ",".join(f"{k}={v}" for k, v in opt.items())
+            rows.append(r)
+        cfg.clear()
+        cfg.update(default)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--no-ref", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench_quant needs a CUDA device")
+    dev = torch.device("cuda")
+    print(common.env_header())
+    copy_gbs = common.copy_bandwidth_gbs(dev)
+    print(f"# device copy rate (read + written): {copy_gbs:.0f} GB/s")
+    names = [n for n in VARIANTS if not args.only or n.startswith(tuple(args.only.split(",")))]
+    results, cols = [], ["variant", "us", "GB/s", "%copy", "%copy@1read", "us_graph", "%copy_graph"]
+    for shape in ([(8192, 8192)] if args.quick else SHAPES):
+        x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
+        rows = [run_variant(n, x, "triton", copy_gbs) for n in names]
+        if not args.no_ref:
+            rows += [run_variant(n, x, "reference", copy_gbs) for n in REFERENCE if n in names]
+        print(f"\n## bf16 {shape[0]}x{shape[1]}")
+        print(common.fmt_table(rows, cols), flush=True)
+        results += rows
+    summary = _targets(results)
+    for line in summary["lines"]:
+        print(line)
+    payload = {"bench": "quant", "copy_gbs": copy_gbs, "results": results,
+               "targets": summary["checks"]}
+    if args.sweep:
+        x = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+        srows = sweep(x, copy_gbs)
+        print("\n## tile sweep, bf16 8192x8192")
+        print(common.fmt_table(srows, ["variant", "config", "us", "%copy", "us_graph", "error"]))
+        payload["sweep"] = srows
+    common.json_line(payload)
+
+
+def _targets(results: list[dict]) -> dict:
+    by = {(r["variant"], r["shape"]): r for r in results}
+    lines, checks = ["", "## targets"], {}
+    for (name, shape), r in by.items():
+        if name in ("nvfp4/rowcol_rht", "nvfp4/col_rht"):
+            ok = r["%copy"] >= 70
+            checks[f"{name}@{shape}>=70%copy"] = ok
+            lines.append(f"{name} {shape}: {r['%copy']:.0f}% of copy "
+                         f"({r['%copy@1read']:.0f}% counting x once) -> {'ok' if ok else 'MISS'}")
+        if name.endswith("_sr") and (name[:-3], shape) in by:
+            ratio = r["us"] / by[(name[:-3], shape)]["us"]
+            checks[f"{name}@{shape}<=1.3xRNE"] = ratio <= 1.3
+            lines.append(f"{name} {shape}: {ratio:.2f}x RNE -> {'ok' if ratio <= 1.3 else 'MISS'}")
+    return {"lines": lines, "checks": checks}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""Triton kernels, each registered with :func:`microscale.backend.register_kernel` under the
+name and signature of the reference op it replaces (see :mod:`microscale.backend`).
+
+Importing this package registers them. Quantization kernels live in ``quant_nvfp4``,
+``quant_mx`` and ``quant_fp8``; the GEMM kernels (``gemm_fp4``, ``gemm_fp8``) register
+themselves when present.
+"""
+
+import importlib
+
+from . import quant_fp8, quant_mx, quant_nvfp4  # noqa: F401  (registration side effects)
+
+for _name in ("microscale.kernels.gemm_fp4", "microscale.kernels.gemm_fp8"):
+    try:
+        importlib.import_module(_name)
+    except ModuleNotFoundError as _err:  # only that module missing is tolerated
+        if _err.name != _name:
+            raise

@@ -1,0 +1,322 @@
+"""Building blocks shared by the quantization kernels: exact fp32 bit arithmetic in Triton.
+
+Every kernel here must reproduce the reference quantizers bit for bit, on the GPU and in
+Triton's CPU interpreter alike. Two facts shape this file:
+
+* Triton's float casts are not portable: the interpreter truncates fp32 -> bf16/fp8 instead
+  of rounding to nearest even, and ``a / b`` on the GPU is an approximate division. So the
+  roundings the spec needs are written here with integer operations on the fp32 bit pattern
+  (``fp8_rne_byte``, ``round_to_input_dtype``), and every division is ``tl.math.div_rn``.
+* The formats are defined on fp32 values, so every helper takes and returns fp32 tiles.
+
+RNE to a format with ``M`` mantissa bits, on the fp32 bits ``b`` of a normal value: add
+``2^(22-M) - 1`` plus the lowest kept bit (ties go to even), then drop ``23 - M`` bits; a
+carry into the exponent is the correct rounding up. Values below the format's smallest normal
+``2^emin`` sit on a fixed grid of step ``2^(emin-M)``: scaled to integers (exact, a power of
+two) they round with the classic ``(v + 2^23) - 2^23`` trick, and the integer is already the
+subnormal byte (``2^M`` lands on the smallest normal, exponent field 1, as it should).
+
+E2M1 codes use the same threshold comparisons as ``formats.e2m1_encode`` and the SR recipe
+of ``formats.e2m1_stochastic_encode`` (SPEC §5); codes are packed two per byte, even
+element in the low nibble. The RHT of a tile is one ``[R*C/d, d] x [d, d]`` fp32 product
+with ``input_precision="ieee"`` (tf32 would change the bits).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import KernelUnsupported
+from ..hadamard import rht_matrix
+from ..quant.common import SUPPORTED_DTYPES, check_input
+
+__all__ = ["IN_DTYPE_CODE", "check_kernel_input", "check_views", "check_rand_bits", "draw_seed",
+           "rht_matrix_on", "persistent_grid"]
+
+IN_DTYPE_CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+# Triton's interpreter multiplies bf16 operands of tl.dot as raw integers: it takes the fp32
+# path (same values, the products being exact either way). Read once, at import.
+TENSOR_CORE_RHT = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
+# On the GPU, fp32 -> bf16/fp8 use the hardware RNE conversions (cvt.rn[.satfinite]); in the
+# interpreter (whose casts truncate) and with MICROSCALE_NATIVE_CASTS=0, the integer versions.
+NATIVE_CASTS = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1"
+                            and os.environ.get("MICROSCALE_NATIVE_CASTS", "1") == "1")
+FLT_MAX_F32 = 3.4028234663852886e38
+
+
+# --------------------------------------------------------------------------- fp32 bit helpers
+@triton.jit
+def round_to_input_dtype(y, IN_DTYPE: tl.constexpr):
+    """Round fp32 ``y`` to the input dtype (0 fp32, 1 bf16, 2 fp16) with RNE; return fp32."""
+    if IN_DTYPE == 1 and NATIVE_CASTS:
+        return y.to(tl.bfloat16, fp_downcast_rounding="rtne").to(tl.float32)
+    elif IN_DTYPE == 1:
+        b = y.to(tl.uint32, bitcast=True)
+        b = b + 0x7FFF + ((b >> 16) & 1)
+        return ((b >> 16) << 16).to(tl.float32, bitcast=True)
+    elif IN_DTYPE == 2:
+        return y.to(tl.float16).to(tl.float32)
+    else:
+        return y
+
+
+@triton.jit
+def floor_log2_sig(v):
+    """For positive finite fp32 ``v`` (subnormals too): ``(floor(log2 v), mantissa bits)``."""
+    sub = v < 1.1754943508222875e-38
+    vn = tl.where(sub, v * 16777216.0, v)           # 2^24: exact, normalises subnormals
+    b = vn.to(tl.int32, bitcast=True)
+    e = ((b >> 23) & 0xFF) - 127 - tl.where(sub, 24, 0)
+    return e, b & 0x7FFFFF
+
+
+@triton.jit
+def exp2_int(n):
+    """Exact fp32 ``2^n`` for int32 ``n`` in [-149, 127] (subnormal results included)."""
+    normal = ((n + 127) << 23).to(tl.float32, bitcast=True)
+    sub = (1 << tl.minimum(tl.maximum(n + 149, 0), 22)).to(tl.float32, bitcast=True)
+    return tl.where(n >= -126, normal, sub)
+
+
+@triton.jit
+def fp8_rne_byte(v, MANT: tl.constexpr, EMIN: tl.constexpr, BIAS: tl.constexpr,
+                 MAXV: tl.constexpr, SUB_SCALE: tl.constexpr, MIN_NORMAL: tl.constexpr):
+    """fp32 -> FP8 byte, RNE with saturation to +-MAXV; the sign of -0 is kept."""
+    a = tl.minimum(tl.abs(v), MAXV)
+    bits = a.to(tl.int32, bitcast=True)
+    SHIFT: tl.constexpr = 23 - MANT
+    r = bits + ((1 << (SHIFT - 1)) - 1) + ((bits >> SHIFT) & 1)
+    normal = ((((r >> 23) - 127 + BIAS) << MANT) | ((r >> SHIFT) & ((1 << MANT) - 1)))
+    sub = ((tl.minimum(a, MIN_NORMAL) * SUB_SCALE + 8388608.0) - 8388608.0).to(tl.int32)
+    mag = tl.where(a >= MIN_NORMAL, normal, sub)
+    sign = (v.to(tl.int32, bitcast=True) >> 24) & 0x80
+    return (mag | sign).to(tl.uint8)
+
+
+@triton.jit
+def e4m3_byte(v):
+    if NATIVE_CASTS:
+        a = tl.minimum(tl.maximum(v, -448.0), 448.0)
+        out = a.to(tl.float8e4nv, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
+    else:
+        out = fp8_rne_byte(v, 3, -6, 7, 448.0, 512.0, 0.015625)  # subnormal step 2^-9
+    return out
+
+
+@triton.jit
+def e5m2_byte(v):
+    if NATIVE_CASTS:
+        a = tl.minimum(tl.maximum(v, -57344.0), 57344.0)
+        out = a.to(tl.float8e5, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
+    else:
+        out = fp8_rne_byte(v, 2, -14, 15, 57344.0, 65536.0, 6.103515625e-05)  # step 2^-16
+    return out
+
+
+@triton.jit
+def e4m3_value(byte):
+    """Positive E4M3 byte (no NaN) -> its exact fp32 value."""
+    b = byte.to(tl.int32)
+    e = b >> 3
+    m = b & 7
+    normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
+    return tl.where(e > 0, normal, m.to(tl.float32) * 0.001953125)
+
+
+# --------------------------------------------------------------------------- E2M1
+@triton.jit
+def e2m1_mag_code(a):
+    """RNE E2M1 magnitude code (int32 0..7) of ``a`` in [0, 6].
+
+    Within a binade the grid is uniform (step 0.5 below 2, 1 below 4, 2 above), so the code
+    is ``rint(a / step) + offset``; rint is the ``+1.5*2^23`` trick, whose integer is read
+    straight off the fp32 bits. Ties go to the even integer, which is the even code, as
+    SPEC §1 asks (0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4).
+    """
+    inv_step = tl.where(a < 2.0, 2.0, tl.where(a < 4.0, 1.0, 0.5))
+    off = tl.where(a < 2.0, 0, tl.where(a < 4.0, 2, 4))
+    t = a * inv_step + 12582912.0                      # exact product; one RNE rounding
+    return t.to(tl.int32, bitcast=True) - 0x4B400000 + off
+
+
+@triton.jit
+def e2m1_sr_mag_code(a, rbyte):
+    """Stochastic E2M1 magnitude code from a random byte (int32 0..255), SPEC §5."""
+    u = rbyte.to(tl.float32) * 0.00390625
+    t = a + u * tl.where(a < 2.0, 0.5, tl.where(a < 4.0, 1.0, 2.0))   # u*step is exact
+    inv_step = tl.where(t < 2.0, 2.0, tl.where(t < 4.0, 1.0, 0.5))
+    off = tl.where(t < 2.0, 0, tl.where(t < 4.0, 2, 4))
+    n = tl.floor(t * inv_step) + 12582912.0            # t < 8, so the code never passes 7
+    return n.to(tl.int32, bitcast=True) - 0x4B400000 + off
+
+
+@triton.jit
+def sign_nibble(x):
+    """E2M1 sign bit (8 or 0) of fp32 ``x``; -0.0 keeps it."""
+    return (x.to(tl.int32, bitcast=True) >> 28) & 8
+
+
+@triton.jit
+def e2m1_code(y):
+    """RNE E2M1 code (int32 0..15) of fp32 ``y``, as ``formats.e2m1_encode``."""
+    return e2m1_mag_code(tl.minimum(tl.abs(y), 6.0)) | sign_nibble(y)
+
+
+@triton.jit
+def e2m1_sr_code(y, rbyte):
+    """Stochastic E2M1 code (int32 0..15) of fp32 ``y``."""
+    return e2m1_sr_mag_code(tl.minimum(tl.abs(y), 6.0), rbyte) | sign_nibble(y)
+
+
+@triton.jit
+def pack_pairs(codes, R: tl.constexpr, C: tl.constexpr):
+    """int32 codes ``[R, C]`` -> uint8 ``[R, C/2]``, element 2j low nibble, 2j+1 high."""
+    c3 = tl.reshape(codes, (R, C // 2, 2))
+    sh = (tl.arange(0, 2) * 4)[None, None, :]
+    return tl.sum(c3 << sh, axis=2).to(tl.uint8)
+
+
+@triton.jit
+def pack16(codes, k, AXIS: tl.constexpr):
+    """16 E2M1 codes along ``AXIS`` (position ``k``, 0..15, broadcast) -> two uint32 words.
+
+    Word 0 holds codes 0-7 (code i in bits 4i..4i+3), word 1 codes 8-15: little-endian,
+    exactly the bytes ``pack_fp4`` makes. Multiplying by a per-position power of 16 (0 for
+    the other word) lets the compiler fuse shift and sum into one multiply-add per code.
+    """
+    c = codes.to(tl.uint32)
+    m_lo = tl.where(k < 8, 1 << (4 * (k % 8)), 0).to(tl.uint32)
+    m_hi = tl.where(k < 8, 0, 1 << (4 * (k % 8))).to(tl.uint32)
+    return tl.sum(c * m_lo, axis=AXIS), tl.sum(c * m_hi, axis=AXIS)
+
+
+@triton.jit
+def select_byte(w0, w1, w2, w3, k):
+    """Byte ``k`` (0..15, broadcast against the words) of the 128 bits ``w0..w3``, as int32."""
+    w = tl.where(k < 4, w0, tl.where(k < 8, w1, tl.where(k < 12, w2, w3)))
+    return ((w.to(tl.uint32, bitcast=True) >> ((k % 4) * 8).to(tl.uint32)) & 255).to(tl.int32)
+
+
+@triton.jit
+def dot_fp32(a, b, IN_DTYPE: tl.constexpr, EXACT_B: tl.constexpr):
+    """``a @ b`` (2-D or batched 3-D) of fp32 tiles holding input-dtype values, fp32 result.
+
+    bf16/fp16 inputs use the tensor cores in their own dtype: the values and +-1/4 (the
+    d=16 RHT entries) are exact there, every product is exact in fp32 and the fp32
+    accumulation gives the reference's sum whenever that sum is exact in fp32 (unless one
+    chunk spans more than ~16 binades). ``EXACT_B`` says the entries of the matrix are exact
+    in the narrow dtype (1/sqrt(d) is a power of two for d = 16 and 64, not for d = 32).
+    fp32 inputs, other d, and the interpreter use IEEE FMAs.
+    """
+    if TENSOR_CORE_RHT and EXACT_B and IN_DTYPE == 1:
+        y = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+    elif TENSOR_CORE_RHT and EXACT_B and IN_DTYPE == 2:
+        y = tl.dot(a.to(tl.float16), b.to(tl.float16), out_dtype=tl.float32)
+    else:
+        y = tl.dot(a, b, input_precision="ieee")
+    return y
+
+
+@triton.jit
+def rht_tile(v, m, R: tl.constexpr, C: tl.constexpr, D: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """Rotate each D-chunk of the rows of fp32 tile ``v`` by ``m`` [D, D]; round to input dtype."""
+    y = dot_fp32(tl.reshape(v, (R * C // D, D)), m, IN_DTYPE, D == 16 or D == 64)
+    return round_to_input_dtype(tl.reshape(y, (R, C)), IN_DTYPE)
+
+
+@triton.jit
+def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """Rotate along axis 1 of ``v`` [G, D, C]: ``y[g] = mt @ v[g]`` with ``mt = Mᵀ``; round."""
+    y = dot_fp32(tl.broadcast_to(mt[None, :, :], (G, D, D)), v, IN_DTYPE, D == 16 or D == 64)
+    return round_to_input_dtype(y, IN_DTYPE)
+
+
+@triton.jit
+def tile_coords(t, n_tc, BR: tl.constexpr, BC: tl.constexpr):
+    """Tile index ``t`` (row-major over a grid of ``n_tc`` tile columns) -> (row0, col0)."""
+    return (t // n_tc) * BR, (t % n_tc) * BC
+
+
+# --------------------------------------------------------------------------- host side
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def check_kernel_input(x: torch.Tensor) -> None:
+    """Reject what the kernels do not take: odd device, dtype or strides."""
+    if x.device.type == "cpu" and not interpreting():
+        raise KernelUnsupported("a CPU tensor needs TRITON_INTERPRET=1")
+    if x.device.type not in ("cpu", "cuda"):
+        raise KernelUnsupported(f"device {x.device} is not supported")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise KernelUnsupported(f"dtype {x.dtype}")
+    if not x.is_contiguous():
+        raise KernelUnsupported("input is not contiguous (row-major strides needed)")
+    if x.numel() >= 2**31:
+        raise KernelUnsupported("tensors of 2^31 elements or more (int32 indexing)")
+
+
+def check_views(x2: torch.Tensor, row, col, block_of) -> None:
+    """Validate both views as ``_rowcol_reference`` would (same errors, same order).
+
+    ``block_of(fmt, opts) -> (block_cols, block_rows)``. The finite check runs once.
+    """
+    checked = False
+    for view, xv in ((row, x2), (col, x2.t())):
+        if view is None:
+            continue
+        fmt, opts = view
+        want = bool(opts.get("check_finite", True)) and not checked
+        bc, br = block_of(fmt, opts)
+        check_input(xv, fmt.value, bc, br, want)
+        checked = checked or want
+
+
+def check_rand_bits(bits: torch.Tensor | None, numel: int, device) -> torch.Tensor | None:
+    """Validate caller-given SR bytes: uint8, one per element, on x's device."""
+    if bits is None:
+        return None
+    if bits.dtype != torch.uint8 or bits.numel() != numel or bits.device != device:
+        raise KernelUnsupported(f"rand_bits must be uint8 with {numel} elements on {device}, "
+                                f"got {bits.dtype} with {bits.numel()} on {bits.device}")
+    return bits.contiguous()
+
+
+def draw_seed(generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+    """Philox seed for in-kernel SR, drawn from ``generator`` (or torch's default for ``device``).
+
+    Drawn with ``torch.randint`` so ``torch.manual_seed`` controls it; it stays on the device
+    (the kernel loads it), so no host synchronisation happens.
+    """
+    if generator is not None and generator.device.type != device.type:
+        raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
+    gen_device = generator.device if generator is not None else device
+    seed = torch.randint(0, 2**31 - 1, (1,), generator=generator, device=gen_device,
+                         dtype=torch.int64)
+    return seed.to(device=device, dtype=torch.int32)
+
+
+_M_CACHE: dict = {}
+_SM_CACHE: dict = {}
+
+
+def rht_matrix_on(d: int, device: torch.device) -> torch.Tensor:
+    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call)."""
+    key = (d, str(device))
+    if key not in _M_CACHE:
+        _M_CACHE[key] = rht_matrix(d, device).contiguous()
+    return _M_CACHE[key]
+
+
+def persistent_grid(n_tiles: int, device: torch.device, progs_per_sm: int) -> int:
+    """Programs to launch: at most ``progs_per_sm`` per multiprocessor, each looping over tiles."""
+    if device.type != "cuda":
+        return max(1, min(n_tiles, 2))          # the interpreter: exercise the tile loop
+    key = str(device)
+    if key not in _SM_CACHE:
+        _SM_CACHE[key] = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(n_tiles, _SM_CACHE[key] * progs_per_sm))

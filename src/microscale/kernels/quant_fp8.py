@@ -1,0 +1,243 @@
+"""Fused FP8 blockwise quantization kernels (SPEC §8), bit-exact with ``quant.fp8``.
+
+One launch. A program loads a ``[BR, BC]`` tile of x once and writes:
+
+* ``block=(1, 128)`` row view: one scale per 128 consecutive elements of a row
+  (``scale_inv`` fp32 ``[rows, cols/128]``);
+* ``block=(1, 128)`` column view (``quantize_rowcol`` only): the same rule on ``xᵀ``, i.e. per
+  128 consecutive *rows* of a column, written as ``data[cols, rows]`` and
+  ``scale_inv[cols, rows/128]`` -- the DeepSeek-V3 activation/gradient pair for wgrad;
+* ``block=(128, 128)`` (weights): one scale per tile (``scale_inv[rows/128, cols/128]``).
+
+The scale rule mirrors ``fp8_scale_from_amax`` operation by operation::
+
+    scale = fp8_max / vmax               (one IEEE fp32 division, tl.math.div_rn)
+    vmax = 0 -> 1;  scale = inf -> the input dtype's max;  pow2: 2^floor(log2 scale)
+    data  = cast_rne_satfinite(x * scale);   scale_inv = 1 / scale
+
+``amax`` (max|x| of the tensor) is folded in with an atomic max. Bytes per element for bf16
+x: 2 read, 1 + 4/128 written per view.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import KernelUnsupported, register_kernel
+from ..quant.common import check_input
+from ..tensor import QFormat, QuantizedTensor
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, e4m3_byte, e5m2_byte,
+                     exp2_int, floor_log2_sig, persistent_grid, tile_coords)
+
+__all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
+
+CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 8,
+          "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4}
+
+_IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
+_OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
+
+
+@triton.jit
+def _scale_from_vmax(vmax, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr, POW2: tl.constexpr):
+    scale = tl.math.div_rn(FP8_MAX, vmax)
+    scale = tl.where(vmax == 0.0, 1.0, scale)
+    scale = tl.where(scale > 3.4028234663852886e38, IN_MAX, scale)          # inf
+    if POW2:
+        fl, _ = floor_log2_sig(scale)
+        scale = exp2_int(fl)
+    return scale
+
+
+@triton.jit
+def _fp8_byte(y, E5M2: tl.constexpr):
+    if E5M2:
+        return e5m2_byte(y)
+    else:
+        return e4m3_byte(y)
+
+
+@triton.jit
+def _quant_1x128(v, q_ptr, s_ptr, offs_r, offs_c, c0, nrows, ncols, R: tl.constexpr,
+                 C: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
+                 POW2: tl.constexpr, E5M2: tl.constexpr):
+    """1x128 blocks along the last axis of view tile ``v`` [R, C]; store data and scale_inv."""
+    v3 = tl.reshape(v, (R, C // 128, 128))
+    vmax = tl.max(tl.abs(v3), axis=2)
+    scale = _scale_from_vmax(vmax, FP8_MAX, IN_MAX, POW2)
+    data = _fp8_byte(tl.reshape(v3 * scale[:, :, None], (R, C)), E5M2)
+    r_ok = offs_r < nrows
+    tl.store(q_ptr + offs_r[:, None] * ncols + offs_c[None, :], data,
+             mask=r_ok[:, None] & (offs_c < ncols)[None, :])
+    sx = c0 // 128 + tl.arange(0, C // 128)
+    tl.store(s_ptr + offs_r[:, None] * (ncols // 128) + sx[None, :], tl.math.div_rn(1.0, scale),
+             mask=r_ok[:, None] & (sx < ncols // 128)[None, :])
+    return vmax                                                 # block maxima, for the amax
+
+
+@triton.jit
+def _quant_128x1(x, q_ptr, s_ptr, offs_r, offs_c, r0, rows, cols, BR: tl.constexpr,
+                 BC: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
+                 POW2: tl.constexpr, E5M2: tl.constexpr):
+    """Column view of tile ``x`` [128, BC]: blocks of 128 along x's rows, stored as xᵀ
+    (``data[cols, rows]``, ``scale_inv[cols, rows/128]``) without transposing in registers."""
+    scale = _scale_from_vmax(tl.max(tl.abs(x), axis=0), FP8_MAX, IN_MAX, POW2)   # [BC]
+    data = _fp8_byte(x * scale[None, :], E5M2)
+    c_ok = offs_c < cols
+    tl.store(q_ptr + offs_c[None, :] * rows + offs_r[:, None], data,
+             mask=(offs_r < rows)[:, None] & c_ok[None, :])
+    tl.store(s_ptr + offs_c * (rows // 128) + r0 // 128, tl.math.div_rn(1.0, scale),
+             mask=c_ok)                       # r0 < rows: the column view needs rows % 128 == 0
+
+
+@triton.jit
+def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc, n_tiles,
+                      IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+                      FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr, POW2: tl.constexpr,
+                      E5M2: tl.constexpr, MODE: tl.constexpr, COL: tl.constexpr,
+                      NUM_STAGES: tl.constexpr):
+    """MODE 0: 1x128 row view (+ column view if COL); MODE 1: 128x128 tiles (BR = 128).
+
+    Each program loops over tiles keeping running block maxima and folds them into amax once
+    at the end (the column view's maxima are the same numbers).
+    """
+    acc1 = tl.zeros((BR, BC // 128), dtype=tl.float32)        # running block maxima
+    TR: tl.constexpr = BR // 128 if BR >= 128 else 1          # (MODE 1 only)
+    acc2 = tl.zeros((TR, BC // 128), dtype=tl.float32)        # (no reduction in the loop)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(t, n_tc, BR, BC)
+        offs_r = r0 + tl.arange(0, BR)
+        offs_c = c0 + tl.arange(0, BC)
+        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
+        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+        x = x.to(tl.float32)
+        if MODE == 0:
+            acc1 = tl.maximum(acc1, _quant_1x128(x, qr_ptr, sr_ptr, offs_r, offs_c, c0, rows,
+                                                 cols, BR, BC, FP8_MAX, IN_MAX, POW2, E5M2))
+            if COL:
+                _quant_128x1(x, qc_ptr, sc_ptr, offs_r, offs_c, r0, rows, cols, BR, BC,
+                             FP8_MAX, IN_MAX, POW2, E5M2)
+        else:
+            acc2 = tl.maximum(acc2, _quant_128x128(x, qr_ptr, sr_ptr, offs_r, offs_c, r0, c0,
+                                                   rows, cols, mask, BR, BC, FP8_MAX, IN_MAX,
+                                                   POW2, E5M2))
+    if MODE == 0:
+        tl.atomic_max(amax_ptr, tl.max(tl.max(acc1, axis=1), axis=0))
+    else:
+        tl.atomic_max(amax_ptr, tl.max(tl.max(acc2, axis=1), axis=0))
+
+
+@triton.jit
+def _quant_128x128(x, q_ptr, s_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
+                   BR: tl.constexpr, BC: tl.constexpr, FP8_MAX: tl.constexpr,
+                   IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr):
+    """128x128 tiles: one scale per tile, ``scale_inv[rows/128, cols/128]``."""
+    x4 = tl.reshape(x, (BR // 128, 128, BC // 128, 128))
+    tmax = tl.max(tl.max(tl.abs(x4), axis=3), axis=1)                 # [BR/128, BC/128]
+    scale = _scale_from_vmax(tmax, FP8_MAX, IN_MAX, POW2)
+    data = _fp8_byte(tl.reshape(x4 * scale[:, None, :, None], (BR, BC)), E5M2)
+    tl.store(q_ptr + offs_r[:, None] * cols + offs_c[None, :], data, mask=mask)
+    ti = r0 // 128 + tl.arange(0, BR // 128)
+    tj = c0 // 128 + tl.arange(0, BC // 128)
+    tl.store(s_ptr + ti[:, None] * (cols // 128) + tj[None, :], tl.math.div_rn(1.0, scale),
+             mask=(ti < rows // 128)[:, None] & (tj < cols // 128)[None, :])
+    return tmax                                                 # tile maxima, for the amax
+
+
+# --------------------------------------------------------------------------- host side
+def _options(opts: dict):
+    unknown = set(opts) - set(_OPTS)
+    if unknown:
+        raise KernelUnsupported(f"options {sorted(unknown)}")
+    block = tuple(opts.get("block", (1, 128)))
+    fp8_dtype = opts.get("fp8_dtype", torch.float8_e4m3fn)
+    if block not in ((1, 128), (128, 128)):
+        raise KernelUnsupported(f"block={block}")
+    if fp8_dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+        raise KernelUnsupported(f"fp8_dtype={fp8_dtype}")
+    return block, bool(opts.get("pow2_scales", True)), fp8_dtype
+
+
+def _result(data, scale_inv, amax, shape, dtype, block, pow2):
+    return QuantizedTensor(fmt=QFormat.FP8_BLOCK, data=data, scale=scale_inv, amax=amax,
+                           shape=shape, orig_dtype=dtype, block=block,
+                           extra={"pow2_scales": pow2})
+
+
+def _launch(x2, views, block, pow2, fp8_dtype, col):
+    """views: [(data, scale_inv)] for the row view and, if ``col``, the column view."""
+    rows, cols = x2.shape
+    amax = torch.zeros((), dtype=torch.float32, device=x2.device)
+    mode = 0 if block == (1, 128) else 1
+    br = 128 if (mode == 1 or col) else CONFIG["BR_1x128"]
+    if col:
+        br = CONFIG["BR_1x128_rowcol"]
+    bc = CONFIG["BC"]
+    (qr, sr), (qc, sc) = views[0], views[1] if col else views[0]
+    fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
+    n_tc = triton.cdiv(cols, bc)
+    n_tiles = triton.cdiv(rows, br) * n_tc
+    progs, warps = (CONFIG["PROGS_PER_SM_rowcol"], CONFIG["num_warps_rowcol"]) if col else \
+        (CONFIG["PROGS_PER_SM"], CONFIG["num_warps"])
+    grid = (persistent_grid(n_tiles, x2.device, progs),)
+    _fp8_block_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
+                            rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype], br, bc, fp8_max,
+                            _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2,
+                            fp8_dtype == torch.float8_e5m2, mode, col, CONFIG["NUM_STAGES"],
+                            num_warps=warps)
+    return amax
+
+
+def _buffers(vr, vc, block, fp8_dtype, dev):
+    data = torch.empty((vr, vc), dtype=fp8_dtype, device=dev)
+    scale = torch.empty((vr // block[0], vc // block[1]), dtype=torch.float32, device=dev)
+    return data, scale
+
+
+@register_kernel("quantize", QFormat.FP8_BLOCK.value)
+def quantize_fp8_block_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
+    """Kernel twin of :func:`microscale.quant.quantize_fp8_block` (same signature)."""
+    block = tuple(opts.get("block", (1, 128)))
+    if block not in ((1, 128), (128, 128)):
+        raise KernelUnsupported(f"block={block}")
+    check_input(x, "fp8_block", block[1], block[0], opts.get("check_finite", True))
+    check_kernel_input(x)
+    block, pow2, fp8_dtype = _options(opts)
+    x2 = x.reshape(-1, x.shape[-1])
+    view = _buffers(*x2.shape, block, fp8_dtype, x.device)
+    amax = _launch(x2, [view], block, pow2, fp8_dtype, col=False)
+    return _result(*view, amax, x.shape, x.dtype, block, pow2)
+
+
+def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
+    """Kernel twin of ``quantize._rowcol_reference`` for 1x128 FP8 views (either may be None)."""
+    x2 = x.reshape(-1, x.shape[-1])
+    parsed = [_options(v[1]) if v else None for v in (row, col)]
+    if any(p and p[0] != (1, 128) for p in parsed):
+        raise KernelUnsupported("rowcol supports block=(1, 128) (use quantize(...).t() for 128x128)")
+    if row and col and parsed[0] != parsed[1]:
+        raise KernelUnsupported("row and column views with different options")
+    check_views(x2, row, col, lambda fmt, opts: (128, 1))
+    check_kernel_input(x)
+    block, pow2, fp8_dtype = next(p for p in parsed if p)
+    rows, cols = x2.shape
+    if row and col:
+        views = [_buffers(rows, cols, block, fp8_dtype, x.device),
+                 _buffers(cols, rows, block, fp8_dtype, x.device)]
+        amax = _launch(x2, views, block, pow2, fp8_dtype, col=True)
+        return (_result(*views[0], amax, torch.Size((rows, cols)), x.dtype, block, pow2),
+                _result(*views[1], amax, torch.Size((cols, rows)), x.dtype, block, pow2))
+    if row:
+        view = _buffers(rows, cols, block, fp8_dtype, x.device)
+        amax = _launch(x2, [view], block, pow2, fp8_dtype, col=False)
+        return _result(*view, amax, torch.Size((rows, cols)), x.dtype, block, pow2), None
+    x_t = x2.t().contiguous()   # a column view alone: the row kernel on the transpose
+    view = _buffers(cols, rows, block, fp8_dtype, x.device)
+    amax = _launch(x_t, [view], block, pow2, fp8_dtype, col=False)
+    return None, _result(*view, amax, torch.Size((cols, rows)), x.dtype, block, pow2)
+
+
+for _key in ("fp8_block|fp8_block", "fp8_block|none", "none|fp8_block"):
+    register_kernel("quantize_rowcol", _key)(quantize_rowcol_fp8_block_triton)

@@ -1,0 +1,317 @@
+"""Fused MX quantization kernels (MXFP8 E4M3/E5M2, MXFP4), bit-exact with ``quant.mx``.
+
+MX needs no tensor-wide scale, so one launch does everything: a program loops over
+``[BR, BC]`` tiles of x and writes the row view (the tile read as ``[BR, BC/32, 32]``, blocks
+of 32 along x's columns), the column view (read as ``[BR/32, 32, BC]``: blocks of 32 along
+x's rows, i.e. the quantized ``xᵀ`` that wgrad reads, with no transpose in registers) or
+both, and folds the block maxima into the returned amax with one atomic max per program.
+
+Per block of 32 with ``vmax = max|v|`` (SPEC §7), all integer work on the fp32 bits::
+
+    k0   = floor(log2 vmax) - emax            (exponent field; subnormals normalised first)
+    ceil : k = k0 + (significand(vmax) > elem_max / 2^emax)   (1.75 for FP8, 1.5 for E2M1)
+    floor: k = k0;  then k clamped to [-127, 127], vmax = 0 -> byte 0
+    scale byte = k + 127;  elements = cast_rne_satfinite(v * 2^-k)
+
+MXFP4 may rotate 32-chunks first (``rht=True``; the rotated values are rounded to the input
+dtype, as ``hadamard.rht`` does) and may round stochastically (``rand_bits`` or in-kernel
+Philox), exactly as NVFP4 does. Bytes per element for bf16 x: 2 read; 1.03 (MXFP8) or
+0.53 (MXFP4) written per view.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import KernelUnsupported, register_kernel
+from ..quant.common import check_input
+from ..tensor import QFormat, QuantizedTensor
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, draw_seed,
+                     e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
+                     floor_log2_sig, pack16, persistent_grid, rht_cols, rht_matrix_on, rht_tile,
+                     select_byte, sign_nibble, tile_coords)
+
+__all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
+
+CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2}
+
+_ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
+_EMAX = (8, 15, 2)
+_OPTS = ("scale_rounding", "rht", "rht_d", "stochastic", "generator", "rand_bits",
+         "check_finite")
+
+
+@triton.jit
+def _scale_exponent(vmax, ELEM: tl.constexpr, CEIL: tl.constexpr):
+    """Block exponent k (int32, [-127, 127]; vmax = 0 -> -127) from fp32 block maxima."""
+    pos = vmax > 0.0
+    fl, mant = floor_log2_sig(tl.where(pos, vmax, 1.0))
+    if ELEM == 0:
+        k = fl - 8
+    elif ELEM == 1:
+        k = fl - 15
+    else:
+        k = fl - 2
+    if CEIL:
+        if ELEM == 2:
+            k = k + (mant > 0x400000).to(tl.int32)           # significand > 1.5
+        else:
+            k = k + (mant > 0x600000).to(tl.int32)           # significand > 1.75
+    k = tl.minimum(tl.maximum(k, -127), 127)
+    return tl.where(pos, k, -127)
+
+
+@triton.jit
+def _elements(y, bits, ELEM: tl.constexpr, SR: tl.constexpr):
+    """Scaled fp32 values -> E2M1 codes (int32) or FP8 bytes (uint8)."""
+    if ELEM == 2:
+        a = tl.minimum(tl.abs(y), 6.0)
+        if SR:
+            out = e2m1_sr_mag_code(a, bits) | sign_nibble(y)
+        else:
+            out = e2m1_mag_code(a) | sign_nibble(y)
+    elif ELEM == 0:
+        out = e4m3_byte(y)
+    else:
+        out = e5m2_byte(y)
+    return out
+
+
+@triton.jit
+def _words(codes, k, AXIS: tl.constexpr):
+    """32 E2M1 codes along ``AXIS`` (position ``k``) -> 4 uint32 words, as ``[..., 2, 2]``."""
+    lo0, lo1 = pack16(tl.where(k < 16, codes, 0), k % 16, AXIS)
+    hi0, hi1 = pack16(tl.where(k < 16, 0, codes), k % 16, AXIS)
+    return tl.join(tl.join(lo0, lo1), tl.join(hi0, hi1))
+
+
+@triton.jit
+def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
+                 IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
+                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
+    """Row view of a tile as ``[BR, BC/32, 32]``; returns per-row maxima for the amax."""
+    offs_r = r0 + tl.arange(0, BR)
+    blk = c0 // 32 + tl.arange(0, BC // 32)
+    e = tl.arange(0, 32)
+    col = blk[:, None] * 32 + e[None, :]
+    ok = (offs_r < rows)[:, None] & (blk < cols // 32)[None, :]
+    v = tl.load(x_ptr + offs_r[:, None, None] * cols + col[None, :, :], mask=ok[:, :, None],
+                other=0.0).to(tl.float32)
+    if RHT_D > 0:
+        i = tl.arange(0, RHT_D)
+        m = tl.load(m_ptr + i[:, None] * RHT_D + i[None, :])
+        v = tl.reshape(rht_tile(tl.reshape(v, (BR, BC)), m, BR, BC, RHT_D, IN_DTYPE),
+                       (BR, BC // 32, 32))
+    vmax = tl.max(tl.abs(v), axis=2)                                     # [BR, BC/32]
+    k = _scale_exponent(vmax, ELEM, CEIL)
+    if SR == 1:
+        bits = tl.load(bits_ptr + offs_r[:, None, None] * cols + col[None, :, :],
+                       mask=ok[:, :, None], other=0).to(tl.int32)
+    elif SR == 2:
+        seed = tl.load(seed_ptr)
+        base = offs_r[:, None] * (cols // 16) + blk[None, :] * 2
+        a0, a1, a2, a3 = tl.randint4x(seed, base)
+        b0, b1, b2, b3 = tl.randint4x(seed, base + 1)
+        lo = (e < 16)[None, None, :]
+        bits = select_byte(tl.where(lo, a0[:, :, None], b0[:, :, None]),
+                           tl.where(lo, a1[:, :, None], b1[:, :, None]),
+                           tl.where(lo, a2[:, :, None], b2[:, :, None]),
+                           tl.where(lo, a3[:, :, None], b3[:, :, None]), (e % 16)[None, None, :])
+    else:
+        bits = 0
+    out = _elements(v * exp2_int(-k)[:, :, None], bits, ELEM, SR > 0)
+    if ELEM == 2:
+        w = tl.arange(0, 2)
+        idx = (offs_r[:, None] * (cols // 8) + blk[None, :] * 4)[:, :, None, None] + \
+            (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
+        tl.store(q_ptr + idx, _words(out, e[None, None, :], 2), mask=ok[:, :, None, None])
+    else:
+        tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], out, mask=ok[:, :, None])
+    tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], (k + 127).to(tl.uint8),
+             mask=ok)
+    return vmax                                       # block maxima, for the amax
+
+
+@triton.jit
+def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
+                 IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
+                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
+    """Column view of a tile as ``[BR/32, 32, BC]`` (blocks along x's rows), no transpose."""
+    offs_c = c0 + tl.arange(0, BC)
+    grp = r0 // 32 + tl.arange(0, BR // 32)
+    j = tl.arange(0, 32)
+    row = grp[:, None] * 32 + j[None, :]
+    ok = (grp < rows // 32)[:, None] & (offs_c < cols)[None, :]
+    v = tl.load(x_ptr + row[:, :, None] * cols + offs_c[None, None, :], mask=ok[:, None, :],
+                other=0.0).to(tl.float32)
+    if RHT_D > 0:
+        i = tl.arange(0, 32)
+        mt = tl.load(m_ptr + i[None, :] * 32 + i[:, None])
+        v = rht_cols(v, mt, BR // 32, 32, BC, IN_DTYPE)
+    vmax = tl.max(tl.abs(v), axis=1)                                     # [G, BC]
+    k = _scale_exponent(vmax, ELEM, CEIL)
+    if SR == 1:
+        bits = tl.load(bits_ptr + offs_c[None, None, :] * rows + row[:, :, None],
+                       mask=ok[:, None, :], other=0).to(tl.int32)
+    elif SR == 2:
+        seed = tl.load(seed_ptr) + 1
+        base = offs_c[None, :] * (rows // 16) + grp[:, None] * 2
+        a0, a1, a2, a3 = tl.randint4x(seed, base)
+        b0, b1, b2, b3 = tl.randint4x(seed, base + 1)
+        lo = (j < 16)[None, :, None]
+        bits = select_byte(tl.where(lo, a0[:, None, :], b0[:, None, :]),
+                           tl.where(lo, a1[:, None, :], b1[:, None, :]),
+                           tl.where(lo, a2[:, None, :], b2[:, None, :]),
+                           tl.where(lo, a3[:, None, :], b3[:, None, :]), (j % 16)[None, :, None])
+    else:
+        bits = 0
+    out = _elements(v * exp2_int(-k)[:, None, :], bits, ELEM, SR > 0)
+    if ELEM == 2:
+        w = tl.arange(0, 2)
+        idx = (offs_c[None, :] * (rows // 8) + grp[:, None] * 4)[:, :, None, None] + \
+            (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
+        tl.store(q_ptr + idx, _words(out, j[None, :, None], 1), mask=ok[:, :, None, None])
+    else:
+        tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], out,
+                 mask=ok[:, None, :])
+    tl.store(s_ptr + offs_c[None, :] * (rows // 32) + grp[:, None], (k + 127).to(tl.uint8),
+             mask=ok)
+    return vmax                                       # block maxima, for the amax
+
+
+@triton.jit
+def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
+               mr_ptr, br_ptr, qr_ptr, sr_ptr, mc_ptr, bc_ptr, qc_ptr, sc_ptr,
+               IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+               ROW: tl.constexpr, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
+               ROW_RHT_D: tl.constexpr, ROW_SR: tl.constexpr,
+               COL: tl.constexpr, COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
+               COL_RHT_D: tl.constexpr, COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Each program loops over tiles keeping elementwise maxima of the block maxima; one
+    reduction and one atomic max per view and program at the end."""
+    acc_r = tl.zeros((BR, BC // 32), dtype=tl.float32)
+    acc_c = tl.zeros((BR // 32, BC), dtype=tl.float32)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(t, n_tc, BR, BC)
+        if ROW:
+            acc_r = tl.maximum(acc_r, _mx_row_view(
+                x_ptr, mr_ptr, seed_ptr, br_ptr, qr_ptr, sr_ptr, r0, c0, rows, cols,
+                IN_DTYPE, BR, BC, ROW_ELEM, ROW_CEIL, ROW_RHT_D, ROW_SR))
+        if COL:
+            acc_c = tl.maximum(acc_c, _mx_col_view(
+                x_ptr, mc_ptr, seed_ptr, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
+                IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR))
+    if ROW:
+        tl.atomic_max(amax_ptr, tl.max(tl.max(acc_r, axis=1), axis=0))
+    if COL:
+        tl.atomic_max(amax_ptr + 1, tl.max(tl.max(acc_c, axis=1), axis=0))
+
+
+# --------------------------------------------------------------------------- host side
+class _View:
+    """Validated options and output buffers of one MX view of ``x2`` ([rows, cols])."""
+
+    def __init__(self, x2: torch.Tensor, fmt: QFormat, opts: dict, transposed: bool):
+        if fmt not in _ELEM:
+            raise KernelUnsupported(f"{fmt.value} is not an MX format")
+        unknown = set(opts) - set(_OPTS)
+        if unknown:
+            raise KernelUnsupported(f"options {sorted(unknown)}")
+        self.fmt, self.opts = fmt, opts
+        self.scale_rounding = opts.get("scale_rounding", "ceil")
+        if self.scale_rounding not in ("ceil", "floor"):
+            raise KernelUnsupported(f"scale_rounding={self.scale_rounding!r}")
+        self.rht = bool(opts.get("rht", False))
+        self.rht_d = int(opts.get("rht_d", 32))
+        self.stochastic = bool(opts.get("stochastic", False))
+        if self.stochastic and fmt != QFormat.MXFP4:
+            raise KernelUnsupported("stochastic rounding is for mxfp4 only")
+        if self.rht and self.rht_d not in ((32,) if transposed else (16, 32)):
+            raise KernelUnsupported(f"rht_d={self.rht_d} on this view")
+        rows, cols = x2.shape
+        vr, vc = (cols, rows) if transposed else (rows, cols)
+        self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
+            if self.stochastic else None
+        dev = x2.device
+        if fmt == QFormat.MXFP4:
+            self.data = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
+            self.data_u8 = self.data.view(torch.int32)        # the kernel writes uint32 words
+        else:
+            dt = torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2
+            self.data = torch.empty((vr, vc), dtype=dt, device=dev)
+            self.data_u8 = self.data.view(torch.uint8)
+        self.scale = torch.empty((vr, vc // 32), dtype=torch.uint8, device=dev)
+        self.m = rht_matrix_on(self.rht_d, dev) if self.rht else self.scale
+
+    @property
+    def sr_mode(self) -> int:
+        return 0 if not self.stochastic else (1 if self.bits is not None else 2)
+
+    def args(self, x2):
+        return (self.m, self.bits if self.bits is not None else x2, self.data_u8, self.scale)
+
+    def flags(self):
+        return (True, _ELEM[self.fmt], self.scale_rounding == "ceil",
+                self.rht_d if self.rht else 0, self.sr_mode)
+
+    def result(self, amax, shape, orig_dtype) -> QuantizedTensor:
+        return QuantizedTensor(
+            fmt=self.fmt, data=self.data, scale=self.scale, amax=amax, shape=shape,
+            orig_dtype=orig_dtype, block=(1, 32), rht_d=self.rht_d if self.rht else 0,
+            extra={"scale_rounding": self.scale_rounding, "stochastic": self.stochastic})
+
+
+def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
+    x2 = x.reshape(-1, x.shape[-1])
+    rows, cols = x2.shape
+    dev = x.device
+    amax = torch.zeros(2, dtype=torch.float32, device=dev)
+    srs = [v for v in (row, col) if v is not None and v.sr_mode == 2]
+    seed = draw_seed(srs[0].opts.get("generator"), dev) if srs else x2   # x2: never read
+    dummy = (x2, x2, x2, x2)
+    off = (False, 0, False, 0, 0)
+    cfg = CONFIG
+    n_tc = triton.cdiv(cols, cfg["BC"])
+    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+    _mx_kernel[grid](x2, amax, seed, rows, cols, n_tc, n_tiles,
+                     *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),
+                     IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
+                     *(row.flags() if row else off), *(col.flags() if col else off),
+                     cfg["NUM_STAGES"], num_warps=cfg["num_warps"])
+    return amax
+
+
+def _single(fmt: QFormat):
+    def kernel(x: torch.Tensor, **opts) -> QuantizedTensor:
+        check_input(x, fmt.value, 32, 1, opts.get("check_finite", True))
+        check_kernel_input(x)
+        x2 = x.reshape(-1, x.shape[-1])
+        view = _View(x2, fmt, opts, transposed=False)
+        return view.result(_run(x, view, None)[0], x.shape, x.dtype)
+    kernel.__name__ = f"quantize_{fmt.value}_triton"
+    kernel.__doc__ = f"Kernel twin of ``quantize_mx(x, {fmt.value!r}, ...)``."
+    return kernel
+
+
+def quantize_rowcol_mx_triton(x: torch.Tensor, row, col):
+    """Kernel twin of ``quantize._rowcol_reference`` for MX views (either may be None)."""
+    x2 = x.reshape(-1, x.shape[-1])
+    check_views(x2, row, col, lambda fmt, opts: (32, 1))
+    check_kernel_input(x)
+    rv = _View(x2, row[0], row[1], False) if row else None
+    cv = _View(x2, col[0], col[1], True) if col else None
+    amax = _run(x, rv, cv)
+    rows, cols = x2.shape
+    return (rv.result(amax[0], torch.Size((rows, cols)), x.dtype) if rv else None,
+            cv.result(amax[1], torch.Size((cols, rows)), x.dtype) if cv else None)
+
+
+KERNELS = {fmt: register_kernel("quantize", fmt.value)(_single(fmt)) for fmt in _ELEM}
+for _fmt in _ELEM:
+    for _other in (*_ELEM, None):
+        _names = (_fmt.value, _other.value if _other else "none")
+        register_kernel("quantize_rowcol", "|".join(_names))(quantize_rowcol_mx_triton)
+        register_kernel("quantize_rowcol", "|".join(reversed(_names)))(quantize_rowcol_mx_triton)

@@ -1,0 +1,337 @@
+"""Fused quantization kernels vs the reference quantizers: bit for bit.
+
+On CPU these run through Triton's interpreter (``TRITON_INTERPRET=1`` must be set before
+Python starts, as the README's test command does); without it and without CUDA the module is
+skipped. Every check compares codes, scale bytes and amax exactly, plus every metadata
+field of the QuantizedTensor. Shapes: a few normal, a few odd (3-D inputs, rows that are not
+a multiple of the kernel tile, a single block). ``gpu`` tests repeat the comparison on
+larger CUDA tensors against the CPU reference.
+
+RHT note: the rotation sums 16 (or 32) products in fp32, and the spec fixes no summation
+order; the kernel (tensor cores or FMAs) and torch's matmul add in different orders. When every
+chunk sum is exact in fp32 the order cannot matter, so RHT tests draw ``exact=True`` samples
+(multiples of 1/16 below 16: 8 significant bits, sums exact) and then compare bit for bit.
+For d = 32 (MXFP4) the entries 1/sqrt(32) are not powers of two, products round, and no
+kernel can promise the reference's bits: there the GPU test bounds the disagreement instead.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import microscale as ms
+from microscale.backend import KernelUnsupported
+
+INTERP = os.environ.get("TRITON_INTERPRET", "0") == "1"
+pytestmark = [
+    pytest.mark.skipif(
+        not (INTERP or torch.cuda.is_available()),
+        reason="kernel tests need TRITON_INTERPRET=1 (set before Python starts) or a CUDA device"),
+    # the interpreter runs kernels in numpy, which warns on the IEEE 1/0 = inf the spec uses
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+]
+pytest.importorskip("triton")
+
+CPU = torch.device("cpu")
+NVFP4_SHAPES = [((16, 32), torch.bfloat16), ((48, 64), torch.float16),
+                ((2, 24, 32), torch.float32), ((80, 48), torch.bfloat16)]
+MX_SHAPES = [((16, 64), torch.bfloat16), ((2, 48, 96), torch.float32), ((96, 32), torch.float16)]
+FP8_SHAPES = [((4, 128), torch.bfloat16), ((2, 64, 256), torch.float32),
+              ((384, 128), torch.float16)]
+
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    return t.view(torch.uint8) if t.element_size() == 1 else t
+
+
+def assert_same(q_k, q_r) -> None:
+    """Kernel and reference QuantizedTensors agree in every field, bit for bit."""
+    assert (q_k is None) == (q_r is None)
+    if q_r is None:
+        return
+    for name in ("data", "scale", "amax"):
+        a, b = getattr(q_k, name), getattr(q_r, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, (name, a.dtype, b.dtype, a.shape, b.shape)
+        assert a.device == q_k.data.device and b.device == q_r.data.device
+        diff = _bytes(a).cpu() != _bytes(b).cpu()
+        assert not bool(diff.any()), f"{name}: {int(diff.sum())} of {diff.numel()} differ"
+    for name in ("fmt", "shape", "orig_dtype", "block", "rht_d", "extra"):
+        assert getattr(q_k, name) == getattr(q_r, name), name
+
+
+def sample(shape, dtype, spread: int = 0, seed: int = 0, exact: bool = False) -> torch.Tensor:
+    """Random values (bf16-representable), optionally over 2^±spread, with zeros and -0.
+
+    ``exact``: multiples of 1/16 in (-16, 16), so every RHT chunk sum is exact in fp32.
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g) * 3
+    if exact:
+        x = torch.randint(-255, 256, shape, generator=g).float() / 16
+    if spread:
+        lo, hi = (-10, 8) if dtype == torch.float16 else (-spread, spread)
+        x = x * torch.exp2(torch.randint(lo, hi, shape, generator=g).float())
+    x = x.to(torch.bfloat16).to(dtype)
+    flat = x.view(-1)
+    flat[:4] = 0.0
+    flat[4] = -0.0
+    return x
+
+
+def both(fn):
+    return fn("triton"), fn("reference")
+
+
+# --------------------------------------------------------------------------- NVFP4
+@pytest.mark.parametrize("shape,dtype", NVFP4_SHAPES)
+@pytest.mark.parametrize("opts", [{}, {"rht": True}, {"block_2d": True}, {"stochastic": True}],
+                         ids=["rne", "rht", "2d", "sr_bits"])
+def test_nvfp4_quantize_exact(shape, dtype, opts):
+    x = sample(shape, dtype, exact=bool(opts.get("rht")))
+    if opts.get("stochastic"):
+        opts = {**opts, "rand_bits": torch.randint(0, 256, shape, dtype=torch.uint8)}
+    assert_same(*both(lambda be: ms.quantize(x, "nvfp4", backend=be, **opts)))
+
+
+@pytest.mark.parametrize("shape,dtype", [((32, 48), torch.bfloat16), ((2, 48, 80), torch.float16),
+                                         ((96, 64), torch.float32)])
+def test_nvfp4_rowcol_exact(shape, dtype):
+    """x for wgrad (row RNE, column RHT) and dy (row SR, column RHT + SR), one pass each."""
+    x = sample(shape, dtype, exact=True)
+    rows, cols = x.numel() // shape[-1], shape[-1]
+    rb_row = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
+    rb_col = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
+    for row, col in [(("nvfp4", {}), ("nvfp4", {"rht": True})),
+                     (("nvfp4", {"stochastic": True, "rand_bits": rb_row}),
+                      ("nvfp4", {"rht": True, "stochastic": True, "rand_bits": rb_col})),
+                     (None, ("nvfp4", {})), (("nvfp4", {"rht": True}), None)]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+def test_nvfp4_edge_values():
+    """amax = 0, a given amax, the SPEC worked block, huge and tiny magnitudes."""
+    zeros = torch.zeros(16, 32, dtype=torch.bfloat16)
+    assert_same(*both(lambda be: ms.quantize(zeros, "nvfp4", backend=be)))
+    x = sample((32, 64), torch.float32, spread=60)
+    given = torch.tensor(7.5)
+    assert_same(*both(lambda be: ms.quantize(x, "nvfp4", backend=be, amax=given)))
+    assert_same(*both(lambda be: ms.quantize(x, "nvfp4", backend=be)))
+    spec = torch.tensor([0, .25, .5, .75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, -2.5])
+    q = ms.quantize(spec[None], "nvfp4", backend="triton", amax=torch.tensor(6.0))
+    assert q.scale.view(torch.uint8).item() == 0x7E
+    assert q.data[0].tolist() == [0x00, 0x21, 0x22, 0x43, 0x44, 0x65, 0x66, 0xC7]
+
+
+def test_nvfp4_in_kernel_sr_seeded_and_unbiased():
+    """Philox SR: torch.manual_seed fixes the codes; the mean of many draws tends to x."""
+    x = sample((32, 64), torch.float32, seed=3)
+    torch.manual_seed(7)
+    a = ms.quantize(x, "nvfp4", backend="triton", stochastic=True)
+    torch.manual_seed(7)
+    b = ms.quantize(x, "nvfp4", backend="triton", stochastic=True)
+    c = ms.quantize(x, "nvfp4", backend="triton", stochastic=True)
+    assert torch.equal(a.data, b.data) and not torch.equal(a.data, c.data)
+    g = torch.Generator().manual_seed(1)
+    mean = sum(ms.quantize(x, "nvfp4", backend="triton", stochastic=True, generator=g)
+               .dequantize() for _ in range(64)) / 64
+    rne_err = (ms.quantize(x, "nvfp4", backend="triton").dequantize() - x).abs().mean()
+    assert (mean - x).abs().mean() < 0.4 * rne_err
+
+
+# --------------------------------------------------------------------------- MX
+@pytest.mark.parametrize("shape,dtype", MX_SHAPES)
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp4"])
+@pytest.mark.parametrize("rounding", ["ceil", "floor"])
+def test_mx_quantize_exact(shape, dtype, fmt, rounding):
+    x = sample(shape, dtype, spread=40)
+    assert_same(*both(lambda be: ms.quantize(x, fmt, backend=be, scale_rounding=rounding)))
+
+
+@pytest.mark.parametrize("shape,dtype", MX_SHAPES[:2])
+def test_mxfp4_sr_bits_exact(shape, dtype):
+    x = sample(shape, dtype)
+    bits = torch.randint(0, 256, shape, dtype=torch.uint8)
+    assert_same(*both(lambda be: ms.quantize(x, "mxfp4", backend=be, stochastic=True,
+                                             rand_bits=bits)))
+
+
+def assert_mx_rht32_close(q_k, q_r, max_frac: float = 2e-3) -> None:
+    """d = 32: last-bit differences of rotated values may move a few codes by one step."""
+    assert (q_k.data.cpu() != q_r.data).float().mean() <= max_frac
+    assert (q_k.scale.cpu() != q_r.scale).float().mean() <= max_frac
+    assert torch.allclose(q_k.amax.cpu(), q_r.amax, rtol=1e-6, atol=0)
+    err = (q_k.dequantize(undo_rht=False).cpu() - q_r.dequantize(undo_rht=False)).abs()
+    assert float(err.max()) <= 2 * float(q_r.block_scales().max())
+    for name in ("fmt", "shape", "orig_dtype", "block", "rht_d", "extra"):
+        assert getattr(q_k, name) == getattr(q_r, name), name
+
+
+@pytest.mark.parametrize("shape,dtype", MX_SHAPES[:2])
+def test_mxfp4_rht32_close(shape, dtype):
+    x = sample(shape, dtype, exact=True)
+    assert_mx_rht32_close(*both(lambda be: ms.quantize(x, "mxfp4", backend=be, rht=True)),
+                          max_frac=0.02)      # tiny tensors: one code is ~0.1%
+    if (x.numel() // shape[-1]) % 32 == 0:    # the column view's RHT runs along x's rows
+        k, r = both(lambda be: ms.quantize_rowcol(x, None, ("mxfp4", {"rht": True}), backend=be))
+        assert_mx_rht32_close(k[1], r[1], max_frac=0.02)
+
+
+def test_mx_rowcol_exact():
+    x = sample((64, 96), torch.bfloat16, exact=True)
+    rb = torch.randint(0, 256, (96, 64), dtype=torch.uint8)
+    for row, col in [(("mxfp8_e4m3", {}), ("mxfp8_e4m3", {})),
+                     (("mxfp8_e5m2", {"scale_rounding": "floor"}), None),
+                     (("mxfp4", {}), ("mxfp4", {"stochastic": True, "rand_bits": rb})),
+                     (None, ("mxfp8_e4m3", {}))]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+def test_mxfp4_in_kernel_sr_seeded():
+    x = sample((32, 64), torch.float32, seed=5)
+    torch.manual_seed(11)
+    a = ms.quantize_rowcol(x, ("mxfp4", {"stochastic": True}), ("mxfp4", {"stochastic": True}),
+                           backend="triton")
+    torch.manual_seed(11)
+    b = ms.quantize_rowcol(x, ("mxfp4", {"stochastic": True}), ("mxfp4", {"stochastic": True}),
+                           backend="triton")
+    assert torch.equal(a[0].data, b[0].data) and torch.equal(a[1].data, b[1].data)
+    assert_same(a[0], a[0])
+    rne = ms.quantize(x, "mxfp4", backend="triton")
+    assert torch.equal(a[0].scale, rne.scale)           # SR changes codes, never scales
+    assert not torch.equal(a[0].data, rne.data)
+
+
+# --------------------------------------------------------------------------- FP8 blockwise
+@pytest.mark.parametrize("shape,dtype", FP8_SHAPES)
+@pytest.mark.parametrize("opts", [{}, {"pow2_scales": False}, {"fp8_dtype": torch.float8_e5m2},
+                                  {"block": (128, 128)}, {"block": (128, 128), "pow2_scales": False}],
+                         ids=["1x128", "1x128_fp32", "1x128_e5m2", "128x128", "128x128_fp32"])
+def test_fp8_block_exact(shape, dtype, opts):
+    x = sample(shape, dtype, spread=40)
+    if opts.get("block") == (128, 128) and (x.numel() // shape[-1]) % 128:
+        for be in ("triton", "reference"):   # both refuse rows % 128 != 0 the same way
+            with pytest.raises(ValueError, match="divisible by 128"):
+                ms.quantize(x, "fp8_block", backend=be, **opts)
+        return
+    assert_same(*both(lambda be: ms.quantize(x, "fp8_block", backend=be, **opts)))
+
+
+@pytest.mark.parametrize("pow2", [True, False])
+def test_fp8_block_rowcol_exact(pow2):
+    x = sample((128, 256), torch.bfloat16, spread=30)
+    for row, col in [(("fp8_block", {"pow2_scales": pow2}), ("fp8_block", {"pow2_scales": pow2})),
+                     (None, ("fp8_block", {"pow2_scales": pow2}))]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+# --------------------------------------------------------------------------- refusals, errors
+def test_kernels_refuse_what_they_cannot_do():
+    from microscale.kernels import quant_fp8, quant_nvfp4
+    x = sample((32, 64), torch.bfloat16)
+    with pytest.raises(KernelUnsupported, match="contiguous"):
+        quant_nvfp4.quantize_nvfp4_triton(x.t())
+    with pytest.raises(KernelUnsupported, match="rht_d"):
+        quant_nvfp4.quantize_nvfp4_triton(x, rht=True, rht_d=32)
+    with pytest.raises(KernelUnsupported, match="block"):
+        quant_fp8.quantize_fp8_block_triton(x, block=(1, 64))
+    with pytest.raises(ValueError, match="cannot run"):   # backend="triton" re-raises clearly
+        ms.quantize(x.t(), "nvfp4", backend="triton")
+    # "auto" on a CUDA tensor falls back; on CPU auto is the reference: same result either way
+    assert_same(ms.quantize(x.t(), "nvfp4"), ms.quantize(x.t(), "nvfp4", backend="reference"))
+
+
+def test_bad_input_errors_match_reference():
+    x = sample((16, 40), torch.bfloat16)          # 40 is not a multiple of 16 (nor 32)
+    for fmt in ("nvfp4", "mxfp8_e4m3", "fp8_block"):
+        with pytest.raises(ValueError, match="not divisible"):
+            ms.quantize(x, fmt, backend="triton")
+    bad = sample((16, 32), torch.float32)
+    bad[3, 3] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        ms.quantize(bad, "nvfp4", backend="triton")
+
+
+# --------------------------------------------------------------------------- GPU, larger
+GPU_CASES = [
+    ("nvfp4", {}), ("nvfp4", {"rht": True}), ("nvfp4", {"block_2d": True}),
+    ("mxfp8_e4m3", {}), ("mxfp8_e5m2", {"scale_rounding": "floor"}), ("mxfp4", {}),
+    ("fp8_block", {}), ("fp8_block", {"block": (128, 128)}), ("fp8_block", {"pow2_scales": False}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1024, 2048), (3, 640, 512), (4096, 1024)])
+@pytest.mark.parametrize("fmt,opts", GPU_CASES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32],
+                         ids=["bf16", "fp16", "fp32"])
+def test_gpu_quantize_exact(shape, fmt, opts, dtype):
+    rht = bool(opts.get("rht"))
+    x = sample(shape, dtype, spread=0 if fmt == "nvfp4" or rht else 20, exact=rht)
+    q_k = ms.quantize(x.cuda(), fmt, backend="triton", **opts)
+    assert_same(q_k, ms.quantize(x, fmt, backend="reference", **opts))
+
+
+@pytest.mark.gpu
+def test_gpu_nvfp4_rht_randn_nearly_always_exact():
+    """On N(0,1) bf16 data a few chunk sums are inexact; the codes still agree almost always."""
+    x = sample((4096, 2048), torch.bfloat16)
+    k = ms.quantize(x.cuda(), "nvfp4", backend="triton", rht=True)
+    r = ms.quantize(x, "nvfp4", backend="reference", rht=True)
+    assert torch.equal(k.amax.cpu(), r.amax)
+    assert (k.data.cpu() != r.data).float().mean() < 1e-4
+
+
+@pytest.mark.gpu
+def test_gpu_mxfp4_rht32_close():
+    x = sample((2048, 1024), torch.bfloat16)
+    assert_mx_rht32_close(ms.quantize(x.cuda(), "mxfp4", backend="triton", rht=True),
+                          ms.quantize(x, "mxfp4", backend="reference", rht=True))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_gpu_rowcol_exact(dtype):
+    x = sample((2048, 1536), dtype, exact=True)
+    rows, cols = x.shape
+    rb_r = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
+    rb_c = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
+    cases = [
+        (("nvfp4", {}), ("nvfp4", {"rht": True})),
+        (("nvfp4", {"stochastic": True, "rand_bits": rb_r}),
+         ("nvfp4", {"rht": True, "stochastic": True, "rand_bits": rb_c})),
+        (("mxfp8_e4m3", {}), ("mxfp8_e4m3", {})),
+        (("mxfp4", {}), ("mxfp4", {"stochastic": True, "rand_bits": rb_c})),
+        (("mxfp8_e5m2", {"scale_rounding": "floor"}), None),
+        (("fp8_block", {}), ("fp8_block", {})),
+    ]
+    for row, col in cases:
+        dev = [(v[0], {k: (t.cuda() if isinstance(t, torch.Tensor) else t)
+                       for k, t in v[1].items()}) if v else None for v in (row, col)]
+        k = ms.quantize_rowcol(x.cuda(), dev[0], dev[1], backend="triton")
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+@pytest.mark.gpu
+def test_gpu_sr_seeded():
+    x = sample((1024, 1024), torch.bfloat16).cuda()
+    torch.manual_seed(3)
+    a = ms.quantize_rowcol(x, ("nvfp4", {"stochastic": True}),
+                           ("nvfp4", {"rht": True, "stochastic": True}))
+    torch.manual_seed(3)
+    b = ms.quantize_rowcol(x, ("nvfp4", {"stochastic": True}),
+                           ("nvfp4", {"rht": True, "stochastic": True}))
+    assert torch.equal(a[0].data, b[0].data) and torch.equal(a[1].data, b[1].data)
+    mean = sum(ms.quantize(x, "nvfp4", stochastic=True).dequantize() for _ in range(64)) / 64
+    rne_err = (ms.quantize(x, "nvfp4").dequantize() - x.float()).abs().mean()
+    assert (mean - x.float()).abs().mean() < 0.4 * rne_err
