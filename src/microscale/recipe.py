@@ -26,12 +26,20 @@ Presets (``Recipe.from_name``), in pseudo-math::
     nvfp4_no_2d     nvfp4 with 1×16 weight blocks (W re-quantized along `out` for dgrad)
     nvfp4_base      1×16 RNE on every tensor, no RHT / SR / 2D
 
-Overrides: ``dataclasses.replace(recipe, wgrad=...)`` or :meth:`Recipe.with_operand`.
+Overrides: ``dataclasses.replace(recipe, wgrad=...)``, :meth:`Recipe.with_operand` (one
+operand), :meth:`Recipe.with_gemm` (both operands of one GEMM) or :meth:`Recipe.without_sr`
+(every operand RNE). Both operands of a quantized GEMM must use the same RHT size (a rotated
+operand only multiplies a rotated one), so the wgrad RHT is switched for both at once:
+``r.with_gemm("wgrad", rht=0)`` (or the ``nvfp4_no_rht`` preset).
+
+Serialization: :meth:`Recipe.to_json` / :meth:`Recipe.from_json` round-trip every field except
+``meta``'s non-JSON values; layers store that string in their ``state_dict``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from enum import Enum
@@ -77,9 +85,12 @@ class OperandConfig:
     pow2_scales: bool = True
     fp8_dtype: str = "e4m3"
     delayed: bool = False
+    history_len: int = 1024          # delayed scaling: amax window (SPEC §8)
+    margin: int = 0                  # delayed scaling: scale / 2^margin
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        set_("rounding", Rounding(self.rounding))
         if self.format is None:
             return
         set_("format", QFormat.parse(self.format))
@@ -101,6 +112,8 @@ class OperandConfig:
             raise ValueError(f"fp8_dtype must be 'e4m3' or 'e5m2', got {self.fp8_dtype!r}")
         if self.delayed and self.format != QFormat.FP8_TENSOR:
             raise ValueError("delayed scaling applies to fp8_tensor operands only")
+        if self.history_len < 1:
+            raise ValueError(f"history_len must be >= 1, got {self.history_len}")
 
     @property
     def quantized(self) -> bool:
@@ -110,6 +123,25 @@ class OperandConfig:
     def block_size(self) -> int:
         """Elements per block along the reduction dim (what the reduction dim must divide by)."""
         return 1 if self.format in (None, QFormat.FP8_TENSOR) else self.block[1]
+
+    @property
+    def square_tiles(self) -> bool:
+        """2D square tiles (NVFP4 16×16, FP8 128×128): the quantized transpose is exact."""
+        return self.block is not None and self.block[0] == self.block[1] > 1
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["format"] = None if self.format is None else self.format.value
+        d["rounding"] = self.rounding.value
+        d["block"] = None if self.block is None else list(self.block)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "OperandConfig":
+        d = dict(d)
+        if d.get("block") is not None:
+            d["block"] = tuple(d["block"])
+        return cls(**d)
 
     def quantize_kwargs(self) -> dict:
         """Options for :func:`microscale.quantize` (without generator/backend)."""
@@ -161,16 +193,36 @@ class GemmConfig:
     a: OperandConfig = HIGH_PRECISION
     b: OperandConfig = HIGH_PRECISION
 
+    def __post_init__(self):
+        for name in ("a", "b"):
+            if not isinstance(getattr(self, name), OperandConfig):
+                raise TypeError(f"GemmConfig.{name} must be an OperandConfig, "
+                                f"got {type(getattr(self, name)).__name__}")
+        if self.quantized and self.a.rht != self.b.rht:
+            raise ValueError(f"both operands of a GEMM need the same RHT size (a: {self.a.rht}, "
+                             f"b: {self.b.rht}); a rotated operand only multiplies a rotated one")
+
+    def to_dict(self) -> dict:
+        return {"a": self.a.to_dict(), "b": self.b.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GemmConfig":
+        return cls(OperandConfig.from_dict(d["a"]), OperandConfig.from_dict(d["b"]))
+
     @property
     def quantized(self) -> bool:
         return self.a.quantized and self.b.quantized
 
     def __str__(self) -> str:
-        return f"{self.a} × {self.b}" if self.quantized else "bf16"
+        return f"{self.a} × {self.b}" if self.quantized else "high precision"
 
 
 _GEMMS = ("fprop", "dgrad", "wgrad")
 _OPERANDS = {"fprop": ("x", "w"), "dgrad": ("dy", "w"), "wgrad": ("dy", "x")}
+# (reduction dim K, rows of operand a, rows of operand b) per GEMM, in layer dimensions
+_GEMM_DIMS = {"fprop": ("in", "tokens", "out"), "dgrad": ("out", "tokens", "in"),
+              "wgrad": ("tokens", "out", "in")}
+_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
@@ -206,24 +258,48 @@ class Recipe:
         return any(g.quantized for g in self.gemms.values())
 
     def with_operand(self, gemm: str, operand: str, **changes) -> "Recipe":
-        """Copy with one operand changed, e.g. ``r.with_operand("wgrad", "a", rht=0)``."""
+        """Copy with one operand changed, e.g. ``r.with_operand("dgrad", "a", rounding="rne")``."""
         if gemm not in _GEMMS or operand not in ("a", "b"):
-            raise ValueError(f"gemm must be one of {_GEMMS} and operand 'a' or 'b'")
+            raise ValueError(f"gemm must be one of {_GEMMS} and operand 'a' or 'b', "
+                             f"got {gemm!r}, {operand!r}")
         g = getattr(self, gemm)
         op = dataclasses.replace(getattr(g, operand), **changes)
         return dataclasses.replace(self, **{gemm: dataclasses.replace(g, **{operand: op})})
 
+    def with_gemm(self, gemm: str, **changes) -> "Recipe":
+        """Copy with the same change on both operands of one GEMM: ``with_gemm("wgrad", rht=0)``."""
+        if gemm not in _GEMMS:
+            raise ValueError(f"gemm must be one of {_GEMMS}, got {gemm!r}")
+        g = getattr(self, gemm)
+        ops = {o: dataclasses.replace(getattr(g, o), **changes) for o in ("a", "b")}
+        return dataclasses.replace(self, **{gemm: GemmConfig(**ops)})
+
+    def without_sr(self) -> "Recipe":
+        """Copy with round-to-nearest-even on every operand (deterministic: tests, ablations)."""
+        out = self
+        for g in _GEMMS:
+            for o in ("a", "b"):
+                if getattr(getattr(self, g), o).rounding != Rounding.RNE:
+                    out = out.with_operand(g, o, rounding=Rounding.RNE)
+        return out
+
     def required_multiples(self) -> dict[str, int]:
-        """What the layer dims must divide by: {'in': .., 'out': .., 'tokens': ..}."""
+        """What the layer dims must divide by: ``{'in': .., 'out': .., 'tokens': ..}``.
+
+        Each quantized operand needs its GEMM's reduction dim K divisible by its block (and by
+        its RHT size); a 2D tile also needs the operand's rows divisible by the tile height.
+        ``in`` and ``out`` are fixed by the layer; ``tokens`` is met by zero-padding.
+        """
         need = {"in": 1, "out": 1, "tokens": 1}
-        for g, ka in (("fprop", "in"), ("dgrad", "out"), ("wgrad", "tokens")):
+        for g in _GEMMS:
             cfg = getattr(self, g)
-            if cfg.quantized:
-                for op in (cfg.a, cfg.b):
-                    need[ka] = math.lcm(need[ka], op.block_size)
-                    if op.block and op.block[0] > 1:   # 2D tiles also tile the other dim
-                        other = {"in": "out", "out": "in", "tokens": "tokens"}[ka]
-                        need[other] = math.lcm(need[other], op.block[0])
+            if not cfg.quantized:
+                continue
+            k_dim, a_rows, b_rows = _GEMM_DIMS[g]
+            for op, rows_dim in ((cfg.a, a_rows), (cfg.b, b_rows)):
+                need[k_dim] = math.lcm(need[k_dim], op.block_size, max(op.rht, 1))
+                if op.block[0] > 1:   # 2D tiles also tile the operand's rows
+                    need[rows_dim] = math.lcm(need[rows_dim], op.block[0])
         return need
 
     @classmethod
@@ -231,6 +307,42 @@ class Recipe:
         if name not in PRESETS:
             raise ValueError(f"unknown recipe {name!r}; presets: {', '.join(PRESETS)}")
         return dataclasses.replace(PRESETS[name](), **overrides) if overrides else PRESETS[name]()
+
+    @classmethod
+    def parse(cls, recipe: "str | Recipe") -> "Recipe":
+        """A preset name or a Recipe -> Recipe (what layers and ``convert`` accept)."""
+        if isinstance(recipe, Recipe):
+            return recipe
+        if isinstance(recipe, str):
+            return cls.from_name(recipe)
+        raise TypeError(f"recipe must be a preset name or a microscale.Recipe, "
+                        f"got {type(recipe).__name__}")
+
+    # ------------------------------------------------------------------ serialization
+    def to_dict(self) -> dict:
+        d = {"name": self.name, **{g: getattr(self, g).to_dict() for g in _GEMMS},
+             "compute_dtype": str(self.compute_dtype).replace("torch.", ""),
+             "backend": self.backend, "hp_last_fraction": self.hp_last_fraction}
+        meta = {k: v for k, v in self.meta.items() if _is_json(v)}
+        return d | ({"meta": meta} if meta else {})
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Recipe":
+        d = dict(d)
+        for g in _GEMMS:
+            d[g] = GemmConfig.from_dict(d[g])
+        if d.get("compute_dtype") not in _DTYPES:
+            raise ValueError(f"compute_dtype must be one of {list(_DTYPES)}, "
+                             f"got {d.get('compute_dtype')!r}")
+        d["compute_dtype"] = _DTYPES[d["compute_dtype"]]
+        return cls(**d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Recipe":
+        return cls.from_dict(json.loads(text))
 
     def __str__(self) -> str:
         lines = [f"Recipe {self.name!r} (compute {str(self.compute_dtype).replace('torch.', '')}, "
@@ -242,6 +354,14 @@ class Recipe:
             body = f"{na}: {cfg.a} · {nb}: {cfg.b}" if cfg.quantized else "high precision"
             lines.append(f"  {g:<6} {body}")
         return "\n".join(lines)
+
+
+def _is_json(v) -> bool:
+    try:
+        json.dumps(v)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # ----------------------------------------------------------------------------- presets
