@@ -1,0 +1,173 @@
+"""A whole ``ms.Linear`` forward + backward per recipe, against ``nn.Linear`` in bf16.
+
+    python benchmarks/bench_linear.py                          # tokens 16384, 4096 -> 14336
+    python benchmarks/bench_linear.py --device cpu --tiny      # smoke test on a tiny shape
+
+One step is ``y = layer(x); y.backward(dy)`` with x and dy in bf16: three GEMMs (fprop,
+dgrad, wgrad) plus every quantization the recipe does (x both ways, W, dy both ways, RHT,
+stochastic rounding). The baseline is ``nn.Linear(in, out, bias=False)`` with bf16 weights.
+
+Saved-activation memory is what autograd keeps between forward and backward, counted by a
+``saved_tensors_hooks`` pack hook (bytes of every tensor saved for backward, parameters
+excluded; a quantized weight kept for dgrad is counted), next to the per-token part alone
+(x's saved view, from ``nn.linear.saved_activation_bytes``).
+Targets at 16384 x 4096 -> 14336: NVFP4 <= 1.3x the bf16 time, FP8 blockwise <= 0.7x.
+Prints a table and ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import microscale as ms  # noqa: E402
+
+try:
+    import common  # noqa: E402  (benchmarks/common.py: timing, env header, JSON line)
+except ImportError:
+    common = None
+
+RECIPES = ("nvfp4", "mxfp4", "mxfp8", "fp8_blockwise", "fp8_tensorwise")
+TARGETS = {"nvfp4": 1.3, "fp8_blockwise": 0.7}   # max time relative to bf16 nn.Linear
+
+
+def bench_ms(fn, device: torch.device, tiny: bool) -> float:
+    """Median milliseconds: common.bench_ms if present, else do_bench (CUDA) or a wall clock."""
+    if common is not None and hasattr(common, "bench_ms") and device.type == "cuda":
+        return common.bench_ms(fn)
+    if device.type == "cuda":
+        import triton.testing
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+    fn()
+    reps = 1 if tiny else 3
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps * 1e3
+
+
+def saved_bytes(layer: nn.Module, x: torch.Tensor) -> int:
+    """Bytes autograd saves for backward in one forward (parameters not counted)."""
+    params = {p.data_ptr() for p in layer.parameters()}
+    total = 0
+
+    def pack(t):
+        nonlocal total
+        if t.data_ptr() not in params:
+            total += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        layer(x)
+    return total
+
+
+def _x_saved_formula(recipe: str, d_in: int, tokens: int) -> int:
+    """What the layer's own accounting says x costs (``nn.linear.saved_activation_bytes``)."""
+    if recipe == "bf16":
+        return 2 * d_in * tokens
+    from microscale.nn.linear import saved_activation_bytes
+    return saved_activation_bytes(recipe, d_in, tokens)
+
+
+def make_layer(recipe: str, d_in: int, d_out: int, device: torch.device) -> nn.Module:
+    if recipe == "bf16":
+        return nn.Linear(d_in, d_out, bias=False, device=device, dtype=torch.bfloat16)
+    return ms.Linear(d_in, d_out, bias=False, recipe=recipe).to(device)
+
+
+def profile_step(recipe, tokens, d_in, d_out, device) -> str:
+    """A torch.profiler table of one warm step: which kernels (GEMM, quantize, ...) cost what."""
+    from torch.profiler import ProfilerActivity, profile
+    layer = make_layer(recipe, d_in, d_out, device)
+    x = torch.randn(tokens, d_in, device=device, dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(tokens, d_out, device=device, dtype=torch.bfloat16)
+    layer(x).backward(dy)                                    # warm-up (compiles kernels)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        layer(x).backward(dy)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=key, row_limit=12, max_name_column_width=60)
+
+
+def run(recipe, tokens, d_in, d_out, device, tiny):
+    layer = make_layer(recipe, d_in, d_out, device)
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(tokens, d_in, device=device, dtype=torch.bfloat16, generator=g)
+    x.requires_grad_(True)
+    dy = torch.randn(tokens, d_out, device=device, dtype=torch.bfloat16, generator=g)
+
+    def step():
+        x.grad = None
+        for p in layer.parameters():
+            p.grad = None
+        layer(x).backward(dy)
+
+    row = {"recipe": recipe}
+    try:
+        row["ms"] = bench_ms(step, device, tiny)
+        row["saved_bytes"] = saved_bytes(layer, x)
+        row["x_saved_bytes"] = _x_saved_formula(recipe, d_in, tokens)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as err:  # noqa: BLE001 -- a row reports its failure; the others still run
+        row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:140]}"
+    return row
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--tiny", action="store_true", help="tokens 64, 256 -> 384 (smoke test)")
+    p.add_argument("--tokens", type=int, default=16384)
+    p.add_argument("--d-in", type=int, default=4096)
+    p.add_argument("--d-out", type=int, default=14336)
+    p.add_argument("--recipes", default=",".join(RECIPES))
+    p.add_argument("--profile", default="",
+                   help="comma-separated recipes to break down by kernel (torch.profiler)")
+    args = p.parse_args(argv)
+    tokens, d_in, d_out = (64, 256, 384) if args.tiny else (args.tokens, args.d_in, args.d_out)
+    device = torch.device(args.device)
+    if common is not None and hasattr(common, "env_header"):
+        print(common.env_header())
+    else:
+        print(f"torch {torch.__version__}, device {device}")
+    rows = [run("bf16", tokens, d_in, d_out, device, args.tiny)]
+    rows += [run(r, tokens, d_in, d_out, device, args.tiny) for r in args.recipes.split(",") if r]
+    base = rows[0].get("ms")
+    print(f"\nLinear fwd+bwd, tokens={tokens}, {d_in} -> {d_out}, x/dy bf16")
+    print(f"{'recipe':<16}{'ms':>10}{'x bf16':>8}{'saved MiB':>11}{'x MiB':>8}{'target':>8}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['recipe']:<16}  error: {r['error']}")
+            continue
+        r["ratio"] = r["ms"] / base if base else None
+        tgt = TARGETS.get(r["recipe"])
+        print(f"{r['recipe']:<16}{r['ms']:>10.3f}{r['ratio']:>8.2f}"
+              f"{r['saved_bytes'] / 2**20:>11.1f}{r['x_saved_bytes'] / 2**20:>8.1f}"
+              f"{(f'<={tgt}' if tgt else ''):>8}")
+    print("saved MiB: every tensor autograd keeps (x's quantized view, the quantized weight a\n"
+          "dgrad reuses, scales); x MiB: the activation x alone (nn.linear's accounting).")
+    for recipe in [r for r in args.profile.split(",") if r]:
+        print(f"\n{recipe}: device time by kernel, one fwd+bwd step (top 12)")
+        print(profile_step(recipe, tokens, d_in, d_out, device))
+    result = {"bench": "linear", "device": str(device), "tokens": tokens, "d_in": d_in,
+              "d_out": d_out, "rows": rows}
+    if common is not None and hasattr(common, "json_line"):
+        common.json_line(result)
+    else:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

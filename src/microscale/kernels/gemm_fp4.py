@@ -1,0 +1,417 @@
+"""NVFP4 / MXFP4 / MXFP8 GEMM emulation on Hopper: E2M1 and MX codes through bf16 tensor cores.
+
+Hopper has no FP4 (and no block-scaled FP8) tensor-core instruction, so ``y = A Bᵀ`` for
+block-scaled operands is emulated. SPEC §6 makes that exact up to summation order::
+
+    y[m, n] = f · Σ_k (value(a_mk) · sa[m, k/bs]) · (value(b_nk) · sb[n, k/bs])
+
+Every ``value · block_scale`` product is exactly representable in bf16: an E2M1 value has
+two significant bits, an E4M3 scale four (NVFP4: at most six bits together, exponents
+2^-10 .. 2688); an MX scale is a power of two, so MXFP4/MXFP8 products keep the element's
+own 2 or 4 significant bits. A bf16 GEMM with fp32 accumulation over those partially
+dequantized operands, times the per-tensor factor ``f`` (``gemm.gemm_factor``: NVFP4's
+``α = amax_a · amax_b / 7225344``, 1 for MX) in fp32, therefore computes the reference.
+
+Memory layout consumed (``tensor.py``)::
+
+    FP4   data  uint8 [rows, K/2]   byte j = codes of elements 2j (low nibble), 2j+1 (high)
+          scale NVFP4: E4M3 bytes [rows, K/16];  MXFP4: UE8M0 bytes [rows, K/32]
+    MXFP8 data  fp8 [rows, K] (read as uint8), scale UE8M0 bytes [rows, K/32]
+
+Two strategies, chosen per shape by :func:`fp4_strategy` (or forced by the ``strategy=``
+argument of :func:`scaled_mm_fp4`):
+
+* ``"mainloop"`` -- one Triton kernel. Each K step loads the packed bytes of an A tile and a
+  B tile, decodes them in registers to bf16 ``value · scale``, and issues ``tl.dot`` (bf16
+  operands, fp32 accumulator); ``f`` is applied in the epilogue. The low and high nibbles of
+  a byte are *not* interleaved back: since a dot product may visit K in any order as long as
+  A and B agree, the kernel issues one dot over the even elements (low nibbles) and one over
+  the odd elements (high nibbles). Reads 4.5 bits per operand element, no intermediate.
+* ``"dequant"`` -- a memory-bound Triton pass writes each operand as bf16 ``value · scale``
+  (``[rows, K]``), then cuBLAS does the bf16 GEMM and ``f`` is applied after (NVFP4 only;
+  f = 1 for MX). Costs one extra write + read of 2 bytes per operand element, but the GEMM
+  is cuBLAS's.
+
+Measured on an H200 (``benchmarks/results/gemm_notes.md``): the dequantize pass runs at
+~80% of the copy rate and "dequant" reaches 0.78-1.02x bf16 cuBLAS time for NVFP4 and
+0.92-1.11x for MXFP4; the mainloop kernel is ALU-bound on the decode at ~220-250 TF/s
+(0.27-0.37x), slower at every M tried down to 64, so the heuristic picks "dequant" unless
+its temporaries would be too large.
+
+The decode is bit arithmetic, not a table: placing the 3 magnitude bits of an E2M1 code at
+bits 11..9 of an fp16 word (sign at bit 15) gives an fp16 equal to ``value · 2^-14`` (the
+E2M1 exponent field lands in fp16's, the mantissa bit at fp16's top mantissa bit, code 1 as
+an fp16 subnormal). The same move decodes E4M3 bytes (``value · 2^-8``) and E5M2 bytes
+(exact: E5M2 is the top byte of an fp16); UE8M0 ``e`` is the fp32 bit pattern ``e << 23``.
+The power-of-two corrections are folded into the block scale once per block. Limits that
+follow: a UE8M0 byte of 0 decodes to 0 instead of 2^-127 (quantizers emit it for all-zero
+blocks, or for inputs below ~1e-38), bytes >= 241 overflow once the 2^14 is folded in, the
+reserved NaN byte 255 is not special-cased, and E4M3 NaN codes decode as ±480.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import KernelUnsupported, _interpreting, register_kernel
+from ..gemm import gemm_factor
+from ..tensor import QFormat, QuantizedTensor
+
+__all__ = ["scaled_mm_fp4", "scaled_mm_mxfp8", "dequantize_bf16", "fp4_strategy",
+           "STRATEGIES"]
+
+STRATEGIES = ("auto", "mainloop", "dequant")
+_ELEM_E2M1, _ELEM_E4M3, _ELEM_E5M2 = 0, 1, 2
+_SCALE_E4M3, _SCALE_UE8M0 = 0, 1
+
+
+# ----------------------------------------------------------------------------- decode helpers
+@triton.jit
+def _elem_bits_to_f32(c, ELEM: tl.constexpr):
+    """Codes (uint8) to fp32 ``value · 2^-14`` (E2M1), ``value · 2^-8`` (E4M3), value (E5M2)."""
+    c16 = c.to(tl.uint16)
+    if ELEM == 0:
+        h = ((c16 & 7) << 9) | ((c16 & 8) << 12)
+    elif ELEM == 1:
+        h = ((c16 & 0x7F) << 7) | ((c16 & 0x80) << 8)
+    else:
+        h = c16 << 8
+    return h.to(tl.float16, bitcast=True).to(tl.float32)
+
+
+@triton.jit
+def _scale_to_f32(s, ELEM: tl.constexpr, SCALE: tl.constexpr):
+    """Scale bytes to fp32, times the power of two that undoes the element decode's offset."""
+    if SCALE == 0:  # E4M3 (positive): value · 2^-8 via the fp16 trick, undone below
+        f = ((s.to(tl.uint16) & 0x7F) << 7).to(tl.float16, bitcast=True).to(tl.float32)
+        f = f * 256.0
+    else:           # UE8M0: 2^(e-127) is the fp32 whose exponent field is e
+        f = (s.to(tl.uint32) << 23).to(tl.float32, bitcast=True)
+    if ELEM == 0:
+        f = f * 16384.0
+    elif ELEM == 1:
+        f = f * 256.0
+    return f
+
+
+@triton.jit
+def _scaled_tile(codes, s_f32, BR: tl.constexpr, BC: tl.constexpr, GROUP: tl.constexpr,
+                 ELEM: tl.constexpr, DOT_F32: tl.constexpr = False):
+    """``decode(codes[BR, BC]) · scale`` where each scale covers GROUP consecutive columns.
+
+    bf16 (exact); with DOT_F32 widened back to fp32, because Triton's CPU interpreter
+    multiplies bf16 dot operands as raw integers (the GPU path never sets it).
+    """
+    v = _elem_bits_to_f32(codes, ELEM)
+    v = tl.reshape(v, [BR, BC // GROUP, GROUP]) * s_f32[:, :, None]
+    v = tl.reshape(v, [BR, BC]).to(tl.bfloat16)
+    if DOT_F32:
+        v = v.to(tl.float32)
+    return v
+
+
+@triton.jit
+def _load_tile(ptr, s_ptr, offs_r, rmask, k0, KB, KS, stride_r, stride_sr,
+               BR: tl.constexpr, BKB: tl.constexpr, NS: tl.constexpr):
+    """Load a [BR, BKB] tile of code bytes and its [BR, NS] scale bytes (zeros past the edge)."""
+    offs_k = k0 + tl.arange(0, BKB)
+    codes = tl.load(ptr + offs_r[:, None] * stride_r + offs_k[None, :],
+                    mask=rmask[:, None] & (offs_k[None, :] < KB), other=0)
+    offs_s = (k0 // (BKB // NS)) + tl.arange(0, NS)
+    sbytes = tl.load(s_ptr + offs_r[:, None] * stride_sr + offs_s[None, :],
+                     mask=rmask[:, None] & (offs_s[None, :] < KS), other=0)
+    return codes, sbytes
+
+
+# ----------------------------------------------------------------------------- kernels
+@triton.jit
+def _mainloop_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, f_ptr, y_ptr, M, N, KB, KSA, KSB,
+                     stride_am, stride_sam, stride_bn, stride_sbn, stride_ym,
+                     ELEM_A: tl.constexpr, SCALE_A: tl.constexpr, NSA: tl.constexpr,
+                     ELEM_B: tl.constexpr, SCALE_B: tl.constexpr, NSB: tl.constexpr,
+                     PACKED: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                     BKB: tl.constexpr, GROUP_M: tl.constexpr, DOT_F32: tl.constexpr):
+    """y = f · A Bᵀ with A, B decoded tile by tile; KB = bytes per row along K."""
+    pid = tl.program_id(0)
+    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    width = GROUP_M * grid_n                      # grouped order: neighbours share B tiles in L2
+    group_start = (pid // width) * GROUP_M
+    rows_in_group = tl.minimum(grid_m - group_start, GROUP_M)
+    pid_m = group_start + (pid % width) % rows_in_group
+    pid_n = (pid % width) // rows_in_group
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mmask, nmask = offs_m < M, offs_n < N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, KB, BKB):
+        ca, sa = _load_tile(a_ptr, sa_ptr, offs_m, mmask, k0, KB, KSA, stride_am, stride_sam,
+                            BM, BKB, NSA)
+        cb, sb = _load_tile(b_ptr, sb_ptr, offs_n, nmask, k0, KB, KSB, stride_bn, stride_sbn,
+                            BN, BKB, NSB)
+        if PACKED:  # even elements (low nibbles) and odd elements (high nibbles): two dots
+            sa = _scale_to_f32(sa, ELEM_A, SCALE_A)
+            sb = _scale_to_f32(sb, ELEM_B, SCALE_B)
+            a_lo = _scaled_tile(ca & 0xF, sa, BM, BKB, BKB // NSA, ELEM_A, DOT_F32)
+            b_lo = _scaled_tile(cb & 0xF, sb, BN, BKB, BKB // NSB, ELEM_B, DOT_F32)
+            acc = tl.dot(a_lo, tl.trans(b_lo), acc)
+            a_hi = _scaled_tile(ca >> 4, sa, BM, BKB, BKB // NSA, ELEM_A, DOT_F32)
+            b_hi = _scaled_tile(cb >> 4, sb, BN, BKB, BKB // NSB, ELEM_B, DOT_F32)
+            acc = tl.dot(a_hi, tl.trans(b_hi), acc)
+        else:
+            sa = _scale_to_f32(sa, ELEM_A, SCALE_A)
+            sb = _scale_to_f32(sb, ELEM_B, SCALE_B)
+            a_t = _scaled_tile(ca, sa, BM, BKB, BKB // NSA, ELEM_A, DOT_F32)
+            b_t = _scaled_tile(cb, sb, BN, BKB, BKB // NSB, ELEM_B, DOT_F32)
+            acc = tl.dot(a_t, tl.trans(b_t), acc)
+    acc = acc * tl.load(f_ptr)
+    y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :]
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _dequant_kernel(x_ptr, s_ptr, y_ptr, R, KB, KS, stride_xr, stride_sr, stride_yr,
+                    ELEM: tl.constexpr, SCALE: tl.constexpr, NS: tl.constexpr,
+                    PACKED: tl.constexpr, PERMUTE_K: tl.constexpr, BR: tl.constexpr,
+                    BKB: tl.constexpr):
+    """y = value · block scale as bf16, [R, K].
+
+    FP4 bytes hold element pairs. In natural order they are split back (2j, 2j+1); with
+    PERMUTE_K each BKB-byte chunk is written as its BKB even elements, then its BKB odd ones.
+    A GEMM does not care in which order K is visited as long as A and B agree, and the
+    permuted store skips a register shuffle.
+    """
+    offs_r = tl.program_id(0) * BR + tl.arange(0, BR)
+    k0 = tl.program_id(1) * BKB
+    rmask = offs_r < R
+    codes, sbytes = _load_tile(x_ptr, s_ptr, offs_r, rmask, k0, KB, KS, stride_xr, stride_sr,
+                               BR, BKB, NS)
+    s = _scale_to_f32(sbytes, ELEM, SCALE)
+    y_rows = y_ptr + offs_r[:, None] * stride_yr
+    if PACKED:
+        lo = _scaled_tile(codes & 0xF, s, BR, BKB, BKB // NS, ELEM)
+        hi = _scaled_tile(codes >> 4, s, BR, BKB, BKB // NS, ELEM)
+        if PERMUTE_K:   # a last, partial chunk of `chunk` bytes keeps the same rule
+            chunk = tl.minimum(KB - k0, BKB)
+            offs_j = tl.arange(0, BKB)
+            mask = rmask[:, None] & (offs_j[None, :] < chunk)
+            tl.store(y_rows + 2 * k0 + offs_j[None, :], lo, mask=mask)
+            tl.store(y_rows + 2 * k0 + chunk + offs_j[None, :], hi, mask=mask)
+        else:
+            vals = tl.reshape(tl.join(lo, hi), [BR, 2 * BKB])   # element 2j, then 2j+1
+            offs_k = 2 * k0 + tl.arange(0, 2 * BKB)
+            tl.store(y_rows + offs_k[None, :], vals,
+                     mask=rmask[:, None] & (offs_k[None, :] < 2 * KB))
+    else:
+        vals = _scaled_tile(codes, s, BR, BKB, BKB // NS, ELEM)
+        offs_k = k0 + tl.arange(0, BKB)
+        tl.store(y_rows + offs_k[None, :], vals, mask=rmask[:, None] & (offs_k[None, :] < KB))
+
+
+@triton.jit
+def _scale_inplace_kernel(y_ptr, f_ptr, n, BLOCK: tl.constexpr):
+    """y *= f for a contiguous y and an fp32 device scalar f (the GEMM epilogue factor)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(y_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(y_ptr + offs, (y * tl.load(f_ptr)).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------- host side
+def _scale_inplace(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """``y.mul_(f)`` at memory speed on CUDA: torch's kernel for a dense tensor times a 0-dim
+    device tensor is not vectorized (it measured ~4x slower than a copy on an H200)."""
+    if y.device.type != "cuda" or not y.is_contiguous():
+        return y.mul_(f)
+    n, block = y.numel(), 4096
+    _scale_inplace_kernel[(triton.cdiv(n, block),)](y, f.float().reshape(1), n, BLOCK=block,
+                                                    num_warps=8)
+    return y
+
+
+def _operand(q: QuantizedTensor) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
+    """``(code bytes [rows, KB], scale bytes [rows, KS], elem, scale kind, elems per scale)``."""
+    if q.fmt == QFormat.NVFP4:
+        elem, kind = _ELEM_E2M1, _SCALE_E4M3
+        scale = q.scale.view(torch.uint8)
+    elif q.fmt == QFormat.MXFP4:
+        elem, kind, scale = _ELEM_E2M1, _SCALE_UE8M0, q.scale
+    elif q.fmt in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+        elem = _ELEM_E4M3 if q.fmt == QFormat.MXFP8_E4M3 else _ELEM_E5M2
+        kind, scale = _SCALE_UE8M0, q.scale
+    else:
+        raise KernelUnsupported(f"{q.fmt.value} is not an FP4/MXFP8 format")
+    if q.block[0] != 1 and q.fmt != QFormat.NVFP4:
+        raise KernelUnsupported(f"{q.fmt.value} with block {q.block}")
+    data = q.data.view(torch.uint8)
+    if data.stride(-1) != 1 or scale.stride(-1) != 1:
+        raise KernelUnsupported("codes and scales must be contiguous along K")
+    return data, scale, elem, kind, q.block[1]
+
+
+def _scales_per_tile(bkb: int, elem: int, block: int) -> int:
+    elems = 2 * bkb if elem == _ELEM_E2M1 else bkb
+    if elems % block:
+        raise KernelUnsupported(f"tile of {elems} elements is not a multiple of block {block}")
+    return elems // block
+
+
+def dequantize_bf16(q: QuantizedTensor, block_rows: int = 16, block_bytes: int = 128,
+                    permute_k: bool = False, num_warps: int = 4) -> torch.Tensor:
+    """``value · block_scale`` as bf16 ``[rows, K]`` (exact; the per-tensor factor is not applied).
+
+    ``permute_k=True`` (FP4 only) writes each ``block_bytes`` chunk's even elements, then its
+    odd ones: a fixed permutation of K, harmless to a GEMM whose two operands share it.
+    """
+    data, scale, elem, kind, block = _operand(q)
+    rows, kb = data.shape
+    k = 2 * kb if elem == _ELEM_E2M1 else kb
+    y = torch.empty((rows, k), dtype=torch.bfloat16, device=data.device)
+    ns = _scales_per_tile(block_bytes, elem, block)
+    grid = (triton.cdiv(rows, block_rows), triton.cdiv(kb, block_bytes))
+    _dequant_kernel[grid](data, scale, y, rows, kb, scale.shape[1], data.stride(0),
+                          scale.stride(0), y.stride(0), ELEM=elem, SCALE=kind, NS=ns,
+                          PACKED=elem == _ELEM_E2M1, PERMUTE_K=permute_k, BR=block_rows,
+                          BKB=block_bytes, num_warps=num_warps)
+    return y
+
+
+_MM_OUT_DTYPE: dict[str, bool] = {}
+
+
+def _mm_fp32_out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """``a @ b.T`` with an fp32 output from bf16 inputs when this torch supports ``out_dtype``."""
+    dev = a.device.type
+    if dev == "cpu":              # CPU (tests): an fp32 GEMM on the exact bf16 values
+        return a.float() @ b.float().t()
+    if _MM_OUT_DTYPE.get(dev, True):
+        try:
+            y = torch.mm(a, b.t(), out_dtype=torch.float32)
+            _MM_OUT_DTYPE[dev] = True
+            return y
+        except (TypeError, RuntimeError, NotImplementedError):  # older torch / unsupported device
+            _MM_OUT_DTYPE[dev] = False
+    return None
+
+
+def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f: torch.Tensor | None,
+                           out_dtype: torch.dtype) -> torch.Tensor:
+    """cuBLAS bf16 GEMM then the epilogue factor ``f`` (None: 1), fp32 output when asked.
+
+    ``f`` lives on the device: multiplying after the GEMM costs one pass over the output but
+    no host sync (cuBLAS's ``alpha`` would need ``f`` as a Python number).
+    """
+    if out_dtype == torch.float32:
+        y = _mm_fp32_out(a_bf16, b_bf16)
+        if y is not None:
+            return y if f is None else _scale_inplace(y, f)
+    y = a_bf16 @ b_bf16.t()
+    if f is None:
+        return y.to(out_dtype)
+    if out_dtype == torch.bfloat16:
+        return _scale_inplace(y, f)   # fp32 multiply, one more bf16 rounding
+    return (y.float() * f).to(out_dtype)
+
+
+def _mainloop(qa, qb, out_dtype, bm=128, bn=None, bkb=None, group_m=8, num_warps=8,
+              num_stages=None) -> torch.Tensor:
+    """Launch the dequantize-in-mainloop kernel; ``bkb`` is the K step in bytes of codes."""
+    a, sa, ea, ka, blk_a = _operand(qa)
+    b, sb, eb, kb_, blk_b = _operand(qb)
+    packed = ea == _ELEM_E2M1
+    if packed != (eb == _ELEM_E2M1):
+        raise KernelUnsupported("cannot mix an FP4 operand with an FP8 operand")
+    # Tiles measured best on an H200 at 8192^3 (benchmarks/results/gemm_notes.md): FP4
+    # 128x256 with 64 elements per K step, 4 stages; MXFP8 128x128 with 128, 3 stages.
+    bn = bn or (256 if packed else 128)
+    bkb = bkb or (32 if packed else 128)
+    num_stages = num_stages or (4 if packed else 3)
+    m, kbytes = a.shape
+    n = b.shape[0]
+    y = torch.empty((m, n), dtype=out_dtype, device=a.device)
+    f = gemm_factor(qa, qb).float().reshape(1)
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    _mainloop_kernel[grid](a, sa, b, sb, f, y, m, n, kbytes, sa.shape[1], sb.shape[1],
+                           a.stride(0), sa.stride(0), b.stride(0), sb.stride(0), y.stride(0),
+                           ELEM_A=ea, SCALE_A=ka, NSA=_scales_per_tile(bkb, ea, blk_a),
+                           ELEM_B=eb, SCALE_B=kb_, NSB=_scales_per_tile(bkb, eb, blk_b),
+                           PACKED=packed, BM=bm, BN=bn, BKB=bkb, GROUP_M=group_m,
+                           DOT_F32=_interpreting(), num_warps=num_warps, num_stages=num_stages)
+    return y
+
+
+# Dequantize-pass settings (tuned on an H200, see benchmarks/results/gemm_notes.md).
+# Every tile shape tried ran at 3.1-3.45 TB/s (80% of the copy rate); the permuted store
+# measured no faster than the natural one, so the natural order is the default.
+DEQUANT_CONFIG = dict(block_rows=16, block_bytes=128, permute_k=False, num_warps=4)
+
+
+def _dequant_then_cublas(qa, qb, out_dtype, **cfg) -> torch.Tensor:
+    """Both operands to bf16 ``value · scale`` (Triton), one cuBLAS GEMM, then ``f``."""
+    cfg = {**DEQUANT_CONFIG, **cfg}
+    if not (qa.fmt.is_fp4 and qb.fmt.is_fp4):
+        cfg["permute_k"] = False
+    a_bf16, b_bf16 = dequantize_bf16(qa, **cfg), dequantize_bf16(qb, **cfg)
+    # MX has no per-tensor factor (f = 1 exactly): skip the epilogue pass entirely
+    nvfp4 = QFormat.NVFP4 in (qa.fmt, qb.fmt)
+    return _bf16_gemm_with_factor(a_bf16, b_bf16, gemm_factor(qa, qb).float() if nvfp4 else None,
+                                  out_dtype)
+
+
+# Measured on an H200 (benchmarks/results/gemm_notes.md): dequantize + cuBLAS beat the
+# mainloop kernel at every shape tried, M = 64 .. 16384 (the in-register decode is ALU-bound
+# at ~200 TF/s; the dequantize pass decodes the same elements ~5x faster at 80% of the copy
+# rate). The mainloop kernel is kept for when the bf16 copies of the operands would not fit:
+# it reads 4.5 bits per element and needs no temporary.
+DEQUANT_MAX_TEMP_BYTES = 8 << 30
+
+
+def fp4_strategy(m: int, n: int, k: int) -> str:
+    """Pick ``"dequant"`` unless its bf16 temporaries (``2·(m + n)·k`` bytes) exceed the cap."""
+    return "dequant" if 2 * (m + n) * k <= DEQUANT_MAX_TEMP_BYTES else "mainloop"
+
+
+def _run(qa, qb, out_dtype, strategy, **tile) -> torch.Tensor:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise KernelUnsupported(f"out_dtype {out_dtype}")
+    if strategy == "auto":
+        strategy = fp4_strategy(qa.rows, qb.rows, qa.cols)
+    if strategy == "mainloop":
+        y = _mainloop(qa, qb, out_dtype, **tile)
+    else:
+        y = _dequant_then_cublas(qa, qb, out_dtype, **tile)
+    return y.reshape(*qa.shape[:-1], qb.rows)
+
+
+def scaled_mm_fp4(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype = torch.float32,
+                  strategy: str = "auto", **tile) -> torch.Tensor:
+    """NVFP4/MXFP4 ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``)."""
+    if not (qa.fmt.is_fp4 and qb.fmt.is_fp4):
+        raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not FP4 x FP4")
+    return _run(qa, qb, out_dtype, strategy, **tile)
+
+
+def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,
+                    out_dtype: torch.dtype = torch.float32, strategy: str = "auto",
+                    **tile) -> torch.Tensor:
+    """MXFP8 (E4M3/E5M2, any pairing) ``A @ Bᵀ``: FP8 codes and UE8M0 scales through bf16."""
+    mx8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+    if qa.fmt not in mx8 or qb.fmt not in mx8:
+        raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not MXFP8 x MXFP8")
+    return _run(qa, qb, out_dtype, strategy, **tile)
+
+
+def _register() -> None:
+    for a, b in (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4")):
+        register_kernel("scaled_mm", f"{a}x{b}")(
+            lambda qa, qb, out_dtype=torch.float32: scaled_mm_fp4(qa, qb, out_dtype))
+    for a in ("mxfp8_e4m3", "mxfp8_e5m2"):
+        for b in ("mxfp8_e4m3", "mxfp8_e5m2"):
+            register_kernel("scaled_mm", f"{a}x{b}")(
+                lambda qa, qb, out_dtype=torch.float32: scaled_mm_mxfp8(qa, qb, out_dtype))
+
+
+_register()
