@@ -14,5 +14,6 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 step 120 bench_linear.log python3 benchmarks/bench_linear.py --profile nvfp4,fp8_blockwise
 step 130 gpu_tests.log python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_kernels_quant.py \
     tests/test_kernels_gemm.py tests/test_linear.py
-step 70 bench_gemm.log python3 benchmarks/bench_gemm.py ${quick:---shapes all}
+step 90 bench_gemm.log python3 benchmarks/bench_gemm.py ${quick:---shapes all} --variants \
+    bf16,nvfp4/dequant,nvfp4/mainloop,mxfp4/dequant,mxfp8_e4m3/dequant,fp8_block/torch,fp8_tensor/torch
 step 130 bench_quant.log python3 benchmarks/bench_quant.py --no-ref $quick
