@@ -19,10 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import microscale as ms
+from e2m1_oracle import GRID, e2m1_nearest, e2m1_sr  # noqa: F401  (tests/ is on sys.path)
 from microscale.quant.mx import mx_scale_exponent
 
 F32 = np.float32
-GRID = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=F32)
 ELEM = {  # fmt -> (elem_max, emax, ml_dtypes type or None for E2M1)
     "mxfp8_e4m3": (448.0, 8, ml_dtypes.float8_e4m3fn),
     "mxfp8_e5m2": (57344.0, 15, ml_dtypes.float8_e5m2),
@@ -41,23 +41,6 @@ def block_exponent(vmax: float, elem_max: float, emax: int, mode: str) -> int:
         while vmax / 2.0 ** k > elem_max:   # float64: exact for these powers of two
             k += 1
     return max(-127, min(127, k))
-
-
-def e2m1_nearest(y: np.float32) -> int:
-    dist = np.abs(GRID - abs(y))
-    best = [c for c in range(8) if dist[c] == dist.min()]
-    mag = best[0] if len(best) == 1 else next(c for c in best if c % 2 == 0)
-    return (8 if np.signbit(y) else 0) | mag
-
-
-def e2m1_sr(y: np.float32, r: int) -> int:
-    """SPEC §5 stochastic rounding with byte r, in fp32."""
-    def step(v):
-        return F32(0.5) if v < 2 else (F32(1) if v < 4 else F32(2))
-    a = F32(abs(y))
-    t = F32(a + F32(F32(F32(r) / F32(256)) * step(a)))
-    q = min(F32(np.floor(F32(t / step(t))) * step(t)), F32(6))
-    return (8 if np.signbit(y) else 0) | int(np.flatnonzero(GRID == q)[0])
 
 
 def mx_oracle(x: torch.Tensor, fmt: str, mode: str = "ceil", rand_bits=None):

@@ -320,3 +320,14 @@ def persistent_grid(n_tiles: int, device: torch.device, progs_per_sm: int) -> in
     if key not in _SM_CACHE:
         _SM_CACHE[key] = torch.cuda.get_device_properties(device).multi_processor_count
     return max(1, min(n_tiles, _SM_CACHE[key] * progs_per_sm))
+
+
+@triton.jit
+def grouped_tile(pid, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
+    """``(pid_m, pid_n)`` of a GEMM tile in grouped order: GROUP_M neighbouring row tiles run
+    one after another on each column tile, so that B tile is still in L2 when they need it."""
+    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    width = GROUP_M * grid_n
+    group_start = (pid // width) * GROUP_M
+    rows_in_group = tl.minimum(grid_m - group_start, GROUP_M)
+    return group_start + (pid % width) % rows_in_group, (pid % width) // rows_in_group

@@ -58,6 +58,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, _interpreting, register_kernel
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
+from ._utils import grouped_tile
 
 __all__ = ["scaled_mm_fp4", "scaled_mm_mxfp8", "dequantize_bf16", "fp4_strategy",
            "STRATEGIES"]
@@ -134,13 +135,7 @@ def _mainloop_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, f_ptr, y_ptr, M, N, KB, KSA, 
                      PACKED: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                      BKB: tl.constexpr, GROUP_M: tl.constexpr, DOT_F32: tl.constexpr):
     """y = f · A Bᵀ with A, B decoded tile by tile; KB = bytes per row along K."""
-    pid = tl.program_id(0)
-    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    width = GROUP_M * grid_n                      # grouped order: neighbours share B tiles in L2
-    group_start = (pid // width) * GROUP_M
-    rows_in_group = tl.minimum(grid_m - group_start, GROUP_M)
-    pid_m = group_start + (pid % width) % rows_in_group
-    pid_n = (pid % width) // rows_in_group
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     mmask, nmask = offs_m < M, offs_n < N

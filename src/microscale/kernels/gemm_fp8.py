@@ -40,6 +40,7 @@ import triton.language as tl
 
 from ..backend import KernelUnsupported, _interpreting, register_kernel
 from ..tensor import QFormat, QuantizedTensor
+from ._utils import grouped_tile
 
 __all__ = ["scaled_mm_fp8", "has_blockwise_scaled_mm", "blockwise_call_args", "PATHS"]
 
@@ -58,13 +59,7 @@ def _fp8_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K,
                        GROUP_M: tl.constexpr, DOT_F32: tl.constexpr):
     """Blockwise-scaled FP8 GEMM; the K step is one 128-wide scale block."""
     BK: tl.constexpr = 128
-    pid = tl.program_id(0)
-    grid_m, grid_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    width = GROUP_M * grid_n
-    group_start = (pid // width) * GROUP_M
-    rows_in_group = tl.minimum(grid_m - group_start, GROUP_M)
-    pid_m = group_start + (pid % width) % rows_in_group
-    pid_n = (pid % width) // rows_in_group
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     mmask, nmask = offs_m < M, offs_n < N
