@@ -72,17 +72,18 @@ def fp8_cast_satfinite(x: torch.Tensor, fp8_dtype: torch.dtype) -> torch.Tensor:
 def e2m1_encode(y: torch.Tensor) -> torch.Tensor:
     """RNE-round fp32 values to E2M1 codes (uint8 in 0..15), clamping to ±6 first.
 
-    Thresholds sit halfway between grid points; at an exact tie the even magnitude code wins,
-    which is why some comparisons are ``<=`` (tie goes down) and others ``<`` (tie goes up).
-    NaN is not a valid input (callers reject it); it would encode to the largest magnitude.
+    The grid spacing is 0.5 below 2, 1 below 4 and 2 above, so on each stretch the magnitude
+    code is ``round_half_even(|y| / step) + offset`` (offset 0, 2, 4). The division is by a
+    power of two (exact), and ``torch.round`` rounds ties to even, which is RNE on the codes:
+    0.25→0, 0.75→1, 1.25→1, 1.75→2, 2.5→2, 3.5→4, 5→4. NaN is not a valid input (callers
+    reject it); it encodes to the largest magnitude.
     """
     y = y.float()
-    a = y.abs().clamp(max=6.0)
-    mag = ((a > 0.25).to(torch.uint8) + (a >= 0.75) + (a > 1.25) + (a >= 1.75)
-           + (a > 2.5) + (a >= 3.5) + (a > 5.0))
-    mag = torch.where(torch.isnan(y), torch.full_like(mag, 7), mag)
-    sign = torch.signbit(y).to(torch.uint8) << 3
-    return (sign | mag).to(torch.uint8)
+    a = torch.nan_to_num(y.abs().clamp(max=6.0), nan=6.0)
+    ge2, ge4 = (a >= 2.0).float(), (a >= 4.0).float()
+    step = 0.5 + 0.5 * ge2 + ge4
+    mag = (torch.round(a / step) + 2.0 * (ge2 + ge4)).to(torch.uint8)
+    return (torch.signbit(y).to(torch.uint8) << 3) | mag
 
 
 def e2m1_stochastic_encode(y: torch.Tensor, rand_u8: torch.Tensor) -> torch.Tensor:
@@ -113,9 +114,18 @@ def e2m1_decode(codes: torch.Tensor) -> torch.Tensor:
     """E2M1 codes (uint8, 0..15) to fp32 values. Code 8 (−0) decodes to -0.0."""
     if codes.dtype != torch.uint8:
         raise TypeError(f"E2M1 codes must be uint8, got {codes.dtype}")
-    grid = torch.tensor(E2M1_GRID, dtype=torch.float32, device=codes.device)
-    mag = grid[(codes & 7).long()]
-    return torch.where((codes & 8) != 0, -mag, mag)
+    return _e2m1_table(codes.device)[(codes & 15).long()]
+
+
+_TABLES: dict[torch.device, torch.Tensor] = {}
+
+
+def _e2m1_table(device: torch.device) -> torch.Tensor:
+    """The 16 signed code values (codes 8..15 are the negatives, 8 being -0.0) on ``device``."""
+    if device not in _TABLES:
+        grid = torch.tensor(E2M1_GRID, dtype=torch.float32)
+        _TABLES[device] = torch.cat((grid, -grid)).to(device)
+    return _TABLES[device]
 
 
 def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
