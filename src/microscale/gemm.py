@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import torch
 
-from .backend import dispatch
 from .quant.nvfp4 import nvfp4_alpha
 from .tensor import QFormat, QuantizedTensor
 
@@ -64,6 +63,5 @@ def scaled_mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype =
               backend: str = "auto") -> torch.Tensor:
     """``A @ B.T`` for quantized ``A [..., K]`` and ``B [N, K]``; result ``[..., N]``."""
     _check_operands(qa, qb)
-    key = f"{qa.fmt.value}x{qb.fmt.value}"
-    return dispatch("scaled_mm", key, backend, qa.device, scaled_mm_reference, qa, qb,
-                    out_dtype=out_dtype)
+    from .ops import mm     # the microscale::scaled_mm op, which dispatches as above
+    return mm(qa, qb, out_dtype, backend)

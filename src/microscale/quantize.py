@@ -6,15 +6,17 @@
     q = ms.quantize(x, "fp8_tensor", fp8_dtype=torch.float8_e4m3fn, pow2_scales=False)
 
 Options a format does not take are rejected by name (a typo never silently does nothing).
-Layouts are documented in :mod:`microscale.tensor`.
+Layouts are documented in :mod:`microscale.tensor`. Both functions run through the
+``microscale::quantize`` / ``microscale::quantize_rowcol`` custom ops (:mod:`microscale.ops`),
+so they trace under ``torch.compile``. Stochastic rounding takes its random bytes from a
+``seed`` tensor (drawn from ``generator``, or torch's default generator, when not given).
 """
 
 from __future__ import annotations
 
 import torch
 
-from .backend import dispatch
-from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
+from .ops import quantize_view, quantize_views
 from .tensor import QFormat, QuantizedTensor
 
 __all__ = ["quantize", "quantize_rowcol", "dequantize", "FORMATS"]
@@ -23,23 +25,15 @@ FORMATS = tuple(f.value for f in QFormat)
 
 _COMMON = {"check_finite"}
 _OPTIONS = {
-    QFormat.NVFP4: {"block_2d", "rht", "rht_d", "stochastic", "generator", "amax", "rand_bits"},
+    QFormat.NVFP4: {"block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax",
+                    "rand_bits"},
     QFormat.MXFP8_E4M3: {"scale_rounding"},
     QFormat.MXFP8_E5M2: {"scale_rounding"},
-    QFormat.MXFP4: {"scale_rounding", "rht", "rht_d", "stochastic", "generator", "rand_bits"},
+    QFormat.MXFP4: {"scale_rounding", "rht", "rht_d", "stochastic", "generator", "seed",
+                    "rand_bits"},
     QFormat.FP8_BLOCK: {"block", "pow2_scales", "fp8_dtype"},
     QFormat.FP8_TENSOR: {"fp8_dtype", "pow2_scales", "scale"},
 }
-
-
-def _reference(fmt: QFormat):
-    if fmt == QFormat.NVFP4:
-        return quantize_nvfp4
-    if fmt == QFormat.FP8_BLOCK:
-        return quantize_fp8_block
-    if fmt == QFormat.FP8_TENSOR:
-        return quantize_fp8_tensor
-    return lambda x, **kw: quantize_mx(x, fmt, **kw)
 
 
 def quantize(x: torch.Tensor, fmt: str | QFormat = "nvfp4", *, backend: str = "auto",
@@ -49,7 +43,7 @@ def quantize(x: torch.Tensor, fmt: str | QFormat = "nvfp4", *, backend: str = "a
     _check_options(fmt, options)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"quantize expects a torch.Tensor, got {type(x).__name__}")
-    return dispatch("quantize", fmt.value, backend, x.device, _reference(fmt), x, **options)
+    return quantize_view(x, fmt, options, backend)
 
 
 def _check_options(fmt: QFormat, options: dict) -> None:
@@ -58,13 +52,6 @@ def _check_options(fmt: QFormat, options: dict) -> None:
         allowed = ", ".join(sorted(_OPTIONS[fmt] | _COMMON))
         raise TypeError(f"quantize({fmt.value!r}) got unexpected option(s) "
                         f"{', '.join(sorted(unknown))}; it accepts: {allowed}")
-
-
-def _rowcol_reference(x, row, col):
-    x2 = x.reshape(-1, x.shape[-1])
-    q_row = quantize(x2, row[0], backend="reference", **row[1]) if row else None
-    q_col = quantize(x2.t().contiguous(), col[0], backend="reference", **col[1]) if col else None
-    return q_row, q_col
 
 
 def quantize_rowcol(x: torch.Tensor, row: tuple | None, col: tuple | None, *,
@@ -89,8 +76,7 @@ def quantize_rowcol(x: torch.Tensor, row: tuple | None, col: tuple | None, *,
     if x.dim() == 0 or not x.numel():
         raise ValueError(f"quantize_rowcol: need a non-empty tensor with at least 1 dim, "
                          f"got shape {tuple(x.shape)}")
-    key = "|".join(v[0].value if v else "none" for v in parsed)
-    return dispatch("quantize_rowcol", key, backend, x.device, _rowcol_reference, x, *parsed)
+    return quantize_views(x, *parsed, backend)
 
 
 def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -2,13 +2,13 @@
 name and signature of the reference op it replaces (see :mod:`microscale.backend`).
 
 Importing this package registers them. Quantization kernels live in ``quant_nvfp4``,
-``quant_mx`` and ``quant_fp8``; the GEMM kernels (``gemm_fp4``, ``gemm_fp8``) register
-themselves when present.
+``quant_mx``, ``quant_fp8`` and ``quant_fp8_tensor``; the GEMM kernels (``gemm_fp4``,
+``gemm_fp8``) register themselves when present.
 """
 
 import importlib
 
-from . import quant_fp8, quant_mx, quant_nvfp4  # noqa: F401  (registration side effects)
+from . import quant_fp8, quant_fp8_tensor, quant_mx, quant_nvfp4  # noqa: F401  (registration)
 
 for _name in ("microscale.kernels.gemm_fp4", "microscale.kernels.gemm_fp8"):
     try:

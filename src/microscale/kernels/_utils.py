@@ -32,9 +32,9 @@ import triton.language as tl
 
 from ..backend import KernelUnsupported
 from ..hadamard import rht_matrix
-from ..quant.common import SUPPORTED_DTYPES, check_input
+from ..quant.common import SUPPORTED_DTYPES, check_input, draw_seed
 
-__all__ = ["IN_DTYPE_CODE", "check_kernel_input", "check_views", "check_rand_bits", "draw_seed",
+__all__ = ["IN_DTYPE_CODE", "check_kernel_input", "check_views", "check_rand_bits", "kernel_seed",
            "rht_matrix_on", "persistent_grid"]
 
 IN_DTYPE_CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
@@ -261,7 +261,7 @@ def check_kernel_input(x: torch.Tensor) -> None:
 
 
 def check_views(x2: torch.Tensor, row, col, block_of) -> None:
-    """Validate both views as ``_rowcol_reference`` would (same errors, same order).
+    """Validate both views as ``ops.rowcol_reference`` would (same errors, same order).
 
     ``block_of(fmt, opts) -> (block_cols, block_rows)``. The finite check runs once.
     """
@@ -286,18 +286,13 @@ def check_rand_bits(bits: torch.Tensor | None, numel: int, device) -> torch.Tens
     return bits.contiguous()
 
 
-def draw_seed(generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
-    """Philox seed for in-kernel SR, drawn from ``generator`` (or torch's default for ``device``).
-
-    Drawn with ``torch.randint`` so ``torch.manual_seed`` controls it; it stays on the device
-    (the kernel loads it), so no host synchronisation happens.
-    """
-    if generator is not None and generator.device.type != device.type:
-        raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
-    gen_device = generator.device if generator is not None else device
-    seed = torch.randint(0, 2**31 - 1, (1,), generator=generator, device=gen_device,
-                         dtype=torch.int64)
-    return seed.to(device=device, dtype=torch.int32)
+def kernel_seed(opts: dict, device: torch.device) -> torch.Tensor:
+    """int32 ``[1]`` Philox seed for in-kernel SR: the caller's ``seed`` tensor, else one drawn
+    from its ``generator`` (``quant.common.draw_seed``). It stays on the device: no host sync."""
+    seed = opts.get("seed")
+    if seed is None:
+        seed = draw_seed(opts.get("generator"), device)
+    return seed.to(device=device, dtype=torch.int32).reshape(1)
 
 
 _M_CACHE: dict = {}

@@ -120,9 +120,9 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
                 _quant_128x1(x, qc_ptr, sc_ptr, offs_r, offs_c, r0, rows, cols, BR, BC,
                              FP8_MAX, IN_MAX, POW2, E5M2)
         else:
-            acc2 = tl.maximum(acc2, _quant_128x128(x, qr_ptr, sr_ptr, offs_r, offs_c, r0, c0,
-                                                   rows, cols, mask, BR, BC, FP8_MAX, IN_MAX,
-                                                   POW2, E5M2))
+            acc2 = tl.maximum(acc2, _quant_128x128(x, qr_ptr, sr_ptr, qc_ptr, sc_ptr, offs_r,
+                                                   offs_c, r0, c0, rows, cols, mask, BR, BC,
+                                                   FP8_MAX, IN_MAX, POW2, E5M2, COL))
     if MODE == 0:
         tl.atomic_max(amax_ptr, tl.max(tl.max(acc1, axis=1), axis=0))
     else:
@@ -130,10 +130,13 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
 
 
 @triton.jit
-def _quant_128x128(x, q_ptr, s_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
+def _quant_128x128(x, q_ptr, s_ptr, qt_ptr, st_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
                    BR: tl.constexpr, BC: tl.constexpr, FP8_MAX: tl.constexpr,
-                   IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr):
-    """128x128 tiles: one scale per tile, ``scale_inv[rows/128, cols/128]``."""
+                   IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr,
+                   COL: tl.constexpr):
+    """128x128 tiles: one scale per tile, ``scale_inv[rows/128, cols/128]``. With COL also the
+    exact transpose (SPEC §8: a weight's dgrad view), ``data[cols, rows]`` and
+    ``scale_inv[cols/128, rows/128]``, from the same read."""
     x4 = tl.reshape(x, (BR // 128, 128, BC // 128, 128))
     tmax = tl.max(tl.max(tl.abs(x4), axis=3), axis=1)                 # [BR/128, BC/128]
     scale = _scale_from_vmax(tmax, FP8_MAX, IN_MAX, POW2)
@@ -141,8 +144,13 @@ def _quant_128x128(x, q_ptr, s_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
     tl.store(q_ptr + offs_r[:, None] * cols + offs_c[None, :], data, mask=mask)
     ti = r0 // 128 + tl.arange(0, BR // 128)
     tj = c0 // 128 + tl.arange(0, BC // 128)
-    tl.store(s_ptr + ti[:, None] * (cols // 128) + tj[None, :], tl.math.div_rn(1.0, scale),
-             mask=(ti < rows // 128)[:, None] & (tj < cols // 128)[None, :])
+    s_inv = tl.math.div_rn(1.0, scale)
+    s_ok = (ti < rows // 128)[:, None] & (tj < cols // 128)[None, :]
+    tl.store(s_ptr + ti[:, None] * (cols // 128) + tj[None, :], s_inv, mask=s_ok)
+    if COL:
+        tl.store(qt_ptr + offs_c[:, None] * rows + offs_r[None, :], tl.trans(data),
+                 mask=tl.trans(mask))
+        tl.store(st_ptr + tj[None, :] * (rows // 128) + ti[:, None], s_inv, mask=s_ok)
     return tmax                                                 # tile maxima, for the amax
 
 
@@ -212,16 +220,15 @@ def quantize_fp8_block_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
 
 
 def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
-    """Kernel twin of ``quantize._rowcol_reference`` for 1x128 FP8 views (either may be None)."""
+    """Kernel twin of ``ops.rowcol_reference`` for FP8 block views (either may be None):
+    1x128 both ways (activations, gradients), or 128x128 and its exact transpose (weights)."""
     x2 = x.reshape(-1, x.shape[-1])
     parsed = [_options(v[1]) if v else None for v in (row, col)]
-    if any(p and p[0] != (1, 128) for p in parsed):
-        raise KernelUnsupported("rowcol supports block=(1, 128) (use quantize(...).t() for 128x128)")
     if row and col and parsed[0] != parsed[1]:
         raise KernelUnsupported("row and column views with different options")
-    check_views(x2, row, col, lambda fmt, opts: (128, 1))
-    check_kernel_input(x)
     block, pow2, fp8_dtype = next(p for p in parsed if p)
+    check_views(x2, row, col, lambda fmt, opts: (block[1], block[0]))
+    check_kernel_input(x)
     rows, cols = x2.shape
     if row and col:
         views = [_buffers(rows, cols, block, fp8_dtype, x.device),

@@ -28,7 +28,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, draw_seed,
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, kernel_seed,
                      e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
                      floor_log2_sig, pack16, persistent_grid, rht_cols, rht_matrix_on, rht_tile,
                      select_byte, sign_nibble, tile_coords)
@@ -39,7 +39,7 @@ CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
-_OPTS = ("scale_rounding", "rht", "rht_d", "stochastic", "generator", "rand_bits",
+_OPTS = ("scale_rounding", "rht", "rht_d", "stochastic", "generator", "seed", "rand_bits",
          "check_finite")
 
 
@@ -269,7 +269,7 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
     dev = x.device
     amax = torch.zeros(2, dtype=torch.float32, device=dev)
     srs = [v for v in (row, col) if v is not None and v.sr_mode == 2]
-    seed = draw_seed(srs[0].opts.get("generator"), dev) if srs else x2   # x2: never read
+    seed = kernel_seed(srs[0].opts, dev) if srs else x2  # x2: never read
     dummy = (x2, x2, x2, x2)
     off = (False, 0, False, 0, 0)
     cfg = CONFIG
@@ -297,7 +297,7 @@ def _single(fmt: QFormat):
 
 
 def quantize_rowcol_mx_triton(x: torch.Tensor, row, col):
-    """Kernel twin of ``quantize._rowcol_reference`` for MX views (either may be None)."""
+    """Kernel twin of ``ops.rowcol_reference`` for MX views (either may be None)."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (32, 1))
     check_kernel_input(x)

@@ -42,7 +42,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, draw_seed,
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, kernel_seed,
                      e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e4m3_value, persistent_grid,
                      pack16, rht_cols, rht_matrix_on, rht_tile, select_byte, sign_nibble,
                      tile_coords)
@@ -53,7 +53,7 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4}
 
-_OPTS = ("block_2d", "rht", "rht_d", "stochastic", "generator", "amax", "rand_bits",
+_OPTS = ("block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax", "rand_bits",
          "check_finite")
 
 
@@ -194,9 +194,11 @@ def _row_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
 @triton.jit
 def _col_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r0, c0, rows, cols,
               IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, RHT: tl.constexpr,
-              SR: tl.constexpr):
+              TWO_D: tl.constexpr, SR: tl.constexpr):
     """Column view of one tile (xᵀ quantized along x's rows), without any transpose: per
-    16-row group g and column c, two uint32 words of codes and one scale byte."""
+    16-row group g and column c, two uint32 words of codes and one scale byte. With TWO_D
+    the scale is the 16x16 tile's (16 rows x 16 columns), so the result equals the
+    transpose of the 2D row view (SPEC §3): a weight's dgrad view from the same read."""
     offs_c = c0 + tl.arange(0, BC)
     grp = r0 // 16 + tl.arange(0, BR // 16)
     j = tl.arange(0, 16)
@@ -204,6 +206,9 @@ def _col_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
     if RHT:
         v = _rot_cols(v, m_ptr, BR, BC, IN_DTYPE)
     vmax = tl.max(tl.abs(v), axis=1)                                    # [G, BC]
+    if TWO_D:                                  # 16x16 tiles: columns c0.. are 16-aligned
+        t = tl.max(tl.reshape(vmax, (BR // 16, BC // 16, 16)), axis=2)
+        vmax = tl.reshape(tl.broadcast_to(t[:, :, None], (BR // 16, BC // 16, 16)), (BR // 16, BC))
     scale_byte, enc = _block_scales(vmax, s_enc6, s_dec)
     ok = (grp < rows // 16)[:, None] & (offs_c < cols)[None, :]
     if SR == 1:
@@ -231,8 +236,8 @@ def _nvfp4_quant_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
                         IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
                         ROW: tl.constexpr, ROW_RHT: tl.constexpr, ROW_2D: tl.constexpr,
                         ROW_SR: tl.constexpr,
-                        COL: tl.constexpr, COL_RHT: tl.constexpr, COL_SR: tl.constexpr,
-                        NUM_STAGES: tl.constexpr):
+                        COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
+                        COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
     s_enc6_r, s_dec_r = _global_scales(amax_ptr)          # once per program, not per tile
     s_enc6_c, s_dec_c = _global_scales(amax_ptr + 1)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -242,7 +247,7 @@ def _nvfp4_quant_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
                       cols, IN_DTYPE, BR, BC, ROW_RHT, ROW_2D, ROW_SR)
         if COL:
             _col_view(x_ptr, s_enc6_c, s_dec_c, m_ptr, seed_ptr, qc_ptr, sc_ptr, bc_ptr, r0, c0, rows,
-                      cols, IN_DTYPE, BR, BC, COL_RHT, COL_SR)
+                      cols, IN_DTYPE, BR, BC, COL_RHT, COL_2D, COL_SR)
 
 
 # --------------------------------------------------------------------------- host side
@@ -262,8 +267,6 @@ class _View:
             raise KernelUnsupported(f"rht_d={self.rht_d} (the kernel does 16)")
         rows, cols = x2.shape
         vr, vc = (cols, rows) if transposed else (rows, cols)
-        if transposed and self.block_2d:
-            raise KernelUnsupported("block_2d on the column view (use quantize(...).t())")
         self.shape = (vr, vc)
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
@@ -330,7 +333,7 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None):
     amax_buf, amaxes = _amax_pass(x2, row, col, m)
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
-    seed = draw_seed(philox[0].opts.get("generator"), dev) if philox else x2  # x2: never read
+    seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
     n_tc = triton.cdiv(cols, cfg["BC"])
     n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
@@ -341,7 +344,8 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None):
         IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
         row is not None, bool(row and row.rht), bool(row and row.block_2d),
         row.sr_mode if row else 0,
-        col is not None, bool(col and col.rht), col.sr_mode if col else 0, cfg["NUM_STAGES"],
+        col is not None, bool(col and col.rht), bool(col and col.block_2d),
+        col.sr_mode if col else 0, cfg["NUM_STAGES"],
         num_warps=cfg["num_warps"])
     return amaxes
 
@@ -359,7 +363,7 @@ def quantize_nvfp4_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
 
 
 def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col):
-    """Kernel twin of ``quantize._rowcol_reference`` for NVFP4 views (either may be None)."""
+    """Kernel twin of ``ops.rowcol_reference`` for NVFP4 views (either may be None)."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (16, 16 if opts.get("block_2d") else 1))
     check_kernel_input(x)

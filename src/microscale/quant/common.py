@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 __all__ = ["SUPPORTED_DTYPES", "check_input", "as_rows", "random_bytes", "rand_bits_like",
-           "exp2_int", "floor_log2"]
+           "draw_seed", "exp2_int", "floor_log2"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
@@ -50,12 +50,36 @@ def as_rows(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1, x.shape[-1]).contiguous()
 
 
-def random_bytes(shape, generator: torch.Generator | None, device) -> torch.Tensor:
-    """Uniform uint8 random bytes from a torch (Philox on CUDA) generator."""
-    if generator is not None and generator.device.type != torch.device(device).type:
+def random_bytes(shape, generator: torch.Generator | None, device,
+                 seed: torch.Tensor | None = None) -> torch.Tensor:
+    """Uniform uint8 random bytes from a torch (Philox on CUDA) generator.
+
+    With ``seed`` (an integer tensor, see :func:`draw_seed`) the bytes come from a fresh
+    generator on ``device`` seeded with it, so a seed drawn once reproduces them; reading the
+    seed is a host sync on CUDA, which only this reference path pays (the kernels load it).
+    """
+    if seed is not None:
+        generator = torch.Generator(device=device)
+        generator.manual_seed(int(seed.reshape(-1)[0]))
+    elif generator is not None and generator.device.type != torch.device(device).type:
         raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
     return torch.randint(0, 256, tuple(shape), generator=generator, device=device,
                          dtype=torch.uint8)
+
+
+def draw_seed(generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+    """A stochastic-rounding seed: int64 ``[1]`` on ``device``, drawn from ``generator``
+    (or torch's default generator for ``device``, so ``torch.manual_seed`` controls it).
+
+    It stays on the device: the kernels load it (in-kernel Philox, no host sync) and the
+    reference seeds a generator with it, so one seed gives the same codes on one backend.
+    """
+    if generator is not None and generator.device.type != torch.device(device).type:
+        raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
+    gen_device = generator.device if generator is not None else device
+    seed = torch.randint(0, 2**31 - 1, (1,), generator=generator, device=gen_device,
+                         dtype=torch.int64)
+    return seed.to(device)
 
 
 def rand_bits_like(rand_bits, y: torch.Tensor) -> torch.Tensor:

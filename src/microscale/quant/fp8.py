@@ -26,7 +26,7 @@ from ..tensor import QFormat, QuantizedTensor
 from .common import as_rows, check_input, exp2_int, floor_log2
 
 __all__ = ["fp8_scale_from_amax", "quantize_fp8_block", "quantize_fp8_tensor", "DelayedScaling",
-           "FP8_MAX"]
+           "delayed_scale_update_", "FP8_MAX"]
 
 FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 
@@ -41,7 +41,7 @@ def fp8_scale_from_amax(amax: torch.Tensor, fp8_dtype: torch.dtype, pow2_scales:
                         in_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """fp32 scale (not its inverse) from fp32 amax, elementwise, per the rule above."""
     amax = amax.float()
-    scale = amax.new_tensor(_fp8_max(fp8_dtype)) / amax  # one IEEE division (not reciprocal·max)
+    scale = torch.full_like(amax, _fp8_max(fp8_dtype)) / amax  # one IEEE division, not 1/amax·max
     scale = torch.where(amax == 0, torch.ones_like(scale), scale)
     scale = torch.where(torch.isinf(scale), torch.full_like(scale, torch.finfo(in_dtype).max), scale)
     if pow2_scales:
@@ -86,6 +86,20 @@ def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e
     )
 
 
+def delayed_scale_update_(amax_history: torch.Tensor, scale: torch.Tensor, amax: torch.Tensor,
+                          fp8_max: float, margin: int) -> None:
+    """In place: push ``amax`` into the window, ``scale = fp8_max / max(window) / 2^margin``,
+    kept when that max is <= 0 or non-finite. Device-side only (no host sync); the layers run it
+    as the ``microscale::delayed_scaling_update_`` op so that it traces under compile."""
+    amax_history.copy_(torch.roll(amax_history, 1))
+    amax_history[0] = amax.float().reshape(())
+    hist_amax = amax_history.amax()
+    # tensor / tensor: one IEEE division (a Python numerator would run as reciprocal * max)
+    new = torch.full_like(hist_amax, fp8_max) / hist_amax / (2.0 ** margin)
+    ok = (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new)
+    scale.copy_(torch.where(ok, new, scale))
+
+
 class DelayedScaling:
     """Amax history for FP8 delayed scaling (one object per tensor role, e.g. a layer's x).
 
@@ -109,12 +123,7 @@ class DelayedScaling:
         """Record one amax and recompute the scale from the window."""
         self.amax_history = self.amax_history.to(amax.device)
         self.scale = self.scale.to(amax.device)
-        self.amax_history = torch.roll(self.amax_history, 1)
-        self.amax_history[0] = amax.float().reshape(())
-        hist_amax = self.amax_history.amax()
-        new = hist_amax.new_tensor(self.fp8_max) / hist_amax / (2.0 ** self.margin)
-        ok = (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new)
-        self.scale = torch.where(ok, new, self.scale)
+        delayed_scale_update_(self.amax_history, self.scale, amax, self.fp8_max, self.margin)
         self.steps += 1
 
     def quantize(self, x: torch.Tensor, check_finite: bool = True) -> QuantizedTensor:

@@ -61,6 +61,7 @@ def quantize_mx(
     generator: torch.Generator | None = None,
     rand_bits: torch.Tensor | None = None,
     check_finite: bool = True,
+    seed: torch.Tensor | None = None,
 ) -> QuantizedTensor:
     """Quantize ``x`` to an MX format along its last dimension (blocks of 32).
 
@@ -86,7 +87,8 @@ def quantize_mx(
     if fmt == QFormat.MXFP4:
         y = y.clamp(-6.0, 6.0)
         if stochastic:
-            bits = rand_bits if rand_bits is not None else random_bytes(y.shape, generator, y.device)
+            bits = rand_bits if rand_bits is not None else \
+                random_bytes(y.shape, generator, y.device, seed)
             codes = e2m1_stochastic_encode(y, rand_bits_like(bits, y))
         else:
             codes = e2m1_encode(y)

@@ -39,7 +39,7 @@ def nvfp4_global_scales(amax: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
     amax = amax.float()
     # tensor / tensor: Python's ``2688.0 / amax`` runs as ``amax.reciprocal() * 2688`` (two
     # roundings), which is off by an ulp for ~1/4 of amaxes; SPEC wants one IEEE fp32 division.
-    s_enc = torch.clamp(amax.new_tensor(2688.0) / amax, max=FLT_MAX)  # amax = 0 → inf → FLT_MAX
+    s_enc = torch.clamp(torch.full_like(amax, 2688.0) / amax, max=FLT_MAX)  # amax = 0 → inf → FLT_MAX
     s_enc = torch.where(s_enc == 0, torch.ones_like(s_enc), s_enc)  # amax = inf
     return s_enc, 1.0 / s_enc
 
@@ -69,6 +69,7 @@ def quantize_nvfp4(
     amax: torch.Tensor | None = None,
     rand_bits: torch.Tensor | None = None,
     check_finite: bool = True,
+    seed: torch.Tensor | None = None,
 ) -> QuantizedTensor:
     """Quantize ``x`` to NVFP4 along its last dimension (leading dims flattened to rows).
 
@@ -76,7 +77,8 @@ def quantize_nvfp4(
         block_2d: one scale per 16×16 tile (weights) instead of per 1×16 block.
         rht: apply the RHT of size ``rht_d`` first; ``amax`` and scales are of the result.
         stochastic: stochastic rounding with bytes from ``generator`` (or ``rand_bits``,
-            a uint8 tensor of x's flattened shape, for bit-exact kernel tests).
+            a uint8 tensor of x's flattened shape, for bit-exact kernel tests, or a
+            generator seeded with ``seed``, an integer tensor from ``common.draw_seed``).
         amax: use this fp32 amax instead of measuring it (e.g. a shared or delayed amax).
         check_finite: raise on NaN/Inf input (SPEC leaves NaN undefined); pass False in hot
             paths whose input is known finite.
@@ -98,7 +100,7 @@ def quantize_nvfp4(
     y = torch.clamp(x_hp * enc_b.repeat_interleave(16, dim=1), -6.0, 6.0)
     if stochastic:
         if rand_bits is None:
-            rand_bits = random_bytes(y.shape, generator, y.device)
+            rand_bits = random_bytes(y.shape, generator, y.device, seed)
         codes = e2m1_stochastic_encode(y, rand_bits_like(rand_bits, y))
     else:
         codes = e2m1_encode(y)

@@ -1,0 +1,233 @@
+"""The three GEMMs of a quantized linear layer, as one ``autograd.Function`` over custom ops.
+
+The three GEMMs
+===============
+A linear layer ``y = x Wᵀ + b`` with x ``[tokens, in]`` (leading dims flattened), W ``[out, in]``
+and the incoming gradient dy ``[tokens, out]`` runs one GEMM forward and two backward. Every GEMM
+is ``A Bᵀ`` with both operands quantized along the reduction dimension K, which is what the
+block scales run along and what the tensor cores reduce over::
+
+    fprop   y  = x  Wᵀ     A = x    [tokens, in]    B = W   [out, in]     K = in
+    dgrad   dx = dy W      A = dy   [tokens, out]   B = Wᵀ  [in, out]     K = out
+    wgrad   dW = dyᵀ x     A = dyᵀ  [out, tokens]   B = xᵀ  [in, tokens]  K = tokens
+
+So every tensor is needed in two *layouts*, one per GEMM it feeds: x row-wise (along ``in``)
+for fprop and column-wise (along ``tokens``, i.e. xᵀ) for wgrad; dy row-wise for dgrad and
+column-wise for wgrad; W row-wise for fprop and column-wise (Wᵀ, along ``out``) for dgrad.
+Each pair comes from one ``quantize_rowcol`` call, where a fused kernel reads the tensor once
+and writes both views (with square 2D tiles, NVFP4 16×16 or FP8 128×128, W's column view is
+exactly the transpose of its row view, SPEC §3 / §8, computed in the same pass).
+
+Per call (forward, then backward)::
+
+    q_x,  q_xᵀ  = quantize_rowcol(x,  fprop.a, wgrad.b)      x read once
+    q_w,  q_wᵀ  = quantize_rowcol(W,  fprop.b, dgrad.b)      W read once (fp32 master)
+    y           = scaled_mm(q_x, q_w)                         saved: q_xᵀ, q_wᵀ
+    q_dy, q_dyᵀ = quantize_rowcol(dy, dgrad.a, wgrad.a)      dy read once
+    dx          = scaled_mm(q_dy, q_wᵀ)
+    dW          = scaled_mm(q_dyᵀ, q_xᵀ)                      fp32
+
+Which format, block, rounding and RHT each operand gets is the :class:`~microscale.Recipe`'s
+business (SPEC §9 for ``"nvfp4"``: x 1×16 and W 16×16 RNE in fprop, dy 1×16 with stochastic
+rounding in dgrad, dyᵀ and xᵀ 1×16 after a 16-point RHT in wgrad). A GEMM whose config is not
+quantized runs as a plain matmul in ``recipe.compute_dtype``.
+
+What is kept for backward: not x but the quantized xᵀ (4.5 bits per element for NVFP4
+instead of 16 for bf16) and the quantized Wᵀ; x in ``compute_dtype`` only when wgrad runs in
+high precision, the fp32 W only when dgrad does.
+
+Tokens the wgrad blocks cannot tile are zero-padded up to ``recipe.required_multiples()
+["tokens"]``: zero rows add nothing to ``dyᵀ x`` and their fprop/dgrad rows are sliced off.
+
+Compile and CUDA graphs
+=======================
+Every quantizer and GEMM is a ``torch.library`` custom op (:mod:`microscale.ops`), every
+decision here depends on shapes and on the static :class:`Plan` only, and the mutable state
+(delayed-scaling histories, SR seeds) comes in as tensors. So ``torch.compile(fullgraph=True)``
+traces a converted model, this Function included, into one graph, and nothing in a step reads a
+device value on the host. Delayed scaling updates its history in place through the
+``microscale::delayed_scaling_update_`` op (in backward too, for the gradient roles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..ops import delayed_scaling_update_, mm, quantize_views
+from ..quant.fp8 import FP8_MAX
+from ..recipe import Recipe, Rounding
+from ..tensor import QuantizedTensor
+
+__all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS"]
+
+ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
+# stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
+# round with the same random stream (a column view uses its call's seed + 1)
+N_SEEDS = 3
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one call runs: the recipe and which GEMMs are switched to high precision.
+
+    Frozen and hashable: a compiled graph specialises on it (the precision switches recompile
+    once). Mutable state travels separately as tensors (see :func:`linear`).
+    """
+
+    recipe: Recipe
+    fprop_hp: bool = False
+    grads_hp: bool = False
+
+    def quantized(self, gemm: str) -> bool:
+        hp = self.fprop_hp if gemm == "fprop" else self.grads_hp
+        return getattr(self.recipe, gemm).quantized and not hp
+
+    def operand(self, role: str):
+        gemm, operand = role.split(".")
+        return getattr(getattr(self.recipe, gemm), operand)
+
+    def stochastic_roles(self) -> tuple[str, ...]:
+        return tuple(r for r in ROLES if self.quantized(r.split(".")[0])
+                     and self.operand(r).rounding == Rounding.STOCHASTIC)
+
+
+def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed):
+    """Row view (along the feature dim) for ``row_role`` and column view (along tokens) for
+    ``col_role`` of ``t2d`` in one op call; delayed-scaling roles read and update their state."""
+    if row_role is None and col_role is None:
+        return None, None
+    views = []
+    for role in (row_role, col_role):
+        if role is None:
+            views.append(None)
+            continue
+        op = plan.operand(role)
+        # hot path: no NaN/Inf scan (a full read plus a host sync per operand); a non-finite
+        # activation or gradient surfaces as a non-finite loss, which the harness stops on
+        options = op.quantize_kwargs() | {"check_finite": False}
+        if op.rounding == Rounding.STOCHASTIC:
+            options["seed"] = seed
+        if op.delayed:
+            options["scale"] = state[f"{role}/scale"]
+        views.append((op.format, options))
+    q_row, q_col = quantize_views(t2d, *views, plan.recipe.backend)
+    for role, q in ((row_role, q_row), (col_role, q_col)):
+        if role is not None and plan.operand(role).delayed:   # this amax feeds the next scale
+            op = plan.operand(role)
+            delayed_scaling_update_(state[f"{role}/history"], state[f"{role}/scale"], q.amax,
+                                    FP8_MAX[op.quantize_kwargs()["fp8_dtype"]], op.margin)
+    return q_row, q_col
+
+
+def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:
+    """Zero rows up to a multiple of the wgrad block: they add nothing to ``dyᵀ x``."""
+    pad = -t2d.shape[0] % multiple
+    return F.pad(t2d, (0, 0, 0, pad)) if pad else t2d
+
+
+def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dtype) -> torch.Tensor:
+    return (a.to(compute_dtype) @ b.to(compute_dtype)).to(out_dtype)
+
+
+def _stash(q: QuantizedTensor | None, saved: list) -> tuple | None:
+    """Append q's tensors to ``saved``; return the tensor-free rest (rebuilt by :func:`_unstash`)."""
+    if q is None:
+        return None
+    saved += [q.data, q.scale, q.amax]
+    return (q.fmt, q.shape, q.orig_dtype, q.block, q.rht_d, q.extra)
+
+
+def _unstash(meta: tuple, tensors) -> QuantizedTensor:
+    fmt, shape, orig_dtype, block, rht_d, extra = meta
+    data, scale, amax = tensors
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=shape,
+                           orig_dtype=orig_dtype, block=block, rht_d=rht_d, extra=extra)
+
+
+def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool):
+    """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked."""
+    recipe, tokens = plan.recipe, x2d.shape[0]
+    fprop_q = plan.quantized("fprop") and tokens > 0
+    x_pad = _pad_tokens(x2d, recipe.required_multiples()["tokens"]) if fprop_q or want_xt else x2d
+    q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
+                       "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1])
+    q_w, q_wt = _views(weight, plan, state, "fprop.b" if fprop_q else None,
+                       "dgrad.b" if want_wt else None, None if seeds is None else seeds[1:2])
+    if fprop_q:
+        y = mm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
+    else:
+        y = _hp_mm(x2d, weight.t(), recipe.compute_dtype, x2d.dtype)
+    if bias is not None:
+        y = y + bias.to(y.dtype)
+    return y, q_xt, q_wt
+
+
+class QuantizedLinearFn(torch.autograd.Function):
+    """The three GEMMs of a linear layer, each as the plan's recipe says."""
+
+    @staticmethod
+    def forward(ctx, x2d, weight, bias, plan: Plan, state: dict, seeds):
+        recipe, tokens = plan.recipe, x2d.shape[0]
+        need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        ctx.dgrad_q = need_dx and plan.quantized("dgrad") and tokens > 0
+        ctx.wgrad_q = need_dw and plan.quantized("wgrad") and tokens > 0
+        y, q_xt, q_wt = _fprop(x2d, weight, bias, plan, state, seeds, ctx.wgrad_q, ctx.dgrad_q)
+        saved: list = []
+        ctx.xt_meta, ctx.wt_meta = _stash(q_xt, saved), _stash(q_wt, saved)
+        if need_dw and not ctx.wgrad_q:
+            saved.append(x2d.to(recipe.compute_dtype))
+        if need_dx and not ctx.dgrad_q:
+            saved.append(weight)
+        if seeds is not None:
+            saved.append(seeds)
+        ctx.save_for_backward(*saved)
+        ctx.plan, ctx.state, ctx.has_seeds = plan, state, seeds is not None
+        ctx.x_dtype, ctx.has_bias = x2d.dtype, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, dy2d):
+        with torch.autocast(dy2d.device.type, enabled=False):   # exact fp32 GEMM emulation
+            return QuantizedLinearFn._backward(ctx, dy2d)
+
+    @staticmethod
+    def _backward(ctx, dy2d):
+        plan, recipe = ctx.plan, ctx.plan.recipe
+        saved = list(ctx.saved_tensors)
+        q_xt = _unstash(ctx.xt_meta, saved[:3]) if ctx.xt_meta else None
+        saved = saved[3:] if ctx.xt_meta else saved
+        q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
+        saved = saved[3:] if ctx.wt_meta else saved
+        seeds = saved.pop() if ctx.has_seeds else None
+        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
+        tokens = dy2d.shape[0]
+        dy_pad = _pad_tokens(dy2d, recipe.required_multiples()["tokens"]) \
+            if ctx.dgrad_q or ctx.wgrad_q else dy2d
+        # one pass over dy: row-wise for dgrad (K = out), column-wise dyᵀ for wgrad (K = tokens)
+        q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
+                             "wgrad.a" if ctx.wgrad_q else None,
+                             None if seeds is None else seeds[2:3])
+        dx = dw = db = None
+        if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
+            dx = mm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
+                _hp_mm(dy2d, saved[-1], recipe.compute_dtype, ctx.x_dtype)
+        if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`
+            dw = mm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \
+                _hp_mm(dy2d.t(), saved[0], recipe.compute_dtype, torch.float32)
+        if need_db and ctx.has_bias:
+            db = dy2d.float().sum(0)
+        return dx, dw, db, None, None, None
+
+
+def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, plan: Plan,
+           state: dict, seeds: torch.Tensor | None, needs_grad: bool) -> torch.Tensor:
+    """``y = x Wᵀ + b`` with the plan's quantized GEMMs; ``seeds`` is int64 ``[N_SEEDS]`` when
+    the plan rounds stochastically, ``state`` the delayed-scaling tensors by
+    ``"<role>/history"`` and ``"<role>/scale"``."""
+    with torch.autocast(x2d.device.type, enabled=False):   # exact fp32 GEMM emulation
+        if needs_grad:
+            return QuantizedLinearFn.apply(x2d, weight, bias, plan, state, seeds)
+        return _fprop(x2d, weight, bias, plan, state, seeds, False, False)[0]

@@ -1,0 +1,353 @@
+"""The quantizers and the scaled GEMM as ``torch.library`` custom ops (namespace ``microscale``).
+
+Why ops. ``torch.compile`` cannot trace the kernels' host code (Triton launches, option parsing,
+checks that raise), and should not: a custom op is opaque to the compiler. Its *fake*
+implementation gives dynamo and Inductor the output shapes and dtypes from the input shapes and
+the op's static arguments alone; at run time the real implementation calls the one dispatch
+layer (:func:`microscale.backend.dispatch`: a Triton kernel or the reference), exactly as eager
+code does. So a compiled model and an eager one compute bit-identical quantized operands, a
+quantized layer traces into one graph with no breaks, and with no host synchronisation inside
+(the kernels keep amax, scales and SR seeds on the device) the step can be captured in a CUDA
+graph.
+
+The ops and their tensors::
+
+    quantize(x, spec, backend, seed, rand_bits, amax, scale)   -> (data, scale, amax)
+    quantize_rowcol(x, row, col, backend, seed, row_rand_bits, col_rand_bits,
+                    row_amax, col_amax, row_scale, col_scale)   -> row (data, scale, amax)
+                                                                 + col (data, scale, amax)
+    scaled_mm(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec,
+              out_dtype, backend)                                -> y [rows_a, rows_b]
+    delayed_scaling_update_(amax_history, scale, amax, fp8_max, margin)   (in place)
+
+A *view spec* is the format plus its non-tensor options as canonical JSON (a static string in
+the op schema, so the compiler specialises on it); tensor options travel as tensors. An
+unrequested row/col view comes back as three empty tensors. An *operand spec* is
+``"fmt,block_rows,block_cols,rht_d"``; the operand's K is read off its data's shape.
+
+Stochastic rounding never draws random numbers inside an op: the caller draws a ``seed``
+tensor (:func:`~microscale.quant.common.draw_seed`, from a generator or torch's default one)
+and the op derives every random byte from it (the kernels with in-kernel Philox, the reference
+through a generator seeded with it; a row/col pair uses ``seed`` and ``seed + 1``). So an op
+call is a pure function of its inputs: compiled graphs may reorder or deduplicate it.
+
+:func:`quantize_view` / :func:`quantize_views` / :func:`mm` are the Python entry points that
+pack the ops' tensors into :class:`~microscale.tensor.QuantizedTensor` (what the public
+``ms.quantize`` / ``ms.quantize_rowcol`` / ``ms.scaled_mm`` and the layers call).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from .backend import dispatch
+from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
+from .quant.common import draw_seed
+from .quant.fp8 import delayed_scale_update_
+from .tensor import QFormat, QuantizedTensor
+
+__all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "quantize_views",
+           "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_reference"]
+
+_TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
+_FP8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+
+# ============================================================================ specs and layouts
+def view_spec(fmt: QFormat, options: dict) -> str:
+    """Canonical JSON of a view's static options (tensor options and the generator left out)."""
+    static = tuple(sorted((k, v) for k, v in options.items()
+                          if k not in _TENSOR_OPTIONS and k != "generator"))
+    return _spec(fmt.value, static)
+
+
+@torch.compiler.assume_constant_result
+def _spec(fmt: str, static: tuple) -> str:
+    """(Cached; a constant to dynamo, which need not trace the JSON encoder.)"""
+    try:
+        return _spec_cached(fmt, static)
+    except TypeError:                        # an unhashable option value: no caching
+        return _spec_uncached(fmt, static)
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_cached(fmt: str, static: tuple) -> str:
+    return _spec_uncached(fmt, static)
+
+
+def _spec_uncached(fmt: str, static: tuple) -> str:
+    d = {}
+    for key, value in static:
+        if isinstance(value, torch.dtype):
+            value = str(value).replace("torch.", "")
+        elif isinstance(value, tuple):
+            value = list(value)
+        d[key] = value
+    try:
+        return json.dumps({"fmt": fmt, **d}, sort_keys=True)
+    except TypeError:
+        bad = [k for k, v in d.items() if not _jsonable(v)]
+        raise TypeError(f"quantize({fmt!r}): option(s) {', '.join(bad)} must be a number, "
+                        "bool, string, tuple or dtype") from None
+
+
+def _jsonable(value) -> bool:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(spec: str) -> tuple[QFormat, tuple]:
+    d = json.loads(spec)
+    fmt = QFormat(d.pop("fmt"))
+    if "block" in d and isinstance(d["block"], list):
+        d["block"] = tuple(d["block"])
+    if d.get("fp8_dtype") in _FP8:
+        d["fp8_dtype"] = _FP8[d["fp8_dtype"]]
+    return fmt, tuple(d.items())
+
+
+def parse_view_spec(spec: str) -> tuple[QFormat, dict]:
+    """Inverse of :func:`view_spec` (a fresh dict each call; parsing is cached)."""
+    fmt, items = _parse(spec)
+    return fmt, dict(items)
+
+
+def _meta(fmt: QFormat, opts: dict, rows, cols) -> dict:
+    """``block``, ``rht_d`` and ``extra`` of the QuantizedTensor a reference quantizer returns."""
+    if fmt == QFormat.NVFP4:
+        return {"block": (16, 16) if opts.get("block_2d") else (1, 16),
+                "rht_d": int(opts.get("rht_d", 16)) if opts.get("rht") else 0,
+                "extra": {"stochastic": bool(opts.get("stochastic", False))}}
+    if fmt == QFormat.FP8_BLOCK:
+        return {"block": tuple(opts.get("block", (1, 128))), "rht_d": 0,
+                "extra": {"pow2_scales": opts.get("pow2_scales", True)}}
+    if fmt == QFormat.FP8_TENSOR:
+        return {"block": (rows, cols), "rht_d": 0,
+                "extra": {"pow2_scales": opts.get("pow2_scales", False)}}
+    return {"block": (1, 32), "rht_d": int(opts.get("rht_d", 32)) if opts.get("rht") else 0,
+            "extra": {"scale_rounding": opts.get("scale_rounding", "ceil"),
+                      "stochastic": bool(opts.get("stochastic", False))}}
+
+
+def _layout(fmt: QFormat, opts: dict, rows, cols):
+    """``((data shape, dtype), (scale shape, dtype))`` of a ``[rows, cols]`` view (tensor.py)."""
+    if fmt == QFormat.NVFP4:
+        return ((rows, cols // 2), torch.uint8), ((rows, cols // 16), torch.float8_e4m3fn)
+    if fmt == QFormat.MXFP4:
+        return ((rows, cols // 2), torch.uint8), ((rows, cols // 32), torch.uint8)
+    if fmt in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+        elem = torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2
+        return ((rows, cols), elem), ((rows, cols // 32), torch.uint8)
+    fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
+    if fmt == QFormat.FP8_BLOCK:
+        br, bc = opts.get("block", (1, 128))
+        return ((rows, cols), fp8), ((rows // br, cols // bc), torch.float32)
+    return ((rows, cols), fp8), ((), torch.float32)
+
+
+def _rows_cols(x: Tensor):
+    cols = x.shape[-1] if x.dim() else 1
+    return (x.numel() // cols if cols else 0), cols
+
+
+# ============================================================================ references
+def reference_quantizer(fmt: QFormat):
+    """The reference quantizer for ``fmt`` (signature ``(x, **options) -> QuantizedTensor``)."""
+    if fmt == QFormat.NVFP4:
+        return quantize_nvfp4
+    if fmt == QFormat.FP8_BLOCK:
+        return quantize_fp8_block
+    if fmt == QFormat.FP8_TENSOR:
+        return quantize_fp8_tensor
+    return functools.partial(quantize_mx, fmt=fmt)
+
+
+def rowcol_reference(x: Tensor, row, col):
+    """Both views by two reference calls; the column view quantizes ``x2ᵀ`` with ``seed + 1``."""
+    x2 = x.reshape(-1, x.shape[-1])
+    q_row = reference_quantizer(row[0])(x2, **row[1]) if row else None
+    q_col = None
+    if col:
+        opts = dict(col[1])
+        if opts.get("seed") is not None:
+            opts["seed"] = opts["seed"] + 1
+        q_col = reference_quantizer(col[0])(x2.t().contiguous(), **opts)
+    return q_row, q_col
+
+
+def _fresh(outs, inputs) -> tuple:
+    """Outputs that share storage with an input or an earlier output are cloned (an op's
+    outputs may not alias its inputs or each other, e.g. a given amax, or one amax buffer)."""
+    seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, Tensor) and t.numel()}
+    result = []
+    for t in outs:
+        ptr = t.untyped_storage().data_ptr() if t.numel() else None
+        if ptr is not None and ptr in seen:
+            t = t.clone()
+            ptr = t.untyped_storage().data_ptr()
+        seen.add(ptr)
+        result.append(t)
+    return tuple(result)
+
+
+def _with_tensors(spec: str, **tensors) -> tuple[QFormat, dict]:
+    fmt, opts = parse_view_spec(spec)
+    opts.update({k: v for k, v in tensors.items() if v is not None})
+    return fmt, opts
+
+
+# ============================================================================ the ops
+@torch.library.custom_op("microscale::quantize", mutates_args=())
+def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
+                 rand_bits: Optional[Tensor], amax: Optional[Tensor],
+                 scale: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    fmt, opts = _with_tensors(spec, seed=seed, rand_bits=rand_bits, amax=amax, scale=scale)
+    q = dispatch("quantize", fmt.value, backend, x.device, reference_quantizer(fmt), x, **opts)
+    return _fresh((q.data, q.scale, q.amax), (x, seed, rand_bits, amax, scale))
+
+
+def _fake_view(x: Tensor, spec: str, rows, cols) -> tuple[Tensor, Tensor, Tensor]:
+    fmt, opts = parse_view_spec(spec)
+    (d_shape, d_dtype), (s_shape, s_dtype) = _layout(fmt, opts, rows, cols)
+    return (x.new_empty(d_shape, dtype=d_dtype), x.new_empty(s_shape, dtype=s_dtype),
+            x.new_empty((), dtype=torch.float32))
+
+
+@_quantize_op.register_fake
+def _(x, spec, backend, seed, rand_bits, amax, scale):
+    return _fake_view(x, spec, *_rows_cols(x))
+
+
+@torch.library.custom_op("microscale::quantize_rowcol", mutates_args=())
+def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optional[Tensor],
+                        row_rand_bits: Optional[Tensor], col_rand_bits: Optional[Tensor],
+                        row_amax: Optional[Tensor], col_amax: Optional[Tensor],
+                        row_scale: Optional[Tensor], col_scale: Optional[Tensor]) -> list[Tensor]:
+    views = [_with_tensors(row, seed=seed, rand_bits=row_rand_bits, amax=row_amax,
+                           scale=row_scale) if row else None,
+             _with_tensors(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
+                           scale=col_scale) if col else None]
+    key = "|".join(v[0].value if v else "none" for v in views)
+    q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x, *views)
+    outs = []
+    for q in (q_row, q_col):
+        outs += [q.data, q.scale, q.amax] if q is not None else \
+            [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+    inputs = (x, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale, col_scale)
+    return list(_fresh(outs, inputs))
+
+
+@_quantize_rowcol_op.register_fake
+def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale,
+      col_scale):
+    rows, cols = _rows_cols(x)
+    outs = []
+    for spec, shape in ((row, (rows, cols)), (col, (cols, rows))):
+        outs += list(_fake_view(x, spec, *shape)) if spec else \
+            [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+    return outs
+
+
+@torch.library.custom_op("microscale::scaled_mm", mutates_args=())
+def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
+                  b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
+                  backend: str) -> Tensor:
+    from .gemm import scaled_mm_reference
+    qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
+    y = dispatch("scaled_mm", f"{qa.fmt.value}x{qb.fmt.value}", backend, qa.device,
+                 scaled_mm_reference, qa, qb, out_dtype=out_dtype)
+    return y.reshape(qa.rows, qb.rows)
+
+
+@_scaled_mm_op.register_fake
+def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend):
+    return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
+
+
+def operand_spec(q: QuantizedTensor) -> str:
+    """Static description of a GEMM operand: format, block (0,0 for tensorwise) and RHT size."""
+    br, bc = (0, 0) if q.fmt == QFormat.FP8_TENSOR else q.block
+    return f"{q.fmt.value},{br},{bc},{q.rht_d}"
+
+
+def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedTensor:
+    name, br, bc, rht_d = spec.split(",")
+    fmt = QFormat(name)
+    rows = data.shape[0]
+    cols = data.shape[1] * (2 if fmt.is_fp4 else 1)
+    block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (int(br), int(bc))
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=torch.Size((rows, cols)),
+                           orig_dtype=torch.float32, block=block, rht_d=int(rht_d))
+
+
+@torch.library.custom_op("microscale::delayed_scaling_update_", mutates_args=("amax_history", "scale"))
+def delayed_scaling_update_(amax_history: Tensor, scale: Tensor, amax: Tensor, fp8_max: float,
+                            margin: int) -> None:
+    """:func:`microscale.quant.fp8.delayed_scale_update_` as an op (mutates its first two)."""
+    delayed_scale_update_(amax_history, scale, amax, fp8_max, margin)
+
+
+@delayed_scaling_update_.register_fake
+def _(amax_history, scale, amax, fp8_max, margin):
+    return None
+
+
+# ============================================================================ Python entry points
+def _seed_for(options: dict, device: torch.device) -> Optional[Tensor]:
+    """The SR seed for one call: given, or drawn from the view's generator when SR needs one."""
+    if options.get("seed") is not None:
+        return options["seed"]
+    gen = options.get("generator")
+    if gen is not None and not isinstance(gen, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(gen).__name__}")
+    if options.get("stochastic") and options.get("rand_bits") is None:
+        return draw_seed(gen, device)
+    return None
+
+
+def _pack(fmt: QFormat, opts: dict, tensors, shape, orig_dtype) -> QuantizedTensor:
+    data, scale, amax = tensors
+    rows, cols = data.shape[0], shape[-1] if len(shape) else 1
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=shape,
+                           orig_dtype=orig_dtype, **_meta(fmt, opts, rows, cols))
+
+
+def quantize_view(x: Tensor, fmt: QFormat, options: dict, backend: str) -> QuantizedTensor:
+    """One quantized view of ``x`` through ``microscale::quantize``."""
+    seed = _seed_for(options, x.device)
+    out = torch.ops.microscale.quantize(
+        x.detach(), view_spec(fmt, options), backend, seed, options.get("rand_bits"),
+        options.get("amax"), options.get("scale"))
+    return _pack(fmt, options, out, x.shape, x.dtype)
+
+
+def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str):
+    """Row and column views of ``x`` (``(fmt, options)`` or None each) in one op call."""
+    opts = [v[1] if v else {} for v in (row, col)]
+    seed = _seed_for(opts[0], x.device) if row else None
+    if seed is None and col:
+        seed = _seed_for(opts[1], x.device)
+    out = torch.ops.microscale.quantize_rowcol(
+        x.detach(), view_spec(*row) if row else "", view_spec(*col) if col else "", backend, seed,
+        opts[0].get("rand_bits"), opts[1].get("rand_bits"), opts[0].get("amax"),
+        opts[1].get("amax"), opts[0].get("scale"), opts[1].get("scale"))
+    rows, cols = _rows_cols(x)
+    q_row = _pack(row[0], opts[0], out[:3], torch.Size((rows, cols)), x.dtype) if row else None
+    q_col = _pack(col[0], opts[1], out[3:], torch.Size((cols, rows)), x.dtype) if col else None
+    return q_row, q_col
+
+
+def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str) -> Tensor:
+    """``A Bᵀ`` through ``microscale::scaled_mm``, shaped ``[..., N]`` like A's leading dims."""
+    y = torch.ops.microscale.scaled_mm(qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data,
+                                       qb.scale, qb.amax, operand_spec(qb), out_dtype, backend)
+    return y.reshape(*qa.shape[:-1], qb.rows)
