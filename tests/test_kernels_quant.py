@@ -233,6 +233,55 @@ def test_fp8_block_rowcol_exact(pow2):
         assert_same(k[1], r[1])
 
 
+def test_fp8_block_weight_rowcol_is_the_exact_transpose():
+    """128x128 weights: both views in one pass; the column view is the row view transposed."""
+    x = sample((256, 384), torch.float32, spread=30)
+    view = ("fp8_block", {"block": (128, 128)})
+    k, r = both(lambda be: ms.quantize_rowcol(x, view, view, backend=be))
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+    t = k[0].t()
+    assert torch.equal(_bytes(t.data), _bytes(k[1].data)) and torch.equal(t.scale, k[1].scale)
+
+
+def test_nvfp4_2d_column_view_is_the_exact_transpose():
+    """16x16 weights: the column view (dgrad's Wᵀ) equals the row view's transpose, SPEC §3."""
+    x = sample((48, 80), torch.float32, seed=2)
+    view = ("nvfp4", {"block_2d": True})
+    k, r = both(lambda be: ms.quantize_rowcol(x, view, view, backend=be))
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+    t = k[0].t()
+    assert torch.equal(t.data, k[1].data) and torch.equal(_bytes(t.scale), _bytes(k[1].scale))
+
+
+# --------------------------------------------------------------------------- FP8 tensorwise
+@pytest.mark.parametrize("shape,dtype", [((16, 32), torch.bfloat16), ((2, 24, 80), torch.float16),
+                                         ((70, 48), torch.float32)])
+@pytest.mark.parametrize("opts", [{}, {"fp8_dtype": torch.float8_e5m2}, {"pow2_scales": True},
+                                  {"scale": torch.tensor(37.5)}],
+                         ids=["e4m3", "e5m2", "pow2", "delayed"])
+def test_fp8_tensor_exact(shape, dtype, opts):
+    x = sample(shape, dtype, spread=12)
+    assert_same(*both(lambda be: ms.quantize(x, "fp8_tensor", backend=be, **opts)))
+
+
+def test_fp8_tensor_rowcol_exact_and_edges():
+    """Both views in one call, each with its own (current or delayed) scale; amax = 0 and a
+    subnormal amax (scale = inf -> the input dtype's max) as the reference has them."""
+    x = sample((48, 96), torch.bfloat16, spread=20)
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+    for row, col in [(("fp8_tensor", {"fp8_dtype": e4}), ("fp8_tensor", {"fp8_dtype": e4})),
+                     (("fp8_tensor", {"fp8_dtype": e5, "scale": torch.tensor(2.0)}),
+                      ("fp8_tensor", {"fp8_dtype": e5, "scale": torch.tensor(0.5)})),
+                     (None, ("fp8_tensor", {"pow2_scales": True}))]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+    for x in (torch.zeros(16, 32), torch.full((16, 32), 1e-39)):
+        assert_same(*both(lambda be: ms.quantize(x, "fp8_tensor", backend=be)))
+
+
 # --------------------------------------------------------------------------- refusals, errors
 def test_kernels_refuse_what_they_cannot_do():
     from microscale.kernels import quant_fp8, quant_nvfp4
@@ -265,6 +314,7 @@ GPU_CASES = [
     ("nvfp4", {}), ("nvfp4", {"rht": True}), ("nvfp4", {"block_2d": True}),
     ("mxfp8_e4m3", {}), ("mxfp8_e5m2", {"scale_rounding": "floor"}), ("mxfp4", {}),
     ("fp8_block", {}), ("fp8_block", {"block": (128, 128)}), ("fp8_block", {"pow2_scales": False}),
+    ("fp8_tensor", {}), ("fp8_tensor", {"fp8_dtype": torch.float8_e5m2}),
 ]
 
 
@@ -312,6 +362,10 @@ def test_gpu_rowcol_exact(dtype):
         (("mxfp4", {}), ("mxfp4", {"stochastic": True, "rand_bits": rb_c})),
         (("mxfp8_e5m2", {"scale_rounding": "floor"}), None),
         (("fp8_block", {}), ("fp8_block", {})),
+        (("fp8_block", {"block": (128, 128)}), ("fp8_block", {"block": (128, 128)})),
+        (("nvfp4", {"block_2d": True}), ("nvfp4", {"block_2d": True})),
+        (("fp8_tensor", {}), ("fp8_tensor", {})),
+        (("fp8_tensor", {"fp8_dtype": torch.float8_e5m2}), None),
     ]
     for row, col in cases:
         dev = [(v[0], {k: (t.cuda() if isinstance(t, torch.Tensor) else t)

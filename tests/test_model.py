@@ -10,10 +10,11 @@ from torch import nn
 
 from microscale.recipe import PRESETS
 from microscale.train.model import (MODEL_CONFIGS, LMHead, ModelConfig, RMSNorm, Transformer, _apply_rope,
-                                    _rope_tables, build_model)
+                                    _rope_tables, build_model, flops_per_token)
 
 _PARAM_RANGES = {"micro": (0.3e6, 0.6e6), "tiny": (0.8e6, 1.3e6), "small": (8e6, 12e6),
-                 "50m": (40e6, 60e6), "125m": (110e6, 140e6), "350m": (320e6, 380e6)}
+                 "50m": (40e6, 60e6), "125m": (110e6, 140e6), "350m": (320e6, 380e6),
+                 "1b": (0.85e9, 1.1e9)}
 
 
 def _linears(cfg: ModelConfig) -> list[tuple[int, int]]:
@@ -153,3 +154,9 @@ def test_converted_model_trains_a_step(recipe):
     grads = [p.grad for p in model.parameters()]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
     assert model.blocks[0].attn.q_proj.weight.grad.abs().sum() > 0
+
+
+def test_flops_per_token_counts_matmuls_and_attention():
+    cfg = MODEL_CONFIGS["125m"]
+    matmul = sum(i * o for i, o in _linears(cfg)) * cfg.n_layers + cfg.vocab_size * cfg.d_model
+    assert flops_per_token(cfg, 1024) == 6 * matmul + 12 * cfg.n_layers * cfg.d_model * 1024

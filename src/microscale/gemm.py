@@ -50,12 +50,19 @@ def gemm_factor(qa: QuantizedTensor, qb: QuantizedTensor) -> torch.Tensor:
 
 
 def scaled_mm_reference(qa: QuantizedTensor, qb: QuantizedTensor,
-                        out_dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """fp32 reference: partially dequantize both operands, one fp32 GEMM, factor, cast."""
+                        out_dtype: torch.dtype = torch.float32,
+                        apply_factor: bool = True) -> torch.Tensor:
+    """fp32 reference: partially dequantize both operands, one fp32 GEMM, factor, cast.
+
+    ``apply_factor=False`` leaves ``f`` to the caller (who then multiplies the fp32 result by
+    :func:`gemm_factor` and casts, which is this function's arithmetic in the same order).
+    """
     _check_operands(qa, qb)
     pa = qa.values() * qa.block_scales()
     pb = qb.values() * qb.block_scales()
-    y = (pa @ pb.t()) * gemm_factor(qa, qb)
+    y = pa @ pb.t()
+    if apply_factor:
+        y = y * gemm_factor(qa, qb)
     return y.reshape(*qa.shape[:-1], qb.shape[0]).to(out_dtype)
 
 

@@ -260,16 +260,17 @@ def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_am
 @torch.library.custom_op("microscale::scaled_mm", mutates_args=())
 def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
                   b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
-                  backend: str) -> Tensor:
+                  backend: str, apply_factor: bool) -> Tensor:
     from .gemm import scaled_mm_reference
     qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
     y = dispatch("scaled_mm", f"{qa.fmt.value}x{qb.fmt.value}", backend, qa.device,
-                 scaled_mm_reference, qa, qb, out_dtype=out_dtype)
+                 scaled_mm_reference, qa, qb, out_dtype=out_dtype, apply_factor=apply_factor)
     return y.reshape(qa.rows, qb.rows)
 
 
 @_scaled_mm_op.register_fake
-def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend):
+def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
+      apply_factor):
     return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
 
 
@@ -346,8 +347,15 @@ def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str
     return q_row, q_col
 
 
-def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str) -> Tensor:
-    """``A Bᵀ`` through ``microscale::scaled_mm``, shaped ``[..., N]`` like A's leading dims."""
+def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
+       apply_factor: bool = True) -> Tensor:
+    """``A Bᵀ`` through ``microscale::scaled_mm``, shaped ``[..., N]`` like A's leading dims.
+
+    ``apply_factor=False`` returns the sum before the per-tensor factor ``f`` (``gemm_factor``;
+    only NVFP4 has one): the caller multiplies and casts in its own graph, where a compiler
+    fuses that into whatever consumes the result instead of a separate pass over it.
+    """
     y = torch.ops.microscale.scaled_mm(qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data,
-                                       qb.scale, qb.amax, operand_spec(qb), out_dtype, backend)
+                                       qb.scale, qb.amax, operand_spec(qb), out_dtype, backend,
+                                       apply_factor)
     return y.reshape(*qa.shape[:-1], qb.rows)

@@ -309,8 +309,8 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f: torch.
     return (y.float() * f).to(out_dtype)
 
 
-def _mainloop(qa, qb, out_dtype, bm=128, bn=None, bkb=None, group_m=8, num_warps=8,
-              num_stages=None) -> torch.Tensor:
+def _mainloop(qa, qb, out_dtype, apply_factor=True, bm=128, bn=None, bkb=None, group_m=8,
+              num_warps=8, num_stages=None) -> torch.Tensor:
     """Launch the dequantize-in-mainloop kernel; ``bkb`` is the K step in bytes of codes."""
     a, sa, ea, ka, blk_a = _operand(qa)
     b, sb, eb, kb_, blk_b = _operand(qb)
@@ -325,7 +325,8 @@ def _mainloop(qa, qb, out_dtype, bm=128, bn=None, bkb=None, group_m=8, num_warps
     m, kbytes = a.shape
     n = b.shape[0]
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    f = gemm_factor(qa, qb).float().reshape(1)
+    f = gemm_factor(qa, qb).float().reshape(1) if apply_factor else \
+        torch.ones(1, dtype=torch.float32, device=a.device)
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     _mainloop_kernel[grid](a, sa, b, sb, f, y, m, n, kbytes, sa.shape[1], sb.shape[1],
                            a.stride(0), sa.stride(0), b.stride(0), sb.stride(0), y.stride(0),
@@ -342,14 +343,14 @@ def _mainloop(qa, qb, out_dtype, bm=128, bn=None, bkb=None, group_m=8, num_warps
 DEQUANT_CONFIG = dict(block_rows=16, block_bytes=128, permute_k=False, num_warps=4)
 
 
-def _dequant_then_cublas(qa, qb, out_dtype, **cfg) -> torch.Tensor:
+def _dequant_then_cublas(qa, qb, out_dtype, apply_factor=True, **cfg) -> torch.Tensor:
     """Both operands to bf16 ``value · scale`` (Triton), one cuBLAS GEMM, then ``f``."""
     cfg = {**DEQUANT_CONFIG, **cfg}
     if not (qa.fmt.is_fp4 and qb.fmt.is_fp4):
         cfg["permute_k"] = False
     a_bf16, b_bf16 = dequantize_bf16(qa, **cfg), dequantize_bf16(qb, **cfg)
     # MX has no per-tensor factor (f = 1 exactly): skip the epilogue pass entirely
-    nvfp4 = QFormat.NVFP4 in (qa.fmt, qb.fmt)
+    nvfp4 = QFormat.NVFP4 in (qa.fmt, qb.fmt) and apply_factor
     return _bf16_gemm_with_factor(a_bf16, b_bf16, gemm_factor(qa, qb).float() if nvfp4 else None,
                                   out_dtype)
 
@@ -367,7 +368,7 @@ def fp4_strategy(m: int, n: int, k: int) -> str:
     return "dequant" if 2 * (m + n) * k <= DEQUANT_MAX_TEMP_BYTES else "mainloop"
 
 
-def _run(qa, qb, out_dtype, strategy, **tile) -> torch.Tensor:
+def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor:
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -375,18 +376,18 @@ def _run(qa, qb, out_dtype, strategy, **tile) -> torch.Tensor:
     if strategy == "auto":
         strategy = fp4_strategy(qa.rows, qb.rows, qa.cols)
     if strategy == "mainloop":
-        y = _mainloop(qa, qb, out_dtype, **tile)
+        y = _mainloop(qa, qb, out_dtype, apply_factor, **tile)
     else:
-        y = _dequant_then_cublas(qa, qb, out_dtype, **tile)
+        y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, **tile)
     return y.reshape(*qa.shape[:-1], qb.rows)
 
 
 def scaled_mm_fp4(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype = torch.float32,
-                  strategy: str = "auto", **tile) -> torch.Tensor:
+                  strategy: str = "auto", apply_factor: bool = True, **tile) -> torch.Tensor:
     """NVFP4/MXFP4 ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``)."""
     if not (qa.fmt.is_fp4 and qb.fmt.is_fp4):
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not FP4 x FP4")
-    return _run(qa, qb, out_dtype, strategy, **tile)
+    return _run(qa, qb, out_dtype, strategy, apply_factor, **tile)
 
 
 def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,
@@ -402,11 +403,13 @@ def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,
 def _register() -> None:
     for a, b in (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4")):
         register_kernel("scaled_mm", f"{a}x{b}")(
-            lambda qa, qb, out_dtype=torch.float32: scaled_mm_fp4(qa, qb, out_dtype))
+            lambda qa, qb, out_dtype=torch.float32, apply_factor=True:
+            scaled_mm_fp4(qa, qb, out_dtype, apply_factor=apply_factor))
     for a in ("mxfp8_e4m3", "mxfp8_e5m2"):
         for b in ("mxfp8_e4m3", "mxfp8_e5m2"):
             register_kernel("scaled_mm", f"{a}x{b}")(
-                lambda qa, qb, out_dtype=torch.float32: scaled_mm_mxfp8(qa, qb, out_dtype))
+                lambda qa, qb, out_dtype=torch.float32, apply_factor=True:   # MX: f = 1
+                scaled_mm_mxfp8(qa, qb, out_dtype))
 
 
 _register()

@@ -225,7 +225,8 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
 def _register() -> None:
     for key in ("fp8_blockxfp8_block", "fp8_tensorxfp8_tensor"):
         register_kernel("scaled_mm", key)(
-            lambda qa, qb, out_dtype=torch.float32: scaled_mm_fp8(qa, qb, out_dtype))
+            lambda qa, qb, out_dtype=torch.float32, apply_factor=True:   # FP8: f = 1
+            scaled_mm_fp8(qa, qb, out_dtype))
 
 
 _register()

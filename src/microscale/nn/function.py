@@ -56,10 +56,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..gemm import gemm_factor
 from ..ops import delayed_scaling_update_, mm, quantize_views
 from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
-from ..tensor import QuantizedTensor
+from ..tensor import QFormat, QuantizedTensor
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS"]
 
@@ -132,6 +133,18 @@ def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dty
     return (a.to(compute_dtype) @ b.to(compute_dtype)).to(out_dtype)
 
 
+def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str):
+    """``A Bᵀ`` in ``out_dtype``. NVFP4's per-tensor factor α (SPEC §6) is applied here, in the
+    traced graph, to the op's fp32 sum: the reference's arithmetic in its order, so one
+    rounding to ``out_dtype`` (exact up to summation order), and under ``torch.compile`` the
+    multiply and cast fuse into whatever consumes y (the residual add, relu², RoPE) instead of
+    costing a pass of their own."""
+    if qa.fmt == qb.fmt == QFormat.NVFP4:
+        y = mm(qa, qb, torch.float32, backend, apply_factor=False)
+        return (y * gemm_factor(qa, qb)).to(out_dtype)
+    return mm(qa, qb, out_dtype, backend)
+
+
 def _stash(q: QuantizedTensor | None, saved: list) -> tuple | None:
     """Append q's tensors to ``saved``; return the tensor-free rest (rebuilt by :func:`_unstash`)."""
     if q is None:
@@ -157,7 +170,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     q_w, q_wt = _views(weight, plan, state, "fprop.b" if fprop_q else None,
                        "dgrad.b" if want_wt else None, None if seeds is None else seeds[1:2])
     if fprop_q:
-        y = mm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
+        y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
     else:
         y = _hp_mm(x2d, weight.t(), recipe.compute_dtype, x2d.dtype)
     if bias is not None:
@@ -212,10 +225,10 @@ class QuantizedLinearFn(torch.autograd.Function):
                              None if seeds is None else seeds[2:3])
         dx = dw = db = None
         if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
-            dx = mm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
+            dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
                 _hp_mm(dy2d, saved[-1], recipe.compute_dtype, ctx.x_dtype)
         if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`
-            dw = mm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \
+            dw = _gemm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \
                 _hp_mm(dy2d.t(), saved[0], recipe.compute_dtype, torch.float32)
         if need_db and ctx.has_bias:
             db = dy2d.float().sum(0)

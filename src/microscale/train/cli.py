@@ -70,6 +70,11 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
                    help="quantizer/GEMM backend (default: the recipe's, auto)")
     g = p.add_argument_group("run")
     g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    g.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                   help="torch.compile each block (auto: on for CUDA, off for CPU)")
+    g.add_argument("--compile-mode", default="default",
+                   choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+                   help="torch.compile mode; reduce-overhead adds CUDA graphs (small models)")
     g.add_argument("--threads", type=int, default=None,
                    help="CPU threads (default: 1 for quantized recipes on CPU, where it is faster; else torch's)")
     g.add_argument("--out", default=out, help=f"output directory (default: {out})")
@@ -96,7 +101,8 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         backend=args.backend, seed=args.seed, device=args.device, threads=args.threads, data=args.data,
         max_bytes=args.max_bytes, cache_dir=args.cache_dir, out=out, eval_every=args.eval_every,
         eval_batches=args.eval_batches, log_every=args.log_every, ckpt_every=args.ckpt_every,
-        resume=args.resume, progress=False if args.no_progress else None)
+        resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
+        compile_mode=args.compile_mode)
     if switch is not None:
         if str(switch) == "decay":
             cfg.switch_step = cfg.decay_start

@@ -32,6 +32,10 @@ Sizes (``MODEL_CONFIGS``; parameter counts with the byte vocabulary of 256)::
     50m     d 640, 12 blocks      ~51M
     125m    d 768, 20 blocks      ~126M
     350m    d 1024, 32 blocks     ~353M
+    1b      d 2048, 20 blocks     ~0.88B  (fits one 80 GB GPU with AdamW at batch 8 x 2048)
+
+:func:`flops_per_token` counts the model FLOPs of one training token (forward + backward) for
+utilisation figures.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["ModelConfig", "MODEL_CONFIGS", "Transformer", "RMSNorm", "LMHead", "build_model"]
+__all__ = ["ModelConfig", "MODEL_CONFIGS", "Transformer", "RMSNorm", "LMHead", "build_model",
+           "flops_per_token"]
 
 _TILE = 128
 
@@ -112,7 +117,21 @@ MODEL_CONFIGS: dict[str, ModelConfig] = {
     "50m": ModelConfig(d_model=640, n_layers=12, n_heads=10, n_kv_heads=2, d_ff=2560),
     "125m": ModelConfig(d_model=768, n_layers=20, n_heads=12, n_kv_heads=4, d_ff=3072, tie_head=False),
     "350m": ModelConfig(d_model=1024, n_layers=32, n_heads=16, n_kv_heads=4, d_ff=4096, tie_head=False),
+    "1b": ModelConfig(d_model=2048, n_layers=20, n_heads=16, n_kv_heads=4, d_ff=8192, tie_head=False,
+                      max_seq_len=2048),
 }
+
+
+def flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
+    """Training FLOPs per token: ``6 · (matmul parameters) + 12 · layers · d_model · seq_len``.
+
+    The first term is the forward and backward of every weight matrix (block linears and the
+    head; the embedding is a lookup), the second the attention score and value matmuls, counted
+    without the causal halving (the PaLM convention, so figures compare with published MFU).
+    """
+    d, L = cfg.d_model, cfg.n_layers
+    matmul = cfg.num_params() - cfg.vocab_size * d * (1 if cfg.tie_head else 2) - L * 2 * d - d
+    return 6.0 * (matmul + cfg.vocab_size * d) + 12.0 * L * d * seq_len
 
 
 class RMSNorm(nn.Module):

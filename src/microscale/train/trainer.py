@@ -13,10 +13,16 @@ One step ``s`` (0-based; the JSONL ``step`` is ``s + 1``, the number of updates 
     lr = schedule(s)                          cosine, or WSD (warmup, stable, linear decay)
     PrecisionSchedule.apply(model, s)         optional: bf16 fprop/all GEMMs from --switch-step
     x, y = sampler.batch(s)                   pure function of (seed, s)
-    loss = CE(model(x), y); loss.backward()   NaN/Inf loss -> DivergenceError (no update applied)
-    clip grad norm; AdamW step
+    loss = CE(model(x), y); loss.backward(); clip grad norm
+    NaN/Inf loss or grad norm -> DivergenceError (no update applied); else AdamW step
     monitor(s + 1, model, (x, y))             optional; its dict joins the step's record
     log / eval / checkpoint on their cadences
+
+Speed. On CUDA (``compile="auto"``) every block is compiled with ``torch.compile`` (one graph
+per distinct block: the quantized layers are custom ops, so nothing breaks the graph; CUDA
+graphs with ``compile_mode="reduce-overhead"``), AdamW is the fused one, and a step syncs with
+the host once (loss and grad norm together, before the update). Records carry tokens/s and,
+on a GPU whose bf16 peak is known, ``mfu`` = tokens/s · :func:`~.model.flops_per_token` / peak.
 
 Resume restores model, optimizer, every RNG and the step, so the losses after a resume are
 those of the uninterrupted run. A fresh (non-resume) run in an existing ``--out`` directory
@@ -42,9 +48,12 @@ import torch.nn.functional as F
 
 from .checkpoint import atomic_write_text, latest_checkpoint, load_checkpoint, save_checkpoint
 from .data import BatchSampler, TokenData, load_data
-from .model import build_model
+from .model import build_model, flops_per_token
 
-__all__ = ["TrainConfig", "Trainer", "DivergenceError", "lr_at", "keep_hp_arg"]
+__all__ = ["TrainConfig", "Trainer", "DivergenceError", "lr_at", "keep_hp_arg", "compile_blocks",
+           "peak_flops", "COMPILE_MODES"]
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +98,8 @@ class TrainConfig:
     ckpt_every: int = 100
     resume: bool = False
     progress: bool | None = None
+    compile: str = "auto"
+    compile_mode: str = "default"
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "seq_len", "eval_every", "eval_batches", "log_every")
@@ -99,6 +110,10 @@ class TrainConfig:
             raise ValueError(f"lr_schedule must be 'cosine' or 'wsd', got {self.lr_schedule!r}")
         if not 0.0 <= self.decay_frac <= 1.0 or not 0.0 <= self.min_lr_ratio <= 1.0:
             raise ValueError("decay_frac and min_lr_ratio must be in [0, 1]")
+        if self.compile not in ("auto", "on", "off"):
+            raise ValueError(f"compile must be 'auto', 'on' or 'off', got {self.compile!r}")
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
         if self.switch_mode not in ("fprop", "all"):
             raise ValueError(f"switch_mode must be 'fprop' or 'all', got {self.switch_mode!r}")
         if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0:
@@ -192,11 +207,16 @@ class Trainer:
             model = self._convert(model)
         torch.manual_seed(cfg.seed + 1)   # the same training RNG stream whatever convert drew
         self.model = model.to(self.device)
+        self.compiled = self._compile_wanted()
+        if self.compiled:
+            compile_blocks(self.model, cfg.compile_mode)
         decay = [p for p in self.model.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
             [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8)
+            lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8, fused=self.device.type == "cuda")
+        self.flops_per_token = flops_per_token(self.model.config, cfg.seq_len)
+        self.peak_flops = peak_flops(self.device)
         self.val = [(x.to(self.device), y.to(self.device)) for x, y in self.sampler.val_batches(cfg.eval_batches)]
 
     def _convert(self, model: torch.nn.Module) -> torch.nn.Module:
@@ -212,12 +232,21 @@ class Trainer:
             self.schedule = ms.PrecisionSchedule(cfg.switch_step, cfg.switch_mode)
         return model
 
+    def _compile_wanted(self) -> bool:
+        """``--compile auto`` compiles on CUDA (where it pays: fused elementwise work, no
+        per-op launches) and not on CPU (Inductor's compile time outweighs short CPU runs)."""
+        if self.cfg.compile == "auto":
+            return self.device.type == "cuda"
+        return self.cfg.compile == "on"
+
     def _run_config(self) -> dict:
         return {**dataclasses.asdict(self.cfg), "device_resolved": str(self.device),
                 "threads_resolved": self._threads(),
                 "model_config": dataclasses.asdict(self.model.config), "params": self.model.num_params(),
                 "data_desc": self.data.describe(), "recipe_desc": str(self.recipe) if self.recipe else "bf16",
                 "convert_report": str(self.report) if self.report is not None else None,
+                "compiled": self.compiled, "flops_per_token": self.flops_per_token,
+                "peak_flops": self.peak_flops, "device_name": _device_name(self.device),
                 "torch": torch.__version__, "python": platform.python_version()}
 
     def _start(self) -> None:
@@ -256,18 +285,19 @@ class Trainer:
         with torch.autocast(self.device.type, dtype=torch.bfloat16):
             logits = self.model(x)
         loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
-        loss_value = loss.item()
-        if not math.isfinite(loss_value):
-            raise DivergenceError("the loss", loss_value, s + 1, latest_checkpoint(self.ckpt_dir))
         loss.backward()
         clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip).item()
-        if not math.isfinite(grad_norm):
-            raise DivergenceError("the gradient norm", grad_norm, s + 1, latest_checkpoint(self.ckpt_dir))
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip, foreach=True)
+        # the one host sync of a step: both values at once, before any update is applied
+        loss_value, norm_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
+        for what, value in (("the loss", loss_value), ("the gradient norm", norm_value)):
+            if not math.isfinite(value):
+                self.optimizer.zero_grad(set_to_none=True)
+                raise DivergenceError(what, value, s + 1, latest_checkpoint(self.ckpt_dir))
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.sampler.index = s + 1
-        return loss_value, grad_norm, (x, y)
+        return loss_value, norm_value, (x, y)
 
     @torch.no_grad()
     def evaluate(self) -> float:
@@ -339,15 +369,44 @@ class Trainer:
         return record
 
     def _record(self, step: int, loss: float, grad_norm: float, window: "_Window", tps: int) -> dict:
-        return {"step": step, "loss": loss, "loss_avg": window.mean_loss, "tokens": step * tps,
-                "lr": lr_at(step - 1, self.cfg), "grad_norm": grad_norm,
-                "tok_per_s": window.tokens / max(window.seconds, 1e-9), "mem_mb": _mem_mb(self.device),
-                "time_s": self.train_time}
+        tok_per_s = window.tokens / max(window.seconds, 1e-9)
+        record = {"step": step, "loss": loss, "loss_avg": window.mean_loss, "tokens": step * tps,
+                  "lr": lr_at(step - 1, self.cfg), "grad_norm": grad_norm, "tok_per_s": tok_per_s,
+                  "mem_mb": _mem_mb(self.device), "time_s": self.train_time}
+        if self.peak_flops:
+            record["mfu"] = tok_per_s * self.flops_per_token / self.peak_flops
+        return record
 
     def save(self) -> Path:
         state = {"sampler": self.sampler.state_dict(), "train_time": self.train_time,
                  "config": dataclasses.asdict(self.cfg)}
         return save_checkpoint(self.ckpt_dir, self.step, self.model, self.optimizer, state)
+
+
+def compile_blocks(model: torch.nn.Module, mode: str = "default") -> None:
+    """Compile each transformer block in place ("regional" compilation).
+
+    Identical blocks share one compiled graph (parameters are graph inputs), so compile time
+    does not grow with depth; a model whose FP4 recipe keeps its last blocks in bf16 compiles
+    two. Every block traces as one graph: the quantized layers are custom ops, not breaks.
+    """
+    for block in model.blocks:
+        block.compile(mode=None if mode == "default" else mode, fullgraph=True)
+
+
+# dense bf16 tensor-core peak (vendor datasheets) by device-name fragment: for MFU only
+_PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "H800": 989e12, "GH200": 989e12,
+              "B200": 2250e12, "A100": 312e12, "L40S": 362e12}
+
+
+def peak_flops(device: torch.device) -> float | None:
+    """Dense bf16 peak FLOP/s of ``device`` when known (MFU is reported against it), else None."""
+    name = _device_name(device)
+    return next((v for k, v in _PEAK_BF16.items() if k in name), None)
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
 
 
 class _Window:

@@ -1,0 +1,276 @@
+"""End-to-end training speed: tokens/s, step time and peak memory, each recipe against bf16.
+
+    python benchmarks/bench_train.py --models 125m                 # every recipe, one size
+    python benchmarks/bench_train.py --models 50m,125m,350m,1b --torchao
+    python benchmarks/bench_train.py --models 125m --profile nvfp4  # + a profiler breakdown
+    python benchmarks/bench_train.py --models micro --device cpu --steps 2 --compile none  # smoke
+
+One process, one model size at a time, every recipe with the *same* settings: the harness's
+decoder (``microscale.train.model``), fp32 master weights, bf16 autocast, fused AdamW, fixed
+random tokens (the speed does not depend on the text), the same batch. Each run builds the
+model, converts it (``ms.convert`` with the recipe's defaults, so FP4 recipes keep their last
+15% of blocks in bf16, as a user gets; ``quantized`` says which share of the block-linear
+weights is quantized), compiles every block (``--compile blocks``, the harness's default:
+one graph per distinct block, the quantized layers are custom ops inside it), then times
+``--steps`` steps after ``--warmup``: CUDA events per step, the median of the second half.
+Peak memory is ``torch.cuda.max_memory_allocated`` over the timed steps (weights, grads,
+AdamW state and activations). The bf16 baseline is the *best* bf16: compiled the same way,
+fused AdamW; with ``--full-compile-bf16`` the whole-model compile of bf16 runs too and the
+faster of the two is the baseline. ``--torchao`` adds torchao float8 training (tensorwise and
+rowwise) with the same settings when torchao is installed (``pip install torchao``).
+
+``--profile RECIPE`` records one step of that recipe with torch.profiler and splits the GPU
+time into quantize / dequantize / GEMM / attention / norm+elementwise / optimizer kernels, plus
+the idle time (wall minus GPU busy) and the number of kernel launches.
+
+Prints a table per model and ends with one JSON line (``--out`` also writes it to a file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+import microscale as ms  # noqa: E402
+from microscale.train.model import build_model, flops_per_token  # noqa: E402
+from microscale.train.trainer import compile_blocks, peak_flops  # noqa: E402
+
+RECIPES = ("bf16", "fp8_tensorwise", "fp8_blockwise", "mxfp8", "mxfp4", "nvfp4", "nvfp4_no_sr")
+TORCHAO = ("torchao_tensorwise", "torchao_rowwise")
+BATCH = {"1b": (8, 2048)}                 # (batch, seq); every other size: 16 x 1024
+TARGETS = {"125m": {"fp8_blockwise": 0.9, "fp8_tensorwise": 0.9, "mxfp8": 0.85, "nvfp4": 0.75},
+           "1b": {"fp8_blockwise": 1.2, "fp8_tensorwise": 1.2, "mxfp8": 1.1, "nvfp4": 0.9}}
+TARGET_ANY = {"125m": 0.6, "1b": 0.8}
+
+
+def build(model_name: str, recipe: str, seq: int, device: torch.device):
+    """The model for one run, converted for ``recipe``; returns (model, quantized share)."""
+    torch.manual_seed(0)
+    model = build_model(model_name, max_seq_len=seq).to(device)
+    linears = {n: m.weight.numel() for n, m in model.named_modules() if isinstance(m, nn.Linear)}
+    if recipe.startswith("torchao_"):
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+        cfg = Float8LinearConfig.from_recipe_name(recipe.split("_", 1)[1])
+        convert_to_float8_training(model, config=cfg,
+                                   module_filter_fn=lambda m, fqn: isinstance(m, nn.Linear))
+        return model, 1.0
+    if recipe != "bf16":
+        report = ms.convert(model, recipe)
+        done = sum(linears[n] for n in report.converted)
+        return model, done / sum(linears.values())
+    return model, 0.0
+
+
+def train_step(model, opt, x, y) -> None:
+    with torch.autocast(x.device.type, dtype=torch.bfloat16):
+        logits = model(x)
+    F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str) -> dict:
+    batch, seq = BATCH.get(model_name, (args.batch, args.seq))
+    model, share = build(model_name, recipe, seq, device)
+    t0 = time.perf_counter()
+    if compile_how == "blocks":
+        compile_blocks(model, args.mode)
+    elif compile_how == "model":
+        model = torch.compile(model, mode=None if args.mode == "default" else args.mode)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+    g = torch.Generator(device=device).manual_seed(1)
+    x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
+    y = torch.roll(x, -1, 1)
+    train_step(model, opt, x, y)                       # compiles
+    _sync(device)
+    compile_s = time.perf_counter() - t0
+    for _ in range(args.warmup - 1):
+        train_step(model, opt, x, y)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    times = _timed(lambda: train_step(model, opt, x, y), args.steps, device)
+    step_s = statistics.median(times[len(times) // 2:])
+    cfg = (model._orig_mod if hasattr(model, "_orig_mod") else model).config
+    tok_s = batch * seq / step_s
+    peak = peak_flops(device)
+    row = {"model": model_name, "recipe": recipe, "compile": compile_how, "batch": f"{batch}x{seq}",
+           "quantized": round(share, 3), "step_ms": step_s * 1e3, "tok_s": tok_s,
+           "mfu": tok_s * flops_per_token(cfg, seq) / peak if peak else None,
+           "peak_gb": torch.cuda.max_memory_allocated(device) / 1e9 if device.type == "cuda" else None,
+           "compile_s": compile_s}
+    del model, opt
+    _free(device)
+    return row
+
+
+def _timed(fn, steps: int, device: torch.device) -> list[float]:
+    """Seconds per call: CUDA events around each (no host sync inside the loop)."""
+    if device.type != "cuda":
+        out = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+        return out
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(steps)]
+    for start, end in events:
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize(device)
+    return [s.elapsed_time(e) / 1e3 for s, e in events]
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _free(device):
+    gc.collect()
+    torch._dynamo.reset()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------------------- profile
+_KINDS = (("quantize", ("quant", "_amax_kernel", "_cast_kernel", "_mx_kernel", "_fp8_block")),
+          ("dequantize", ("_dequant",)),
+          ("gemm", ("gemm", "sm90", "nvjet", "cutlass", "matmul", "_mainloop", "xmma", "scaled_mm")),
+          ("attention", ("flash", "fmha", "attention", "sdpa")),
+          ("optimizer", ("adam", "multi_tensor", "foreach")),
+          ("norm+elementwise", ("triton_", "elementwise", "reduce", "vectorized", "copy",
+                                "cat", "fill", "index")))
+
+
+def _kind(name: str) -> str:
+    low = name.lower()
+    return next((k for k, keys in _KINDS if any(s in low for s in keys)), "other")
+
+
+def profile_step(model_name: str, recipe: str, args, device: torch.device) -> dict:
+    """GPU time per kernel kind for one compiled training step, plus idle time and launches."""
+    from torch.profiler import ProfilerActivity, profile
+    batch, seq = BATCH.get(model_name, (args.batch, args.seq))
+    model, _ = build(model_name, recipe, seq, device)
+    compile_blocks(model, args.mode)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randint(0, 256, (batch, seq), device=device)
+    y = torch.roll(x, -1, 1)
+    for _ in range(3):
+        train_step(model, opt, x, y)
+    torch.cuda.synchronize(device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        train_step(model, opt, x, y)
+        torch.cuda.synchronize(device)
+        wall = time.perf_counter() - t0
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    by_kind: dict[str, float] = {}
+    spans = []
+    for e in kernels:
+        by_kind[_kind(e.name)] = by_kind.get(_kind(e.name), 0.0) + e.device_time / 1e3
+        spans.append((e.time_range.start, e.time_range.end))
+    busy = _union_ms(spans)
+    top = sorted(((e.name[:70], e.device_time / 1e3) for e in kernels), key=lambda t: -t[1])
+    totals: dict[str, float] = {}
+    for name, ms_ in top:
+        totals[name] = totals.get(name, 0.0) + ms_
+    del model, opt
+    _free(device)
+    return {"model": model_name, "recipe": recipe, "wall_ms": wall * 1e3, "gpu_busy_ms": busy,
+            "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
+            "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
+            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:15])}
+
+
+def _union_ms(spans: list[tuple[int, int]]) -> float:
+    total, end = 0, None
+    for s, e in sorted(spans):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total / 1e3
+
+
+# ----------------------------------------------------------------------------- main
+def add_ratios(rows: list[dict]) -> None:
+    """``x_bf16``: tokens/s over the best bf16 run of the same model; ``mem_x``: peak / bf16's."""
+    for model in {r["model"] for r in rows}:
+        same = [r for r in rows if r["model"] == model]
+        base = max((r for r in same if r["recipe"] == "bf16"), key=lambda r: r["tok_s"], default=None)
+        for r in same:
+            if base:
+                r["x_bf16"] = r["tok_s"] / base["tok_s"]
+                r["mem_x"] = r["peak_gb"] / base["peak_gb"] if r["peak_gb"] else None
+            target = TARGETS.get(model, {}).get(r["recipe"], TARGET_ANY.get(model))
+            r["target"] = target if r["recipe"] not in ("bf16", *TORCHAO) else None
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="125m")
+    p.add_argument("--recipes", default=",".join(RECIPES))
+    p.add_argument("--torchao", action="store_true", help="add torchao float8 tensorwise + rowwise")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--compile", choices=("blocks", "model", "none"), default="blocks")
+    p.add_argument("--mode", default="default", help="torch.compile mode")
+    p.add_argument("--full-compile-bf16", action="store_true",
+                   help="also time bf16 with the whole model compiled (the best bf16 is the baseline)")
+    p.add_argument("--profile", default=None, help="comma-separated recipes to profile (one step)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--out", default=None, help="also write the JSON here")
+    args = p.parse_args(argv)
+    device = torch.device(args.device)
+    print(common.env_header(), flush=True)
+    recipes = args.recipes.split(",") + (list(TORCHAO) if args.torchao else [])
+    rows, profiles = [], []
+    for model_name in args.models.split(","):
+        for recipe in recipes:
+            try:
+                rows.append(run_one(model_name, recipe, args, device, args.compile))
+            except Exception as err:          # one failing run must not lose the others
+                rows.append({"model": model_name, "recipe": recipe, "error": f"{type(err).__name__}: {err}"[:300]})
+                _free(device)
+            print(json.dumps(rows[-1], default=str), flush=True)
+        if args.full_compile_bf16 and "bf16" in recipes:
+            rows.append(run_one(model_name, "bf16", args, device, "model"))
+            print(json.dumps(rows[-1], default=str), flush=True)
+        for recipe in (args.profile.split(",") if args.profile and device.type == "cuda" else []):
+            profiles.append(profile_step(model_name, recipe, args, device))
+            print(json.dumps(profiles[-1]), flush=True)
+    ok = [r for r in rows if "error" not in r]
+    add_ratios(ok)
+    cols = ["model", "recipe", "compile", "batch", "quantized", "step_ms", "tok_s", "x_bf16",
+            "target", "mfu", "peak_gb", "mem_x", "compile_s"]
+    print(common.fmt_table(ok, cols))
+    for r in rows:
+        if "error" in r:
+            print(f"FAILED {r['model']} {r['recipe']}: {r['error']}")
+    payload = {"bench": "train", "argv": sys.argv[1:], "rows": rows, "profiles": profiles}
+    if args.out:
+        Path(args.out).write_text(json.dumps({"env": common.env_info(), **payload}, indent=1, default=str))
+    common.json_line(payload)
+
+
+if __name__ == "__main__":
+    main()
