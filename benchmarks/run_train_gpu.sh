@@ -12,7 +12,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/env.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/env.txt"
 if [ -n "${TESTS:-}" ]; then
-  timeout "${TEST_SECS:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider -x $TESTS 2>&1 \
+  timeout "${TEST_SECS:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=10 $TESTS 2>&1 \
     | grep -v '^USDT' | tee "$OUT/gpu_tests.log" | tail -25
 fi
 timeout "${BENCH_SECS:-330}" python3 benchmarks/bench_train.py --models "${MODELS:-125m}" \
