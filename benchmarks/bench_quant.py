@@ -166,6 +166,9 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--no-ref", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
+    ap.add_argument("--shapes", default=None, help="e.g. 16384x768,8192x8192 (default: SHAPES)")
+    ap.add_argument("--passes", default=None,
+                    help="NVFP4 quantize passes to compare, e.g. v3,rows (quant_nvfp4.CONFIG['PASS'])")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_quant needs a CUDA device")
@@ -174,10 +177,21 @@ def main() -> None:
     copy_gbs = common.copy_bandwidth_gbs(dev)
     print(f"# device copy rate (read + written): {copy_gbs:.0f} GB/s")
     names = [n for n in VARIANTS if not args.only or n.startswith(tuple(args.only.split(",")))]
-    results, cols = [], ["variant", "us", "GB/s", "%copy", "%copy@1read", "us_graph", "%copy_graph"]
-    for shape in ([(8192, 8192)] if args.quick else SHAPES):
+    results, cols = [], ["variant", "pass", "us", "GB/s", "%copy", "%copy@1read", "us_graph",
+                         "%copy_graph"]
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] \
+        if args.shapes else ([(8192, 8192)] if args.quick else SHAPES)
+    from microscale.kernels import quant_nvfp4
+    passes = args.passes.split(",") if args.passes else [quant_nvfp4.CONFIG["PASS"]]
+    for shape in shapes:
         x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
-        rows = [run_variant(n, x, "triton", copy_gbs) for n in names]
+        rows = []
+        for pass_ in passes:
+            quant_nvfp4.CONFIG["PASS"] = pass_
+            for n in names:
+                if len(passes) > 1 and not n.startswith("nvfp4"):
+                    continue
+                rows.append(run_variant(n, x, "triton", copy_gbs) | {"pass": pass_})
         if not args.no_ref:
             rows += [run_variant(n, x, "reference", copy_gbs) for n in REFERENCE if n in names]
         print(f"\n## bf16 {shape[0]}x{shape[1]}")
@@ -198,7 +212,7 @@ def main() -> None:
 
 
 def _targets(results: list[dict]) -> dict:
-    by = {(r["variant"], r["shape"]): r for r in results}
+    by = {(r["variant"], r["shape"]): r for r in results}   # with several passes: the last
     lines, checks = ["", "## targets"], {}
     for (name, shape), r in by.items():
         if name in ("nvfp4/rowcol_rht", "nvfp4/col_rht"):

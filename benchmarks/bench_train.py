@@ -15,8 +15,10 @@ one graph per distinct block, the quantized layers are custom ops inside it), th
 ``--steps`` steps after ``--warmup``: CUDA events per step, the median of the second half.
 Peak memory is ``torch.cuda.max_memory_allocated`` over the timed steps (weights, grads,
 AdamW state and activations). The bf16 baseline is the *best* bf16: compiled the same way,
-fused AdamW; with ``--full-compile-bf16`` the whole-model compile of bf16 runs too and the
-faster of the two is the baseline. ``--torchao`` adds torchao float8 training (tensorwise and
+fused AdamW, the same ``--graph`` setting; ``--bf16-also model:none,...`` adds bf16 runs with
+other compile/graph settings, and the fastest bf16 run is the baseline of every ratio.
+``--graph step`` captures the whole step (forward, backward, AdamW with ``capturable``) in one
+CUDA graph after warm-up and times its replays: no host work per step, for any recipe. ``--torchao`` adds torchao float8 training (tensorwise and
 rowwise) with the same settings when torchao is installed (``pip install torchao``).
 
 ``--profile RECIPE`` records one step of that recipe with torch.profiler and splits the GPU
@@ -78,10 +80,28 @@ def train_step(model, opt, x, y) -> None:
         logits = model(x)
     F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
     opt.step()
-    opt.zero_grad(set_to_none=True)
+    opt.zero_grad(set_to_none=False)          # grads stay put: a captured graph reuses them
 
 
-def run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str) -> dict:
+def make_step(model, opt, x, y, graph: str):
+    """The step to time: eager launches, or one CUDA graph replay of the whole step (forward,
+    backward, AdamW), captured after warm-up; the graph needs no host work per step."""
+    if graph == "none":
+        return lambda: train_step(model, opt, x, y)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            train_step(model, opt, x, y)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        train_step(model, opt, x, y)
+    return g.replay
+
+
+def run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str,
+            graph: str) -> dict:
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
     model, share = build(model_name, recipe, seq, device)
     t0 = time.perf_counter()
@@ -89,7 +109,9 @@ def run_one(model_name: str, recipe: str, args, device: torch.device, compile_ho
         compile_blocks(model, args.mode)
     elif compile_how == "model":
         model = torch.compile(model, mode=None if args.mode == "default" else args.mode)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+    graph = graph if device.type == "cuda" else "none"
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda",
+                            capturable=graph == "step")
     g = torch.Generator(device=device).manual_seed(1)
     x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
     y = torch.roll(x, -1, 1)
@@ -98,19 +120,21 @@ def run_one(model_name: str, recipe: str, args, device: torch.device, compile_ho
     compile_s = time.perf_counter() - t0
     for _ in range(args.warmup - 1):
         train_step(model, opt, x, y)
+    step = make_step(model, opt, x, y, graph)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    times = _timed(lambda: train_step(model, opt, x, y), args.steps, device)
+    times = _timed(step, args.steps, device)
     step_s = statistics.median(times[len(times) // 2:])
     cfg = (model._orig_mod if hasattr(model, "_orig_mod") else model).config
     tok_s = batch * seq / step_s
     peak = peak_flops(device)
-    row = {"model": model_name, "recipe": recipe, "compile": compile_how, "batch": f"{batch}x{seq}",
+    row = {"model": model_name, "recipe": recipe, "compile": compile_how, "graph": graph,
+           "batch": f"{batch}x{seq}",
            "quantized": round(share, 3), "step_ms": step_s * 1e3, "tok_s": tok_s,
            "mfu": tok_s * flops_per_token(cfg, seq) / peak if peak else None,
            "peak_gb": torch.cuda.max_memory_allocated(device) / 1e9 if device.type == "cuda" else None,
            "compile_s": compile_s}
-    del model, opt
+    del model, opt, step
     _free(device)
     return row
 
@@ -168,7 +192,7 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
     model, _ = build(model_name, recipe, seq, device)
     compile_blocks(model, args.mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    x = torch.randint(0, 256, (batch, seq), device=device)
+    x = torch.randint(0, 256, (batch, seq), device=device)    # eager launches: kernel times
     y = torch.roll(x, -1, 1)
     for _ in range(3):
         train_step(model, opt, x, y)
@@ -234,8 +258,11 @@ def main(argv=None) -> None:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--compile", choices=("blocks", "model", "none"), default="blocks")
     p.add_argument("--mode", default="default", help="torch.compile mode")
-    p.add_argument("--full-compile-bf16", action="store_true",
-                   help="also time bf16 with the whole model compiled (the best bf16 is the baseline)")
+    p.add_argument("--graph", choices=("none", "step"), default="none",
+                   help="step: replay the whole training step from one CUDA graph")
+    p.add_argument("--bf16-also", default=None,
+                   help="more bf16 runs as compile:graph pairs, e.g. model:none,blocks:none; the "
+                        "fastest bf16 run is every ratio's baseline")
     p.add_argument("--profile", default=None, help="comma-separated recipes to profile (one step)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", default=None, help="also write the JSON here")
@@ -247,20 +274,21 @@ def main(argv=None) -> None:
     for model_name in args.models.split(","):
         for recipe in recipes:
             try:
-                rows.append(run_one(model_name, recipe, args, device, args.compile))
+                rows.append(run_one(model_name, recipe, args, device, args.compile, args.graph))
             except Exception as err:          # one failing run must not lose the others
                 rows.append({"model": model_name, "recipe": recipe, "error": f"{type(err).__name__}: {err}"[:300]})
                 _free(device)
             print(json.dumps(rows[-1], default=str), flush=True)
-        if args.full_compile_bf16 and "bf16" in recipes:
-            rows.append(run_one(model_name, "bf16", args, device, "model"))
+        for combo in (args.bf16_also.split(",") if args.bf16_also else []):
+            how, graph = combo.split(":")
+            rows.append(run_one(model_name, "bf16", args, device, how, graph))
             print(json.dumps(rows[-1], default=str), flush=True)
         for recipe in (args.profile.split(",") if args.profile and device.type == "cuda" else []):
             profiles.append(profile_step(model_name, recipe, args, device))
             print(json.dumps(profiles[-1]), flush=True)
     ok = [r for r in rows if "error" not in r]
     add_ratios(ok)
-    cols = ["model", "recipe", "compile", "batch", "quantized", "step_ms", "tok_s", "x_bf16",
+    cols = ["model", "recipe", "compile", "graph", "batch", "quantized", "step_ms", "tok_s", "x_bf16",
             "target", "mfu", "peak_gb", "mem_x", "compile_s"]
     print(common.fmt_table(ok, cols))
     for r in rows:

@@ -127,6 +127,24 @@ def e4m3_value(byte):
     return tl.where(e > 0, normal, m.to(tl.float32) * 0.001953125)
 
 
+# --------------------------------------------------------------------------- NVFP4 scales
+@triton.jit
+def nvfp4_global_scales(amax_ptr):
+    """``(fp32(S_enc * fp32(1/6)), S_dec)`` from the fp32 amax at ``amax_ptr`` (SPEC §2 step 2)."""
+    amax = tl.load(amax_ptr)
+    s_enc = tl.minimum(tl.math.div_rn(2688.0, amax), 3.4028234663852886e38)
+    s_enc = tl.where(s_enc == 0.0, 1.0, s_enc)
+    return s_enc * 0.1666666716337204, tl.math.div_rn(1.0, s_enc)   # fp32(S_enc*fp32(1/6))
+
+
+@triton.jit
+def nvfp4_block_scales(vmax, s_enc6, s_dec):
+    """E4M3 scale bytes and fp32 encode factors from fp32 block maxima (SPEC §2 steps 3-4)."""
+    scale_byte = e4m3_byte(tl.minimum(vmax * s_enc6, 448.0))
+    enc = tl.minimum(tl.math.div_rn(1.0, e4m3_value(scale_byte) * s_dec), 3.4028234663852886e38)
+    return scale_byte, enc
+
+
 # --------------------------------------------------------------------------- E2M1
 @triton.jit
 def e2m1_mag_code(a):

@@ -35,6 +35,8 @@ Bytes moved for bf16 x (per element): 2 + 2 read, 0.5625 written per view.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -42,35 +44,23 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, kernel_seed,
-                     e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e4m3_value, persistent_grid,
-                     pack16, rht_cols, rht_matrix_on, rht_tile, select_byte, sign_nibble,
-                     tile_coords)
+from .quant_nvfp4_rows import nvfp4_rows_kernel
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views,
+                     e2m1_mag_code, e2m1_sr_mag_code, kernel_seed, nvfp4_block_scales,
+                     nvfp4_global_scales, pack16, persistent_grid, rht_cols, rht_matrix_on,
+                     rht_tile, select_byte, sign_nibble, tile_coords)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
 # Tile shapes (tuned on H100; see benchmarks/results/quant_notes.md).
+# PASS: "v3" (the column view without transposes, below) or "rows" (``quant_nvfp4_rows``: the
+# column view as rows of the transposed tile); both bit-identical, chosen by measurement.
 CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
-          "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4}
+          "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
+          "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "v3")}
 
 _OPTS = ("block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax", "rand_bits",
          "check_finite")
-
-
-@triton.jit
-def _global_scales(amax_ptr):
-    amax = tl.load(amax_ptr)
-    s_enc = tl.minimum(tl.math.div_rn(2688.0, amax), 3.4028234663852886e38)
-    s_enc = tl.where(s_enc == 0.0, 1.0, s_enc)
-    return s_enc * 0.1666666716337204, tl.math.div_rn(1.0, s_enc)   # fp32(S_enc*fp32(1/6))
-
-
-@triton.jit
-def _block_scales(vmax, s_enc6, s_dec):
-    """E4M3 scale bytes and fp32 encode factors from fp32 block maxima (SPEC §2 steps 3-4)."""
-    scale_byte = e4m3_byte(tl.minimum(vmax * s_enc6, 448.0))
-    enc = tl.minimum(tl.math.div_rn(1.0, e4m3_value(scale_byte) * s_dec), 3.4028234663852886e38)
-    return scale_byte, enc
 
 
 @triton.jit
@@ -171,7 +161,7 @@ def _row_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
     if TWO_D:                                  # 16x16 tiles: rows r0.. are 16-aligned
         t = tl.max(tl.reshape(vmax, (BR // 16, 16, BC // 16)), axis=1)
         vmax = tl.reshape(tl.broadcast_to(t[:, None, :], (BR // 16, 16, BC // 16)), (BR, BC // 16))
-    scale_byte, enc = _block_scales(vmax, s_enc6, s_dec)
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     ok = (offs_r < rows)[:, None] & (blk < cols // 16)[None, :]
     if SR == 1:
         col = blk[:, None] * 16 + e[None, :]
@@ -209,7 +199,7 @@ def _col_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
     if TWO_D:                                  # 16x16 tiles: columns c0.. are 16-aligned
         t = tl.max(tl.reshape(vmax, (BR // 16, BC // 16, 16)), axis=2)
         vmax = tl.reshape(tl.broadcast_to(t[:, :, None], (BR // 16, BC // 16, 16)), (BR // 16, BC))
-    scale_byte, enc = _block_scales(vmax, s_enc6, s_dec)
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     ok = (grp < rows // 16)[:, None] & (offs_c < cols)[None, :]
     if SR == 1:
         row = grp[:, None] * 16 + j[None, :]
@@ -238,8 +228,8 @@ def _nvfp4_quant_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
                         ROW_SR: tl.constexpr,
                         COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
                         COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
-    s_enc6_r, s_dec_r = _global_scales(amax_ptr)          # once per program, not per tile
-    s_enc6_c, s_dec_c = _global_scales(amax_ptr + 1)
+    s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)          # once per program, not per tile
+    s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
         if ROW:
@@ -337,9 +327,14 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None):
     n_tc = triton.cdiv(cols, cfg["BC"])
     n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
-    bufs = [(v.codes.view(torch.int32), v.scale.view(torch.uint8),
+    if CONFIG["PASS"] not in ("v3", "rows"):
+        raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be 'v3' or "
+                         f"'rows', got {CONFIG['PASS']!r}")
+    rows_pass = CONFIG["PASS"] == "rows"
+    kernel = nvfp4_rows_kernel if rows_pass else _nvfp4_quant_kernel
+    bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]
-    _nvfp4_quant_kernel[grid](
+    kernel[grid](
         x2, amax_buf, m, seed, *bufs[0], *bufs[1], rows, cols, n_tc, n_tiles,
         IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
         row is not None, bool(row and row.rht), bool(row and row.block_2d),

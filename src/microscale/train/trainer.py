@@ -282,6 +282,8 @@ class Trainer:
         if self.schedule is not None:
             self.schedule.apply(self.model, s)
         x, y = (t.to(self.device, non_blocking=True) for t in self.sampler.batch(s))
+        if self.compiled and "reduce-overhead" in self.cfg.compile_mode:
+            torch.compiler.cudagraph_mark_step_begin()   # the last step's graph outputs are done
         with torch.autocast(self.device.type, dtype=torch.bfloat16):
             logits = self.model(x)
         loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())

@@ -1,0 +1,108 @@
+"""The NVFP4 quantize pass in row form: every view is quantized as rows of a tile.
+
+``quant_nvfp4`` (the "v3" pass) quantizes the column view (xᵀ, what wgrad reads) without ever
+transposing: it loads the tile as 16-row groups and reduces, rotates and packs along a
+non-minor axis. That avoids layout changes of fp32 tiles but makes every per-element step
+awkward (the 16 codes of a block live in 16 different threads' registers, packing costs a
+multiply-add per code and a cross-thread sum, the RHT is a batched 3-D dot).
+
+This pass takes the opposite trade. It loads a ``[BR, BC]`` tile of x once (16-byte loads of
+the input dtype) and
+
+* row view: quantizes the tile's rows as they are;
+* column view: transposes the *input-dtype* tile once (one shared-memory round trip of 2
+  bytes per element for bf16) and quantizes the rows of ``tileᵀ``, which are x's columns.
+
+So both views run the same code, :func:`quantize_rows`, with the block on the minor axis:
+the block max is an in-thread reduction, the RHT a plain 2-D ``[R·C/16, 16] x [16, 16]`` dot,
+two neighbouring codes are packed with one shift-or (``tl.split`` of element pairs), and a
+thread stores its bytes contiguously. Arithmetic per element and per block is the reference's,
+in its order (``quant_nvfp4`` documents it), so the output is bit-identical to the reference
+and to the v3 pass, including the Philox stream for stochastic rounding (the same
+``(seed, block index)`` counter and byte selection), so a seed gives the same codes whichever
+pass ran.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._utils import (e2m1_mag_code, e2m1_sr_mag_code, nvfp4_block_scales, nvfp4_global_scales,
+                     rht_tile, select_byte, sign_nibble, tile_coords)
+
+__all__ = ["quantize_rows", "nvfp4_rows_kernel"]
+
+
+@triton.jit
+def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r, c0, nrows, ncols,
+                  IN_DTYPE: tl.constexpr, R: tl.constexpr, C: tl.constexpr, RHT: tl.constexpr,
+                  TWO_D: tl.constexpr, SR: tl.constexpr):
+    """Quantize the fp32 tile ``v [R, C]``: rows ``offs_r`` and columns ``c0 ..`` of an
+    ``[nrows, ncols]`` view, blocks of 16 along the columns. Stores packed codes
+    ``uint8[nrows, ncols/2]`` and E4M3 scale bytes ``[nrows, ncols/16]``."""
+    if RHT:
+        i16 = tl.arange(0, 16)
+        m = tl.load(m_ptr + i16[:, None] * 16 + i16[None, :])
+        v = rht_tile(v, m, R, C, 16, IN_DTYPE)
+    v3 = tl.reshape(v, (R, C // 16, 16))
+    vmax = tl.max(tl.abs(v3), axis=2)                                  # [R, C/16]
+    if TWO_D:                               # 16x16 tiles: rows offs_r are 16-aligned groups
+        t = tl.max(tl.reshape(vmax, (R // 16, 16, C // 16)), axis=1)
+        vmax = tl.reshape(tl.broadcast_to(t[:, None, :], (R // 16, 16, C // 16)), (R, C // 16))
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    blk = c0 // 16 + tl.arange(0, C // 16)
+    ok = (offs_r < nrows)[:, None] & (blk < ncols // 16)[None, :]
+    e = tl.arange(0, 16)
+    if SR == 1:
+        col = blk[:, None] * 16 + e[None, :]
+        bits = tl.load(bits_ptr + offs_r[:, None, None] * ncols + col[None, :, :],
+                       mask=ok[:, :, None], other=0).to(tl.int32)
+    elif SR == 2:
+        w0, w1, w2, w3 = tl.randint4x(seed, offs_r[:, None] * (ncols // 16) + blk[None, :])
+        bits = select_byte(w0[:, :, None], w1[:, :, None], w2[:, :, None], w3[:, :, None],
+                           e[None, None, :])
+    else:
+        bits = 0
+    y = v3 * enc[:, :, None]
+    a = tl.minimum(tl.abs(y), 6.0)
+    if SR > 0:
+        mag = e2m1_sr_mag_code(a, bits)
+    else:
+        mag = e2m1_mag_code(a)
+    codes = tl.reshape(mag | sign_nibble(y), (R, C // 2, 2))
+    lo, hi = tl.split(codes)                                           # elements 2j, 2j+1
+    byte = (lo | (hi << 4)).to(tl.uint8)
+    bcol = c0 // 2 + tl.arange(0, C // 2)
+    tl.store(q_ptr + offs_r[:, None] * (ncols // 2) + bcol[None, :], byte,
+             mask=(offs_r < nrows)[:, None] & (bcol < ncols // 2)[None, :])
+    tl.store(s_ptr + offs_r[:, None] * (ncols // 16) + blk[None, :], scale_byte, mask=ok)
+
+
+@triton.jit
+def nvfp4_rows_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
+                      qr_ptr, sr_ptr, br_ptr, qc_ptr, sc_ptr, bc_ptr, rows, cols, n_tc, n_tiles,
+                      IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+                      ROW: tl.constexpr, ROW_RHT: tl.constexpr, ROW_2D: tl.constexpr,
+                      ROW_SR: tl.constexpr,
+                      COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
+                      COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Persistent loop over ``[BR, BC]`` tiles: one load, the row view and/or the column view
+    (the transposed tile). Same arguments as ``quant_nvfp4._nvfp4_quant_kernel``."""
+    s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
+    s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
+    seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
+    seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(t, n_tc, BR, BC)
+        offs_r = r0 + tl.arange(0, BR)
+        offs_c = c0 + tl.arange(0, BC)
+        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
+        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+        if ROW:
+            quantize_rows(x.to(tl.float32), s_enc6_r, s_dec_r, m_ptr, seed_r, qr_ptr, sr_ptr,
+                          br_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, ROW_RHT, ROW_2D, ROW_SR)
+        if COL:
+            quantize_rows(tl.trans(x).to(tl.float32), s_enc6_c, s_dec_c, m_ptr, seed_c, qc_ptr,
+                          sc_ptr, bc_ptr, offs_c, r0, cols, rows, IN_DTYPE, BC, BR, COL_RHT,
+                          COL_2D, COL_SR)
