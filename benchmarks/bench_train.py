@@ -13,8 +13,8 @@ model, converts it (``ms.convert`` with the recipe's defaults, so FP4 recipes ke
 weights is quantized), compiles every block (``--compile blocks``, the harness's default:
 one graph per distinct block, the quantized layers are custom ops inside it), then times
 ``--steps`` steps after ``--warmup``: CUDA events per step, the median of the second half.
-Peak memory is ``torch.cuda.max_memory_allocated`` over the timed steps (weights, grads,
-AdamW state and activations). The bf16 baseline is the *best* bf16: compiled the same way,
+Peak memory is ``torch.cuda.max_memory_allocated`` from the second step on (weights, grads,
+AdamW state and activations; with ``--graph step`` the graph's pool, allocated at capture). The bf16 baseline is the *best* bf16: compiled the same way,
 fused AdamW, the same ``--graph`` setting; ``--bf16-also model:none,...`` adds bf16 runs with
 other compile/graph settings, and the fastest bf16 run is the baseline of every ratio.
 ``--graph step`` captures the whole step (forward, backward, AdamW with ``capturable``) in one
@@ -115,14 +115,14 @@ def run_one(model_name: str, recipe: str, args, device: torch.device, compile_ho
     g = torch.Generator(device=device).manual_seed(1)
     x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
     y = torch.roll(x, -1, 1)
-    train_step(model, opt, x, y)                       # compiles
+    train_step(model, opt, x, y)                       # compiles; AdamW state allocated
     _sync(device)
     compile_s = time.perf_counter() - t0
+    if device.type == "cuda":   # the peak of a training step: warm-up steps, the capture, replays
+        torch.cuda.reset_peak_memory_stats(device)
     for _ in range(args.warmup - 1):
         train_step(model, opt, x, y)
     step = make_step(model, opt, x, y, graph)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
     times = _timed(step, args.steps, device)
     step_s = statistics.median(times[len(times) // 2:])
     cfg = (model._orig_mod if hasattr(model, "_orig_mod") else model).config

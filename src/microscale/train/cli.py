@@ -74,7 +74,9 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
                    help="torch.compile each block (auto: on for CUDA, off for CPU)")
     g.add_argument("--compile-mode", default="default",
                    choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
-                   help="torch.compile mode; reduce-overhead adds CUDA graphs (small models)")
+                   help="torch.compile mode; reduce-overhead adds CUDA graphs per block")
+    g.add_argument("--cuda-graph", action="store_true",
+                   help="replay forward+backward of each step from one CUDA graph (CUDA; small models)")
     g.add_argument("--threads", type=int, default=None,
                    help="CPU threads (default: 1 for quantized recipes on CPU, where it is faster; else torch's)")
     g.add_argument("--out", default=out, help=f"output directory (default: {out})")
@@ -102,7 +104,7 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         max_bytes=args.max_bytes, cache_dir=args.cache_dir, out=out, eval_every=args.eval_every,
         eval_batches=args.eval_batches, log_every=args.log_every, ckpt_every=args.ckpt_every,
         resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
-        compile_mode=args.compile_mode)
+        compile_mode=args.compile_mode, cuda_graph=args.cuda_graph)
     if switch is not None:
         if str(switch) == "decay":
             cfg.switch_step = cfg.decay_start

@@ -19,9 +19,11 @@ One step ``s`` (0-based; the JSONL ``step`` is ``s + 1``, the number of updates 
     log / eval / checkpoint on their cadences
 
 Speed. On CUDA (``compile="auto"``) every block is compiled with ``torch.compile`` (one graph
-per distinct block: the quantized layers are custom ops, so nothing breaks the graph; CUDA
-graphs with ``compile_mode="reduce-overhead"``), AdamW is the fused one, and a step syncs with
-the host once (loss and grad norm together, before the update). Records carry tokens/s and,
+per distinct block: the quantized layers are custom ops, so nothing breaks the graph), AdamW is
+the fused one, and a step syncs with the host once (loss and grad norm together, before the
+update). ``cuda_graph=True`` replays forward + backward from one CUDA graph (no host work per
+kernel: what small models need, whose steps are otherwise launch-bound); ``compile_mode=
+"reduce-overhead"`` is Inductor's per-block alternative. Records carry tokens/s and,
 on a GPU whose bf16 peak is known, ``mfu`` = tokens/s · :func:`~.model.flops_per_token` / peak.
 
 Resume restores model, optimizer, every RNG and the step, so the losses after a resume are
@@ -100,6 +102,7 @@ class TrainConfig:
     progress: bool | None = None
     compile: str = "auto"
     compile_mode: str = "default"
+    cuda_graph: bool = False
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "seq_len", "eval_every", "eval_batches", "log_every")
@@ -114,6 +117,9 @@ class TrainConfig:
             raise ValueError(f"compile must be 'auto', 'on' or 'off', got {self.compile!r}")
         if self.compile_mode not in COMPILE_MODES:
             raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
+        if self.cuda_graph and "reduce-overhead" in self.compile_mode:
+            raise ValueError("cuda_graph captures the step itself; do not combine it with "
+                             "compile_mode='reduce-overhead' (which captures each block)")
         if self.switch_mode not in ("fprop", "all"):
             raise ValueError(f"switch_mode must be 'fprop' or 'all', got {self.switch_mode!r}")
         if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0:
@@ -216,6 +222,9 @@ class Trainer:
             [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8, fused=self.device.type == "cuda")
         self.flops_per_token = flops_per_token(self.model.config, cfg.seq_len)
+        self._step_graph = _StepGraph(self) if cfg.cuda_graph else None
+        if cfg.cuda_graph and self.device.type != "cuda":
+            raise ValueError("cuda_graph needs a CUDA device")
         self.peak_flops = peak_flops(self.device)
         self.val = [(x.to(self.device), y.to(self.device)) for x, y in self.sampler.val_batches(cfg.eval_batches)]
 
@@ -282,14 +291,8 @@ class Trainer:
         if self.schedule is not None:
             self.schedule.apply(self.model, s)
         x, y = (t.to(self.device, non_blocking=True) for t in self.sampler.batch(s))
-        if self.compiled and "reduce-overhead" in self.cfg.compile_mode:
-            torch.compiler.cudagraph_mark_step_begin()   # the last step's graph outputs are done
-        with torch.autocast(self.device.type, dtype=torch.bfloat16):
-            logits = self.model(x)
-        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
-        loss.backward()
-        clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip, foreach=True)
+        graph = self._step_graph.get(x, y) if self._step_graph is not None else None
+        loss, grad_norm = graph if graph is not None else self._forward_backward(x, y)
         # the one host sync of a step: both values at once, before any update is applied
         loss_value, norm_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
         for what, value in (("the loss", loss_value), ("the gradient norm", norm_value)):
@@ -297,9 +300,22 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 raise DivergenceError(what, value, s + 1, latest_checkpoint(self.ckpt_dir))
         self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        if graph is None:                 # a replayed graph overwrites its own grad tensors
+            self.optimizer.zero_grad(set_to_none=True)
         self.sampler.index = s + 1
         return loss_value, norm_value, (x, y)
+
+    def _forward_backward(self, x: torch.Tensor, y: torch.Tensor):
+        """Loss, backward and the clipped grad norm: (loss, norm) as device tensors."""
+        if self.compiled and "reduce-overhead" in self.cfg.compile_mode:
+            torch.compiler.cudagraph_mark_step_begin()   # the last step's graph outputs are done
+        with torch.autocast(self.device.type, dtype=torch.bfloat16):
+            logits = self.model(x)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss.backward()
+        clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
+        return loss.detach(), torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip,
+                                                             foreach=True)
 
     @torch.no_grad()
     def evaluate(self) -> float:
@@ -383,6 +399,56 @@ class Trainer:
         state = {"sampler": self.sampler.state_dict(), "train_time": self.train_time,
                  "config": dataclasses.asdict(self.cfg)}
         return save_checkpoint(self.ckpt_dir, self.step, self.model, self.optimizer, state)
+
+
+class _StepGraph:
+    """Forward, backward and clipping of a step replayed from one CUDA graph (``cuda_graph``).
+
+    The optimizer step and the NaN check stay outside (the LR changes per step, and no update
+    may follow a non-finite loss). A graph is captured once the layers' precision has been the
+    same for two eager steps (the warm-up: kernels compiled, plans cached), and again after a
+    precision switch. Capturing allocates the gradients in the graph's pool; each replay
+    overwrites them, so they are never set to None in between. SR draws its seeds inside the
+    graph (CUDA graphs advance the Philox offset per replay), so the random stream differs from
+    an eager run's, as between any two seeds.
+    """
+
+    def __init__(self, trainer: "Trainer"):
+        self.trainer, self.graph, self.key, self.seen = trainer, None, None, 0
+        self.static = None
+
+    def _precision_key(self) -> tuple:
+        return tuple(getattr(m, "precision", None) for m in self.trainer.model.modules()
+                     if hasattr(m, "hp_fprop"))
+
+    def get(self, x: torch.Tensor, y: torch.Tensor):
+        key = self._precision_key()
+        if key != self.key:                            # new precision state: warm up again
+            self.graph, self.key, self.seen = None, key, 0
+        if self.graph is None:
+            self.seen += 1
+            if self.seen <= 2:
+                return None                            # eager warm-up steps
+            self._capture(x, y)
+        sx, sy, loss, norm = self.static
+        sx.copy_(x)
+        sy.copy_(y)
+        self.graph.replay()
+        return loss, norm
+
+    def _capture(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        trainer = self.trainer
+        sx, sy = x.clone(), y.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):                  # library state settles off the capture
+            trainer._forward_backward(sx, sy)
+        torch.cuda.current_stream().wait_stream(side)
+        trainer.optimizer.zero_grad(set_to_none=True)  # the graph allocates the grads it writes
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            loss, norm = trainer._forward_backward(sx, sy)
+        self.static = (sx, sy, loss, norm)
 
 
 def compile_blocks(model: torch.nn.Module, mode: str = "default") -> None:
