@@ -35,6 +35,8 @@ _LAZY = {
     "high_precision": "microscale.nn.schedule",
     "analyze": "microscale.analysis.analyze",
     "QuantMonitor": "microscale.analysis.monitor",
+    "explain": "microscale.backend",
+    "set_strict": "microscale.backend",
 }
 
 __all__ = [

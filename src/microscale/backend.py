@@ -11,6 +11,12 @@ same name with the same signature. ``backend`` is:
 
 A kernel that cannot handle its arguments raises :class:`KernelUnsupported` with the reason:
 ``"auto"`` then falls back to the reference, ``"triton"`` re-raises it as a ``ValueError``.
+
+No silent fallback: every call records the path it took per ``(op, key)`` (the kernel, the
+library path inside it, e.g. cuBLASLt's blockwise FP8 GEMM, or the reference and why), and
+:func:`explain` prints them. The first time a CUDA tensor falls back to the reference a
+warning names the op, the key and the reason; in strict mode (:func:`set_strict` or
+``MICROSCALE_STRICT=1``) it raises instead.
 """
 
 from __future__ import annotations
@@ -23,12 +29,16 @@ from typing import Callable
 
 import torch
 
-__all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available"]
+__all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available",
+           "has_kernel", "note_path", "set_strict", "explain", "PathReport"]
 
 log = logging.getLogger(__name__)
 BACKENDS = ("auto", "reference", "triton")
 _KERNELS: dict[tuple[str, str], Callable] = {}
 _loaded = False
+_PATHS: dict[tuple[str, str], str] = {}           # (op, key) -> the path its last call took
+_WARNED: set[tuple[str, str]] = set()
+_STRICT = [os.environ.get("MICROSCALE_STRICT", "0") == "1"]
 
 
 class KernelUnsupported(Exception):
@@ -62,12 +72,39 @@ def _load_kernels() -> None:
         _loaded = True
 
 
+def has_kernel(op: str, key: str) -> bool:
+    """Whether a kernel is registered for ``(op, key)`` (loading the kernels if needed)."""
+    _load_kernels()
+    return (op, key) in _KERNELS
+
+
+def note_path(op: str, key: str, path: str) -> None:
+    """Record the path a call took (kernels refine "triton" with their library path)."""
+    _PATHS[(op, key)] = path
+
+
+def set_strict(on: bool = True) -> None:
+    """Strict mode: a CUDA call that would fall back to the reference raises instead."""
+    _STRICT[0] = bool(on)
+
+
+def _fallback(op: str, key: str, why: str) -> None:
+    if _STRICT[0]:
+        raise RuntimeError(f"microscale strict mode: {op}({key}) on CUDA would fall back to the "
+                           f"reference: {why}")
+    if (op, key) not in _WARNED:
+        _WARNED.add((op, key))
+        log.warning("%s(%s) on CUDA runs the reference (slow): %s", op, key, why)
+    _PATHS[(op, key)] = f"reference (fallback: {why})"
+
+
 def dispatch(op: str, key: str, backend: str, device: torch.device,
              reference: Callable, *args, **kwargs):
     """Run ``op`` for ``key`` (a format name) on the chosen backend."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "reference":
+        _PATHS[(op, key)] = "reference (backend='reference')"
         return reference(*args, **kwargs)
     want_kernel = backend == "triton" or device.type == "cuda"
     if want_kernel:
@@ -80,13 +117,49 @@ def dispatch(op: str, key: str, backend: str, device: torch.device,
         if device.type == "cpu" and not _interpreting():
             raise ValueError(f"backend='triton' on a CPU tensor needs TRITON_INTERPRET=1 "
                              f"(set before importing triton) for {op}({key})")
+        _PATHS[(op, key)] = "triton"
         try:
             return kernel(*args, **kwargs)
         except KernelUnsupported as err:
             raise ValueError(f"backend='triton' cannot run {op}({key}): {err}") from None
-    if kernel is not None and device.type == "cuda":
-        try:
-            return kernel(*args, **kwargs)
-        except KernelUnsupported as err:
-            log.debug("%s(%s) falls back to the reference: %s", op, key, err)
+    if device.type != "cuda":
+        _PATHS[(op, key)] = f"reference ({device.type} tensor)"
+        return reference(*args, **kwargs)
+    if kernel is None:
+        _fallback(op, key, "Triton is not installed" if not triton_available()
+                  else "no kernel is registered for this key")
+        return reference(*args, **kwargs)
+    _PATHS[(op, key)] = "triton"
+    try:
+        return kernel(*args, **kwargs)
+    except KernelUnsupported as err:
+        _fallback(op, key, str(err))
     return reference(*args, **kwargs)
+
+
+class PathReport(dict):
+    """``{(op, key): path}`` with a readable ``str``; see :func:`explain`."""
+
+    def __str__(self) -> str:
+        if not self:
+            return "microscale: no quantize/GEMM call has run yet"
+        width = max(len(f"{op}({key})") for op, key in self)
+        lines = ["microscale paths (the last call of each op and format):"]
+        lines += [f"  {f'{op}({key})':<{width}}  {path}" for (op, key), path in sorted(self.items())]
+        return "\n".join(lines)
+
+
+def explain(model=None) -> PathReport:
+    """Which path every quantize / GEMM call took, by op and format key (run a step first).
+
+    With ``model``, only the keys its ``ms.Linear`` layers use (their recipes' operand formats).
+    """
+    paths = dict(_PATHS)
+    if model is not None:
+        used = set()
+        for m in model.modules():
+            recipe = getattr(m, "recipe", None)
+            if recipe is not None and hasattr(recipe, "op_keys"):
+                used |= recipe.op_keys()
+        paths = {k: v for k, v in paths.items() if k in used}
+    return PathReport(paths)

@@ -45,14 +45,15 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import dispatch
+from .backend import dispatch, has_kernel, note_path
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
 from .tensor import QFormat, QuantizedTensor
 
 __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "quantize_views",
-           "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_reference"]
+           "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
+           "rowcol_reference"]
 
 _TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
 _FP8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
@@ -171,17 +172,25 @@ def reference_quantizer(fmt: QFormat):
     return functools.partial(quantize_mx, fmt=fmt)
 
 
-def rowcol_reference(x: Tensor, row, col):
-    """Both views by two reference calls; the column view quantizes ``x2ᵀ`` with ``seed + 1``."""
+def rowcol_views(x: Tensor, row, col, backend: str = "reference"):
+    """Both views by two single-view ``quantize`` dispatches (the reference's definition of
+    ``quantize_rowcol``, and what runs when no fused kernel takes the pair); the column view
+    quantizes ``x2ᵀ`` with ``seed + 1``."""
     x2 = x.reshape(-1, x.shape[-1])
-    q_row = reference_quantizer(row[0])(x2, **row[1]) if row else None
-    q_col = None
+    q_row = q_col = None
+    if row:
+        q_row = dispatch("quantize", row[0].value, backend, x.device, reference_quantizer(row[0]),
+                         x2, **row[1])
     if col:
         opts = dict(col[1])
         if opts.get("seed") is not None:
             opts["seed"] = opts["seed"] + 1
-        q_col = reference_quantizer(col[0])(x2.t().contiguous(), **opts)
+        q_col = dispatch("quantize", col[0].value, backend, x.device, reference_quantizer(col[0]),
+                         x2.t().contiguous(), **opts)
     return q_row, q_col
+
+
+rowcol_reference = functools.partial(rowcol_views, backend="reference")
 
 
 def _fresh(outs, inputs) -> tuple:
@@ -237,7 +246,13 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
              _with_tensors(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
                            scale=col_scale) if col else None]
     key = "|".join(v[0].value if v else "none" for v in views)
-    q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x, *views)
+    if backend != "reference" and (backend == "triton" or x.device.type == "cuda") \
+            and not has_kernel("quantize_rowcol", key):
+        q_row, q_col = rowcol_views(x, *views, backend=backend)     # no fused kernel: per view
+        note_path("quantize_rowcol", key, "per view (no fused kernel for this pair)")
+    else:
+        q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x,
+                                *views)
     outs = []
     for q in (q_row, q_col):
         outs += [q.data, q.scale, q.amax] if q is not None else \

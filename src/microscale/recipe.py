@@ -302,6 +302,22 @@ class Recipe:
                     need[rows_dim] = math.lcm(need[rows_dim], op.block[0])
         return need
 
+    def op_keys(self) -> set[tuple[str, str]]:
+        """The ``(op, key)`` pairs a layer's training step dispatches (``backend.explain``)."""
+        def fmt(gemm: str, operand: str) -> str:
+            cfg = getattr(self, gemm)
+            return getattr(cfg, operand).format.value if cfg.quantized else "none"
+        keys = set()
+        for (g1, o1), (g2, o2) in ((("fprop", "a"), ("wgrad", "b")), (("fprop", "b"), ("dgrad", "b")),
+                                   (("dgrad", "a"), ("wgrad", "a"))):
+            key = f"{fmt(g1, o1)}|{fmt(g2, o2)}"
+            if key != "none|none":
+                keys.add(("quantize_rowcol", key))
+        for g in _GEMMS:
+            if getattr(self, g).quantized:
+                keys.add(("scaled_mm", f"{fmt(g, 'a')}x{fmt(g, 'b')}"))
+        return keys
+
     @classmethod
     def from_name(cls, name: str, **overrides) -> "Recipe":
         if name not in PRESETS:

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, _interpreting, register_kernel
+from ..backend import KernelUnsupported, _interpreting, note_path, register_kernel
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import grouped_tile
 
@@ -206,19 +206,25 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not FP8 x FP8")
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise KernelUnsupported(f"out_dtype {out_dtype}")
-    y = None
+    y, why = None, "path='triton'"
+    key = f"{qa.fmt.value}x{qb.fmt.value}"
     if path != "triton" and qa.device.type == "cuda" and qa.fmt == qb.fmt:
-        torch_fn = _torch_blockwise if qa.fmt == QFormat.FP8_BLOCK else _torch_tensorwise
+        blockwise = qa.fmt == QFormat.FP8_BLOCK
+        torch_fn = _torch_blockwise if blockwise else _torch_tensorwise
         try:
             y = torch_fn(qa, qb, out_dtype)
+            note_path("scaled_mm", key, "F.scaled_mm blockwise (cuBLASLt)" if blockwise
+                      else "torch._scaled_mm tensorwise (cuBLASLt)")
         except KernelUnsupported as err:
             if path == "torch":
                 raise
+            why = str(err)
             log.debug("FP8 GEMM falls back to Triton: %s", err)
     if y is None:
         if path == "torch":
             raise KernelUnsupported("the torch FP8 path needs CUDA tensors of one format")
         y = _triton_fp8(qa, qb, out_dtype, **tile)
+        note_path("scaled_mm", key, f"triton FP8 kernel ({why})")
     return y.reshape(*qa.shape[:-1], qb.rows)
 
 

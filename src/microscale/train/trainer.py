@@ -366,6 +366,9 @@ class Trainer:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 window.add(loss, tokens_per_step, time.perf_counter() - t0)
+                if s == self.step and self.recipe is not None:    # which kernels actually ran
+                    from ..backend import explain
+                    log.info("%s", explain(self.model))
                 self.train_time += window.last_dt
                 self.step = step = s + 1
                 extra = self.monitor(step, self.model, batch) if self.monitor is not None else None
