@@ -24,12 +24,25 @@ def refusing_kernel():
     backend.set_strict(False)
 
 
-def test_cuda_fallback_warns_once_and_is_recorded(refusing_kernel, caplog):
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_cuda_fallback_warns_once_and_is_recorded(refusing_kernel):
     cuda = torch.device("cuda")          # only the device's type is read: no GPU needed
-    with caplog.at_level(logging.WARNING, logger="microscale.backend"):
+    handler = _Records()
+    logging.getLogger("microscale.backend").addHandler(handler)
+    try:
         for _ in range(2):
             assert backend.dispatch("test_op", "k", "auto", cuda, lambda x: x + 1, 1) == 2
-    warnings = [r for r in caplog.records if "test_op(k)" in r.getMessage()]
+    finally:
+        logging.getLogger("microscale.backend").removeHandler(handler)
+    warnings = [r for r in handler.records if "test_op(k)" in r.getMessage()]
     assert len(warnings) == 1 and "tile shape 7" in warnings[0].getMessage()
     assert backend.explain()[("test_op", "k")] == "reference (fallback: tile shape 7 not supported)"
     backend.set_strict(True)
