@@ -23,10 +23,11 @@ from typing import Callable
 
 import torch
 
+from .validate import BACKENDS, check_backend
+
 __all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available"]
 
 log = logging.getLogger(__name__)
-BACKENDS = ("auto", "reference", "triton")
 _KERNELS: dict[tuple[str, str], Callable] = {}
 _loaded = False
 
@@ -65,8 +66,7 @@ def _load_kernels() -> None:
 def dispatch(op: str, key: str, backend: str, device: torch.device,
              reference: Callable, *args, **kwargs):
     """Run ``op`` for ``key`` (a format name) on the chosen backend."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_backend(backend)
     if backend == "reference":
         return reference(*args, **kwargs)
     want_kernel = backend == "triton" or device.type == "cuda"

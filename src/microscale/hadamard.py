@@ -22,6 +22,8 @@ from functools import lru_cache
 
 import torch
 
+from .validate import check_rht_size
+
 __all__ = ["RHT_SIGNS_16", "hadamard_matrix", "rht_signs", "rht_matrix", "rht", "rht_inverse"]
 
 RHT_SIGNS_16 = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
@@ -29,8 +31,7 @@ _RHT_SEED = 0x5EED_F4
 
 
 def _check_d(d: int) -> None:
-    if not isinstance(d, int) or d < 2 or d > 128 or d & (d - 1):
-        raise ValueError(f"RHT size d must be a power of two in [2, 128], got {d!r}")
+    check_rht_size(d, "d")
 
 
 def hadamard_matrix(d: int) -> torch.Tensor:

@@ -33,6 +33,7 @@ from enum import Enum
 import torch
 
 from .formats import e2m1_decode, e8m0_decode, unpack_fp4
+from .validate import check_bool, check_float_dtype
 
 __all__ = ["QFormat", "QuantizedTensor"]
 
@@ -121,6 +122,8 @@ class QuantizedTensor:
 
     def dequantize(self, dtype: torch.dtype = torch.float32, undo_rht: bool = True) -> torch.Tensor:
         """Decode to ``dtype`` in the original shape (inverse-rotating RHT data by default)."""
+        check_float_dtype(dtype, "dtype")
+        check_bool(undo_rht, "undo_rht")
         part, s_dec = self.partial_dequantize()
         x = part * s_dec
         if self.rht_d and undo_rht:
@@ -144,11 +147,11 @@ class QuantizedTensor:
                              "quantized transpose; re-quantize the transpose instead")
         rows, cols = self.shape
         if self.fmt == QFormat.NVFP4:
-            from .formats import pack_fp4
+            from .formats import pack_nibbles
             codes = unpack_fp4(self.data).t().contiguous()
             tiles = self.scale[:: self.block[0]]                       # [rows/16, cols/16]
             scale = tiles.t().repeat_interleave(self.block[0], dim=0).contiguous()
-            data = pack_fp4(codes)
+            data = pack_nibbles(codes)
         elif self.fmt == QFormat.FP8_BLOCK:
             data, scale = self.data.t().contiguous(), self.scale.t().contiguous()
         else:

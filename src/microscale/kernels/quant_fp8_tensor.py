@@ -27,6 +27,7 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, register_kernel
+from ..quant.common import check_given_scalar
 from ..quant.fp8 import FP8_MAX
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import IN_DTYPE_CODE, check_kernel_input, check_views, persistent_grid, tile_coords
@@ -103,6 +104,7 @@ class _View:
             raise KernelUnsupported(f"fp8_dtype={self.fp8_dtype}")
         self.pow2 = bool(opts.get("pow2_scales", False))
         given = opts.get("scale")
+        check_given_scalar(given, "scale", "fp8_tensor", opts.get("check_finite", True))
         self.given = None if given is None else given.float().reshape(1).to(device)
         self.shape = shape
         self.data = torch.empty(shape, dtype=self.fp8_dtype, device=device)

@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, register_kernel
-from ..quant.common import check_input
+from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, kernel_seed,
                      e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e4m3_value, persistent_grid,
@@ -271,6 +271,7 @@ class _View:
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
         self.amax = opts.get("amax")
+        check_given_scalar(self.amax, "amax", "nvfp4", opts.get("check_finite", True))
         dev = x2.device
         self.codes = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
         self.scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)

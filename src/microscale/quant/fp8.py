@@ -23,18 +23,20 @@ import torch
 
 from ..formats import fp8_cast_satfinite
 from ..tensor import QFormat, QuantizedTensor
-from .common import as_rows, check_input, exp2_int, floor_log2
+from ..validate import check_fp8_dtype, check_int
+from .common import as_rows, check_given_scalar, check_input, exp2_int, floor_log2
 
 __all__ = ["fp8_scale_from_amax", "quantize_fp8_block", "quantize_fp8_tensor", "DelayedScaling",
-           "delayed_scale_update_", "FP8_MAX"]
+           "delayed_scale_update_", "FP8_MAX", "MAX_MARGIN"]
 
 FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
+# Delayed-scaling margin: scale / 2^margin. 2^64 below fp8_max / amax already flushes any
+# realistic tensor to zero; a larger margin is a mistake (and 2.0 ** 10**6 overflows Python).
+MAX_MARGIN = 64
 
 
 def _fp8_max(fp8_dtype: torch.dtype) -> float:
-    if fp8_dtype not in FP8_MAX:
-        raise TypeError(f"fp8_dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {fp8_dtype}")
-    return FP8_MAX[fp8_dtype]
+    return FP8_MAX[check_fp8_dtype(fp8_dtype)]
 
 
 def fp8_scale_from_amax(amax: torch.Tensor, fp8_dtype: torch.dtype, pow2_scales: bool,
@@ -74,6 +76,7 @@ def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e
                         check_finite: bool = True) -> QuantizedTensor:
     """Tensorwise FP8 with current scaling, or with a given fp32 ``scale`` (delayed scaling)."""
     x_hp = as_rows(check_input(x, "fp8_tensor", 1, 1, check_finite)).float()
+    check_given_scalar(scale, "scale", "fp8_tensor", check_finite)
     amax = x_hp.abs().amax()
     if scale is None:
         scale = fp8_scale_from_amax(amax, fp8_dtype, pow2_scales, x.dtype)
@@ -89,14 +92,14 @@ def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e
 def delayed_scale_update_(amax_history: torch.Tensor, scale: torch.Tensor, amax: torch.Tensor,
                           fp8_max: float, margin: int) -> None:
     """In place: push ``amax`` into the window, ``scale = fp8_max / max(window) / 2^margin``,
-    kept when that max is <= 0 or non-finite. Device-side only (no host sync); the layers run it
+    kept when that max is <= 0 or non-finite or the new scale underflows to 0. Device-side only (no host sync); the layers run it
     as the ``microscale::delayed_scaling_update_`` op so that it traces under compile."""
     amax_history.copy_(torch.roll(amax_history, 1))
     amax_history[0] = amax.float().reshape(())
     hist_amax = amax_history.amax()
     # tensor / tensor: one IEEE division (a Python numerator would run as reciprocal * max)
     new = torch.full_like(hist_amax, fp8_max) / hist_amax / (2.0 ** margin)
-    ok = (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new)
+    ok = (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new) & (new > 0)
     scale.copy_(torch.where(ok, new, scale))
 
 
@@ -111,8 +114,8 @@ class DelayedScaling:
 
     def __init__(self, fp8_dtype: torch.dtype = torch.float8_e4m3fn, history_len: int = 1024,
                  margin: int = 0, device: torch.device | str | None = None):
-        if history_len < 1:
-            raise ValueError(f"history_len must be >= 1, got {history_len}")
+        check_int(history_len, "history_len", 1)
+        check_int(margin, "margin", 0, MAX_MARGIN)
         self.fp8_max = _fp8_max(fp8_dtype)
         self.fp8_dtype, self.history_len, self.margin = fp8_dtype, history_len, margin
         self.amax_history = torch.zeros(history_len, dtype=torch.float32, device=device)
@@ -142,4 +145,5 @@ class DelayedScaling:
                              f"this object {self.history_len}")
         self.amax_history = state["amax_history"].float().clone()
         self.scale = state["scale"].float().clone()
-        self.steps, self.margin = int(state["steps"]), int(state["margin"])
+        self.steps = int(state["steps"])
+        self.margin = check_int(int(state["margin"]), "margin", 0, MAX_MARGIN)

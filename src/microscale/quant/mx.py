@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from ..formats import E2M1, E4M3, E5M2, ElemFormat, e2m1_encode, e2m1_stochastic_encode
-from ..formats import e8m0_encode_exponent, fp8_cast_satfinite, pack_fp4
+from ..formats import e8m0_encode_exponent, fp8_cast_satfinite, pack_nibbles
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
 from .common import as_rows, check_input, exp2_int, floor_log2, rand_bits_like, random_bytes
@@ -92,7 +92,7 @@ def quantize_mx(
             codes = e2m1_stochastic_encode(y, rand_bits_like(bits, y))
         else:
             codes = e2m1_encode(y)
-        data = pack_fp4(codes)
+        data = pack_nibbles(codes)
     else:
         data = fp8_cast_satfinite(y, elem.torch_dtype)
     return QuantizedTensor(

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import torch
 
-from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite, pack_fp4
+from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite
+from ..formats import pack_nibbles
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
-from .common import as_rows, check_input, rand_bits_like, random_bytes
+from .common import as_rows, check_given_scalar, check_input, rand_bits_like, random_bytes
 
 __all__ = ["quantize_nvfp4", "nvfp4_global_scales", "nvfp4_alpha", "NVFP4_BLOCK"]
 
@@ -84,6 +85,7 @@ def quantize_nvfp4(
             paths whose input is known finite.
     """
     x2 = as_rows(check_input(x, "nvfp4", NVFP4_BLOCK, 16 if block_2d else 1, check_finite))
+    check_given_scalar(amax, "amax", "nvfp4", check_finite)
     if rht:
         x2 = _rht(x2, rht_d)
     x_hp = x2.float()
@@ -105,7 +107,7 @@ def quantize_nvfp4(
     else:
         codes = e2m1_encode(y)
     return QuantizedTensor(
-        fmt=QFormat.NVFP4, data=pack_fp4(codes), scale=scale, amax=amax, shape=x.shape,
+        fmt=QFormat.NVFP4, data=pack_nibbles(codes), scale=scale, amax=amax, shape=x.shape,
         orig_dtype=x.dtype, block=(16, 16) if block_2d else (1, 16), rht_d=rht_d if rht else 0,
         extra={"stochastic": stochastic},
     )
