@@ -16,9 +16,14 @@ fp8_block       float8_e4m3fn ``[rows, cols]``  fp32 scale_inv ``[rows/br, cols/
 fp8_tensor      float8 ``[rows, cols]``         fp32 0-dim scale_inv                  fp32 0-dim
 =============== =============================== ===================================== ===============
 
-``dequantize()`` returns the original shape. For NVFP4 with the RHT on, the stored values
-live in the rotated domain; ``dequantize()`` rotates back by default (the RHT is orthogonal,
-so this approximates ``x``), and ``dequantize(undo_rht=False)`` returns the rotated values.
+``dequantize()`` returns the original shape and saturates: a decoded value beyond the
+requested dtype's largest finite value (an MX or FP8 block whose top element rounded into the
+next binade, ``256 · 2^8 = 65536`` for fp16) becomes ±max, never ±Inf; a stored NaN (only
+from NaN input under ``check_finite=False``) stays NaN.
+
+For NVFP4 with the RHT on, the stored values live in the rotated domain; ``dequantize()``
+rotates back by default (the RHT is orthogonal, so this approximates ``x``), and
+``dequantize(undo_rht=False)`` returns the rotated values.
 
 ``partial_dequantize()`` is what GEMMs consume: the values times their *block* scales only,
 as a fp32 ``[rows, cols]`` matrix, plus the per-tensor factor left to apply in the epilogue
@@ -129,7 +134,8 @@ class QuantizedTensor:
         if self.rht_d and undo_rht:
             from .hadamard import rht_inverse
             x = rht_inverse(x, self.rht_d)
-        return x.reshape(self.shape).to(dtype)
+        top = min(torch.finfo(dtype).max, torch.finfo(torch.float32).max)
+        return x.clamp(-top, top).reshape(self.shape).to(dtype)     # satfinite; NaN stays
 
     # ----------------------------------------------------------------- transpose
     def t(self) -> "QuantizedTensor":

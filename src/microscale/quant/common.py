@@ -6,6 +6,11 @@ Bad input fails here with an error that names the problem, before any arithmetic
 metadata checks are :func:`microscale.validate.check_input_meta` (the same function the public
 boundary calls), the value checks (NaN/Inf in x, the value of a given amax or scale) are here,
 and ``check_finite=False`` skips them.
+
+With ``check_finite=False`` non-finite input has one specified result (docs/SPEC.md, "Notes:
+non-finite input"), implemented by :func:`split_nan` and :func:`mark_nan`: quantize as if every
+NaN were +0, then store the NaN where the format can hold it (an FP8 element, or the scale of
+an E2M1 block). ±Inf needs no helper: it is the largest value of every max it enters.
 """
 
 from __future__ import annotations
@@ -15,7 +20,11 @@ import torch
 from ..validate import SUPPORTED_DTYPES, check_generator, check_input_meta, check_rand_bits
 
 __all__ = ["SUPPORTED_DTYPES", "check_input", "check_given_scalar", "as_rows", "random_bytes",
-           "rand_bits_like", "draw_seed", "exp2_int", "floor_log2"]
+           "rand_bits_like", "draw_seed", "exp2_int", "floor_log2", "split_nan", "mark_nan",
+           "NAN_BYTE_FP8", "NAN_BYTE_E8M0"]
+
+NAN_BYTE_FP8 = 0x7F     # the NaN stored for E4M3/E5M2 elements and E4M3 scales (torch's +NaN)
+NAN_BYTE_E8M0 = 0xFF    # the UE8M0 NaN scale
 
 
 def check_input(x: torch.Tensor, fmt: str, block_cols: int, block_rows: int = 1,
@@ -43,6 +52,26 @@ def check_given_scalar(value: torch.Tensor | None, name: str, fmt: str,
     v = float(value.detach().reshape(-1)[0])
     if not (v > 0 and v != float("inf")):
         raise ValueError(f"{fmt}: the given {name} must be finite and > 0, got {v}")
+
+
+def split_nan(x_hp: torch.Tensor, check_finite: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(x with every NaN replaced by +0, NaN mask)``; ``(x, None)`` when x was checked finite.
+
+    Quantizing the zeroed tensor gives the codes, scales and amax of everything else exactly
+    as if the NaN were 0 (max|x| ignores NaN); :func:`mark_nan` then stores the NaN.
+    """
+    if check_finite:
+        return x_hp, None
+    nan = torch.isnan(x_hp)
+    return torch.where(nan, torch.zeros_like(x_hp), x_hp), nan
+
+
+def mark_nan(stored: torch.Tensor, mask: torch.Tensor | None, nan_byte: int) -> torch.Tensor:
+    """``stored`` (any 1-byte dtype) with ``nan_byte`` wherever ``mask`` is set."""
+    if mask is None:
+        return stored
+    raw = stored.view(torch.uint8)
+    return torch.where(mask, torch.full_like(raw, nan_byte), raw).view(stored.dtype)
 
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,8 @@ All three use the same scale rule (SPEC §8) on a different region R (a 1×128 b
 128×128 tile, or the whole tensor)::
 
     amax_R = max|x| over R
-    scale  = fp8_max / amax_R       (fp32; amax_R = 0 → 1; scale = inf → the input dtype's max)
+    scale  = fp8_max / amax_R       (fp32; amax_R = 0 → 1; scale = inf → the input dtype's max;
+                                     amax_R = Inf, with check_finite=False only → 1)
     scale  = 2^floor(log2 scale)    if pow2_scales
     data   = cast_rne_satfinite(x · scale)          stored with scale_inv = 1 / scale
 
@@ -24,7 +25,8 @@ import torch
 from ..formats import fp8_cast_satfinite
 from ..tensor import QFormat, QuantizedTensor
 from ..validate import check_fp8_dtype, check_int
-from .common import as_rows, check_given_scalar, check_input, exp2_int, floor_log2
+from .common import (NAN_BYTE_FP8, as_rows, check_given_scalar, check_input, exp2_int,
+                     floor_log2, mark_nan, split_nan)
 
 __all__ = ["fp8_scale_from_amax", "quantize_fp8_block", "quantize_fp8_tensor", "DelayedScaling",
            "delayed_scale_update_", "FP8_MAX", "MAX_MARGIN"]
@@ -46,6 +48,7 @@ def fp8_scale_from_amax(amax: torch.Tensor, fp8_dtype: torch.dtype, pow2_scales:
     scale = torch.full_like(amax, _fp8_max(fp8_dtype)) / amax  # one IEEE division, not 1/amax·max
     scale = torch.where(amax == 0, torch.ones_like(scale), scale)
     scale = torch.where(torch.isinf(scale), torch.full_like(scale, torch.finfo(in_dtype).max), scale)
+    scale = torch.where(torch.isinf(amax), torch.ones_like(scale), scale)   # Inf: unit scale
     if pow2_scales:
         scale = exp2_int(floor_log2(scale))
     return scale
@@ -59,12 +62,13 @@ def quantize_fp8_block(x: torch.Tensor, block: tuple[int, int] = (1, 128), pow2_
     if block not in ((1, 128), (128, 128)):
         raise ValueError(f"fp8_block supports block=(1, 128) or (128, 128), got {block}")
     br, bc = block
-    x_hp = as_rows(check_input(x, "fp8_block", bc, br, check_finite)).float()
+    x_hp, nan = split_nan(as_rows(check_input(x, "fp8_block", bc, br, check_finite)).float(),
+                          check_finite)
     rows, cols = x_hp.shape
     vmax = x_hp.abs().reshape(rows // br, br, cols // bc, bc).amax(dim=(1, 3))
     scale = fp8_scale_from_amax(vmax, fp8_dtype, pow2_scales, x.dtype)
     full = scale.repeat_interleave(br, dim=0).repeat_interleave(bc, dim=1)
-    data = fp8_cast_satfinite(x_hp * full, fp8_dtype)
+    data = mark_nan(fp8_cast_satfinite(x_hp * full, fp8_dtype), nan, NAN_BYTE_FP8)
     return QuantizedTensor(
         fmt=QFormat.FP8_BLOCK, data=data, scale=1.0 / scale, amax=x_hp.abs().amax(),
         shape=x.shape, orig_dtype=x.dtype, block=block, extra={"pow2_scales": pow2_scales},
@@ -75,13 +79,14 @@ def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e
                         pow2_scales: bool = False, scale: torch.Tensor | None = None,
                         check_finite: bool = True) -> QuantizedTensor:
     """Tensorwise FP8 with current scaling, or with a given fp32 ``scale`` (delayed scaling)."""
-    x_hp = as_rows(check_input(x, "fp8_tensor", 1, 1, check_finite)).float()
+    x_hp, nan = split_nan(as_rows(check_input(x, "fp8_tensor", 1, 1, check_finite)).float(),
+                          check_finite)
     check_given_scalar(scale, "scale", "fp8_tensor", check_finite)
     amax = x_hp.abs().amax()
     if scale is None:
         scale = fp8_scale_from_amax(amax, fp8_dtype, pow2_scales, x.dtype)
     scale = scale.float().reshape(()).to(x_hp.device)
-    data = fp8_cast_satfinite(x_hp * scale, fp8_dtype)
+    data = mark_nan(fp8_cast_satfinite(x_hp * scale, fp8_dtype), nan, NAN_BYTE_FP8)
     return QuantizedTensor(
         fmt=QFormat.FP8_TENSOR, data=data, scale=1.0 / scale, amax=amax, shape=x.shape,
         orig_dtype=x.dtype, block=(x_hp.shape[0], x_hp.shape[1]),
@@ -92,8 +97,9 @@ def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e
 def delayed_scale_update_(amax_history: torch.Tensor, scale: torch.Tensor, amax: torch.Tensor,
                           fp8_max: float, margin: int) -> None:
     """In place: push ``amax`` into the window, ``scale = fp8_max / max(window) / 2^margin``,
-    kept when that max is <= 0 or non-finite or the new scale underflows to 0. Device-side only (no host sync); the layers run it
-    as the ``microscale::delayed_scaling_update_`` op so that it traces under compile."""
+    kept when that max is <= 0 or non-finite or the new scale underflows to 0. Device-side
+    only (no host sync); the layers run it as the ``microscale::delayed_scaling_update_`` op
+    so that it traces under compile."""
     amax_history.copy_(torch.roll(amax_history, 1))
     amax_history[0] = amax.float().reshape(())
     hist_amax = amax_history.amax()
