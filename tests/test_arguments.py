@@ -73,7 +73,8 @@ VALID = {   # option -> is this value one the option documents as valid?
 # the options each one needs to mean anything (rht_d the RHT, SR sources stochastic=True)
 CONTEXT = {"rht_d": {"rht": True}, "generator": {"stochastic": True},
            "seed": {"stochastic": True}, "rand_bits": {"stochastic": True}}
-NAMES = {"fmt": ("format",), "x": ("tensor", "dtype", "empty", "0-dim", "divisible")}
+NAMES = {"fmt": ("format",), "x": ("tensor", "dtype", "empty", "0-dim", "divisible"),
+         "tensor": ("tensor", "dimension"), "input": ("input", "tensor")}
 
 
 def outcome(fn, name: str, valid: bool, value=None) -> str | None:
@@ -212,6 +213,13 @@ def test_meta_tensors_infer_shapes_after_the_same_checks():
         ms.quantize(torch.empty(32, 40, device="meta"), "nvfp4")
     with pytest.raises(TypeError, match="dtype"):
         ms.quantize(torch.empty(32, 64, device="meta", dtype=torch.int32), "nvfp4")
+    assert ms.scaled_mm(q, q, out_dtype=torch.bfloat16).shape == (32, 32)
+    assert q.dequantize(torch.float16).shape == (32, 64)
+    layer = ms.Linear(64, 48, recipe="nvfp4", device="meta")
+    y = layer(torch.empty(2, 5, 64, device="meta", dtype=torch.bfloat16))
+    assert y.shape == (2, 5, 48) and y.dtype == torch.bfloat16 and y.device.type == "meta"
+    with pytest.raises(ValueError, match="input is on cpu"):
+        layer(torch.empty(2, 64))
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -228,3 +236,36 @@ def test_given_amax_and_scale_values_on_both_backends(backend, bad):
         ms.quantize(X, "fp8_tensor", scale=torch.tensor(bad), backend=backend)
     ok = ms.quantize(X, "nvfp4", amax=torch.tensor(2.0), backend=backend)
     assert ok.amax.item() == 2.0
+
+
+@pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")
+def test_layer_conversion_and_schedule_arguments_fuzz():
+    from torch import nn
+
+    def model():
+        return nn.Sequential(nn.Linear(32, 32), nn.Linear(32, 32))
+
+    layer = ms.Linear(32, 32, recipe="nvfp4")
+    sizes = range(0, 1 << 20)
+    failures = []
+    for v in JUNK:
+        failures += [
+            outcome(lambda: ms.Linear(v, 16, recipe="bf16"), "in_features", _is_int(v, sizes), v),
+            outcome(lambda: ms.Linear(16, v, recipe="bf16"), "out_features", _is_int(v, sizes), v),
+            outcome(lambda: ms.Linear(16, 16, bias=v), "bias", _is_bool(v), v),
+            outcome(lambda: ms.Linear(16, 16, recipe=v), "recipe", False, v),
+            outcome(lambda: ms.Linear(16, 16, generator=v), "generator",
+                    v is None or isinstance(v, torch.Generator), v),
+            outcome(lambda: layer(v), "input", False, v),
+            outcome(lambda: ms.convert(model(), "nvfp4", keep_high_precision=v),
+                    "keep_high_precision", v is None or (isinstance(v, list) and not v), v),
+            outcome(lambda: ms.convert(model(), "nvfp4", on_error=v), "on_error",
+                    v in ("raise", "skip"), v),
+            outcome(lambda: ms.convert(model(), "nvfp4", on_unmatched=v), "on_unmatched", False, v),
+            outcome(lambda: ms.convert(model(), v), "recipe", False, v),
+            outcome(lambda: ms.PrecisionSchedule(v), "switch_step",
+                    v is None or _is_int(v, sizes), v),
+            outcome(lambda: ms.high_precision(v).__enter__(), "model", False, v),
+            outcome(lambda: ms.rht(v), "tensor", False, v),
+        ]
+    report(failures)

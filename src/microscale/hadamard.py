@@ -90,6 +90,8 @@ def rht_input_limit(d: int) -> float:
 
 
 def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} expects a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
         raise TypeError(f"{what} needs a floating-point tensor, got {x.dtype}")
     if x.dim() == 0 or x.shape[-1] % d:
@@ -104,10 +106,10 @@ def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:
 def rht(x: torch.Tensor, d: int = 16) -> torch.Tensor:
     """Rotate each d-chunk of the last dimension: ``y = x_chunk @ M``. Output in x's dtype."""
     _check_d(d)
-    return _apply(x, rht_matrix(d, x.device), d, "rht")
+    return _apply(x, rht_matrix(d, getattr(x, "device", None)), d, "rht")
 
 
 def rht_inverse(y: torch.Tensor, d: int = 16) -> torch.Tensor:
     """Undo :func:`rht` (``M`` is orthogonal, so the inverse is ``Mᵀ``)."""
     _check_d(d)
-    return _apply(y, rht_matrix(d, y.device).t(), d, "rht_inverse")
+    return _apply(y, rht_matrix(d, getattr(y, "device", None)).t(), d, "rht_inverse")

@@ -38,7 +38,8 @@ read it back. The older dict form still loads. A plain ``nn.Linear`` state dict 
 layer keeps its recipe, switches and delayed state.
 
 Degenerate sizes behave like ``nn.Linear``: with ``in_features = 0`` the output is the bias
-broadcast (zeros without bias), with ``out_features = 0`` it is empty; nothing is quantized.
+broadcast (zeros without bias), with ``out_features = 0`` it is empty; nothing is quantized. On
+``device="meta"`` (no values) forward gives the output's shape and dtype, as ``nn.Linear`` does.
 """
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ import logging
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
+from ..validate import check_bool, check_generator, check_int
 from .function import N_SEEDS, ROLES, Plan, linear
 
 __all__ = ["Linear", "saved_activation_bytes"]
@@ -127,7 +130,10 @@ class Linear(nn.Module):
                  recipe: str | Recipe = "nvfp4", device=None, *,
                  generator: torch.Generator | None = None, name: str | None = None):
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features = check_int(in_features, "in_features", 0)
+        self.out_features = check_int(out_features, "out_features", 0)
+        check_bool(bias, "bias")
+        check_generator(generator)
         self.name = name
         self.generator = generator
         self.high_precision = False
@@ -257,6 +263,12 @@ class Linear(nn.Module):
         if x.dim() == 0 or x.shape[-1] != self.in_features:
             raise ValueError(f"{self._label()}: expected input [..., {self.in_features}], "
                              f"got {tuple(x.shape)}")
+        if x.device != self.weight.device:
+            raise ValueError(f"{self._label()}: input is on {x.device}, the weights on "
+                             f"{self.weight.device}")
+        if x.device.type == "meta":                     # no values: shapes only, as nn.Linear
+            return F.linear(x, self.weight.to(x.dtype),
+                            None if self.bias is None else self.bias.to(x.dtype))
         if torch.is_autocast_enabled(x.device.type):     # behave like nn.Linear under autocast
             x = x.to(torch.get_autocast_dtype(x.device.type))
         x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features)   # (-1 fails for in = 0)
