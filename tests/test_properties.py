@@ -13,7 +13,9 @@ For every format and option set (``CASES``):
    value, and NaN comes back exactly where the format stores it (the NaN element of an FP8
    format; the whole 1×16 / 16×16 / 1×32 block of an E2M1 format);
 4. power-of-two-scaled formats (MX, FP8 with pow-2 scales) are projections: quantizing the
-   dequantized tensor again gives the same values.
+   dequantized tensor again gives the same values;
+5. ``quantize_rowcol``, the layers' one-pass call (``check_finite=False``), gives both views
+   bit for bit on both backends, non-finite input included.
 
 The values: per block one magnitude scale from the dtype's whole range (subnormals to the
 top binade) with 8-bit (fp16: 11-bit) integer mantissas, then extremes written over random
@@ -215,6 +217,41 @@ def test_pow2_scaled_formats_are_projections(case, data):
     y1 = quantize(case, x, "reference").dequantize(torch.float32)
     y2 = quantize(case, y1, "reference").dequantize(torch.float32)
     assert torch.equal(y1, y2)
+
+
+# the views ms.Linear asks for in one pass (row view, column view of xᵀ), no RHT (its column
+# chunks run across the drawn blocks' scales; test_kernels_quant.py covers it on exact values)
+ROWCOL = {   # name -> (row view, column view, rows multiple the column view needs)
+    "nvfp4": (("nvfp4", {}), ("nvfp4", {"stochastic": True}), 16),
+    "nvfp4_2d": (("nvfp4", {"block_2d": True}), ("nvfp4", {"block_2d": True}), 16),
+    "mxfp8": (("mxfp8_e4m3", {}), ("mxfp8_e5m2", {}), 32),
+    "fp8_block": (("fp8_block", {}), ("fp8_block", {}), 128),
+    "fp8_block_2d": (("fp8_block", {"block": (128, 128)}), ("fp8_block", {"block": (128, 128)}),
+                     128),
+    "fp8_tensor": (("fp8_tensor", {}), ("fp8_tensor", {"fp8_dtype": E5}), 1),
+}
+_BLOCK_COLS = {"nvfp4": 16, "mxfp8_e4m3": 32, "fp8_block": 128, "fp8_tensor": 16}
+
+
+@needs_kernels
+@pytest.mark.parametrize("pair", sorted(ROWCOL))
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data(), nonfinite=st.booleans())
+def test_rowcol_views_agree_at_the_edges(pair, data, nonfinite):
+    """quantize_rowcol (the layers' call, with check_finite=False): both views bit for bit."""
+    row, col, rows_multiple = ROWCOL[pair]
+    case = (pair, row[0], row[1], _BLOCK_COLS[row[0]], rows_multiple)
+    x, _ = data.draw(inputs(case, nonfinite=nonfinite))
+    views = []
+    for fmt, opts in (row, col):
+        opts = {**opts, "check_finite": False}
+        if opts.get("stochastic"):
+            opts["rand_bits"] = torch.randint(0, 256, x.shape, dtype=torch.uint8)
+        views.append((fmt, opts))
+    q_r = ms.quantize_rowcol(x, *views, backend="reference")
+    q_k = ms.quantize_rowcol(x, *views, backend="triton")
+    for a, b in zip(q_k, q_r):
+        assert_same_bits(a, b)
 
 
 # ----------------------------------------------------------------------------- GPU re-runs
