@@ -48,7 +48,8 @@ import torch
 
 from .quant.fp8 import MAX_MARGIN
 from .tensor import QFormat
-from .validate import check_bool, check_int, check_rht_size
+from .validate import (FP8_BLOCKS, check_backend, check_bool, check_int, check_rht_size,
+                       check_scale_rounding)
 
 __all__ = ["Rounding", "OperandConfig", "GemmConfig", "Recipe", "PRESETS", "HIGH_PRECISION"]
 
@@ -58,7 +59,7 @@ _DEFAULT_BLOCK = {
 }
 _ALLOWED_BLOCKS = {
     QFormat.NVFP4: {(1, 16), (16, 16)}, QFormat.MXFP4: {(1, 32)}, QFormat.MXFP8_E4M3: {(1, 32)},
-    QFormat.MXFP8_E5M2: {(1, 32)}, QFormat.FP8_BLOCK: {(1, 128), (128, 128)},
+    QFormat.MXFP8_E5M2: {(1, 32)}, QFormat.FP8_BLOCK: set(FP8_BLOCKS),
     QFormat.FP8_TENSOR: {(0, 0)},
 }
 _FP8_DTYPES = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -108,8 +109,7 @@ class OperandConfig:
             raise ValueError(f"rht is supported on nvfp4/mxfp4 operands, not {self.format.value}")
         if self.rounding == Rounding.STOCHASTIC and self.format not in (QFormat.NVFP4, QFormat.MXFP4):
             raise ValueError(f"stochastic rounding is supported on FP4 formats, not {self.format.value}")
-        if self.scale_rounding not in ("ceil", "floor"):
-            raise ValueError(f"scale_rounding must be 'ceil' or 'floor', got {self.scale_rounding!r}")
+        check_scale_rounding(self.scale_rounding)
         if self.fp8_dtype not in _FP8_DTYPES:
             raise ValueError(f"fp8_dtype must be 'e4m3' or 'e5m2', got {self.fp8_dtype!r}")
         if self.delayed and self.format != QFormat.FP8_TENSOR:
@@ -272,8 +272,7 @@ class Recipe:
                 raise TypeError(f"Recipe.{g} must be a GemmConfig, got {type(getattr(self, g)).__name__}")
         if self.compute_dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"compute_dtype must be bf16, fp16 or fp32, got {self.compute_dtype}")
-        if self.backend not in ("auto", "reference", "triton"):
-            raise ValueError(f"backend must be 'auto', 'reference' or 'triton', got {self.backend!r}")
+        check_backend(self.backend)
         if not isinstance(self.name, str):
             raise TypeError(f"Recipe.name must be a string, got {type(self.name).__name__}")
         if isinstance(self.hp_last_fraction, bool) or \

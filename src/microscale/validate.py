@@ -20,6 +20,7 @@ One function per concept, used everywhere that concept is checked:
 ``check_fp8_dtype``      ``torch.float8_e4m3fn`` or ``torch.float8_e5m2``
 ``check_float_dtype``    a floating ``torch.dtype`` for an output (``out_dtype``, dequantize)
 ``check_backend``        ``"auto"``, ``"reference"`` or ``"triton"``
+``check_scale_rounding`` ``"ceil"`` or ``"floor"`` (MX scales; quantize and recipes)
 ``check_generator``      None or a ``torch.Generator`` on x's device type
 ``check_input_meta``     x: a float32/bfloat16/float16 tensor, non-empty, blocks divide it
 ``check_quantize_options`` the per-format option table of ``ms.quantize``
@@ -38,7 +39,7 @@ import torch
 __all__ = ["SUPPORTED_DTYPES", "FP8_DTYPES", "OUT_DTYPES", "check_bool", "check_rht_size",
            "check_fp8_dtype", "check_float_dtype", "check_backend", "check_generator",
            "check_int", "check_input_meta", "check_rand_bits", "check_quantize_options",
-           "quantize_blocks"]
+           "check_scale_rounding", "quantize_blocks", "FP8_BLOCKS", "SCALE_ROUNDINGS"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -189,13 +190,15 @@ FORMAT_OPTIONS = {
     "fp8_tensor": frozenset({"fp8_dtype", "pow2_scales", "scale"}),
 }
 FP8_BLOCKS = ((1, 128), (128, 128))
+SCALE_ROUNDINGS = ("ceil", "floor")
 _SR_SOURCES = ("generator", "seed", "rand_bits")
 
 
-def _scale_rounding(value, name, device):
+def check_scale_rounding(value, name: str = "scale_rounding", device=None) -> str:
+    """MX scale rounding: ``"ceil"`` or ``"floor"`` (SPEC §7)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be 'ceil' or 'floor', got {_kind(value)}")
-    if value not in ("ceil", "floor"):
+    if value not in SCALE_ROUNDINGS:
         raise ValueError(f"{name} must be 'ceil' or 'floor', got {value!r}")
     return value
 
@@ -218,7 +221,7 @@ _CHECKS = {
     "pow2_scales": lambda v, n, d: check_bool(v, n),
     "rht_d": lambda v, n, d: check_rht_size(v, n),
     "fp8_dtype": lambda v, n, d: check_fp8_dtype(v, n),
-    "scale_rounding": _scale_rounding,
+    "scale_rounding": check_scale_rounding,
     "block": _fp8_block,
     "generator": lambda v, n, d: check_generator(v, d),
     "seed": lambda v, n, d: None if v is None else _check_seed(v, n, d),

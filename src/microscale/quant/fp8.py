@@ -24,7 +24,7 @@ import torch
 
 from ..formats import fp8_cast_satfinite
 from ..tensor import QFormat, QuantizedTensor
-from ..validate import check_fp8_dtype, check_int
+from ..validate import FP8_BLOCKS, check_fp8_dtype, check_int
 from .common import (NAN_BYTE_FP8, as_rows, check_given_scalar, check_input, exp2_int,
                      floor_log2, mark_nan, split_nan)
 
@@ -59,7 +59,7 @@ def quantize_fp8_block(x: torch.Tensor, block: tuple[int, int] = (1, 128), pow2_
                        ) -> QuantizedTensor:
     """Blockwise FP8: one scale per ``block`` = (1, 128) or (128, 128) region."""
     block = tuple(block)
-    if block not in ((1, 128), (128, 128)):
+    if block not in FP8_BLOCKS:
         raise ValueError(f"fp8_block supports block=(1, 128) or (128, 128), got {block}")
     br, bc = block
     x_hp, nan = split_nan(as_rows(check_input(x, "fp8_block", bc, br, check_finite)).float(),

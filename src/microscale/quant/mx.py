@@ -28,21 +28,20 @@ from ..formats import E2M1, E4M3, E5M2, ElemFormat, e2m1_encode, e2m1_stochastic
 from ..formats import e8m0_encode_exponent, fp8_cast_satfinite, pack_nibbles
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
+from ..validate import SCALE_ROUNDINGS, check_scale_rounding
 from .common import (NAN_BYTE_E8M0, NAN_BYTE_FP8, as_rows, check_input, exp2_int, floor_log2,
                      mark_nan, rand_bits_like, random_bytes, split_nan)
 
 __all__ = ["quantize_mx", "mx_scale_exponent", "MX_BLOCK", "SCALE_ROUNDINGS"]
 
 MX_BLOCK = 32
-SCALE_ROUNDINGS = ("ceil", "floor")
 _MX_ELEM = {QFormat.MXFP8_E4M3: E4M3, QFormat.MXFP8_E5M2: E5M2, QFormat.MXFP4: E2M1}
 
 
 def mx_scale_exponent(vmax: torch.Tensor, elem: ElemFormat, scale_rounding: str = "ceil"
                       ) -> torch.Tensor:
     """Unbiased block exponent ``k`` (int32, clamped to [-127, 127]) from fp32 block maxima."""
-    if scale_rounding not in SCALE_ROUNDINGS:
-        raise ValueError(f"scale_rounding must be 'ceil' or 'floor', got {scale_rounding!r}")
+    check_scale_rounding(scale_rounding)
     vmax = vmax.float()
     pos = vmax > 0
     safe = torch.where(pos, vmax, torch.ones_like(vmax))
