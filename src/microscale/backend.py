@@ -29,11 +29,12 @@ from typing import Callable
 
 import torch
 
+from .validate import BACKENDS, check_backend
+
 __all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available",
            "has_kernel", "note_path", "set_strict", "explain", "PathReport"]
 
 log = logging.getLogger(__name__)
-BACKENDS = ("auto", "reference", "triton")
 _KERNELS: dict[tuple[str, str], Callable] = {}
 _loaded = False
 _PATHS: dict[tuple[str, str], str] = {}           # (op, key) -> the path its last call took
@@ -101,8 +102,7 @@ def _fallback(op: str, key: str, why: str) -> None:
 def dispatch(op: str, key: str, backend: str, device: torch.device,
              reference: Callable, *args, **kwargs):
     """Run ``op`` for ``key`` (a format name) on the chosen backend."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_backend(backend)
     if backend == "reference":
         _PATHS[(op, key)] = "reference (backend='reference')"
         return reference(*args, **kwargs)

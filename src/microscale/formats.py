@@ -30,9 +30,12 @@ from dataclasses import dataclass
 
 import torch
 
+from .validate import check_fp8_dtype
+
 __all__ = [
     "ElemFormat", "E2M1", "E4M3", "E5M2", "ELEM_FORMATS", "FLT_MAX",
-    "e2m1_encode", "e2m1_decode", "e2m1_stochastic_encode", "pack_fp4", "unpack_fp4",
+    "e2m1_encode", "e2m1_decode", "e2m1_stochastic_encode", "pack_fp4", "pack_nibbles",
+    "unpack_fp4",
     "fp8_cast_satfinite", "e8m0_encode_exponent", "e8m0_decode",
 ]
 
@@ -63,9 +66,7 @@ _FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 
 def fp8_cast_satfinite(x: torch.Tensor, fp8_dtype: torch.dtype) -> torch.Tensor:
     """Round ``x`` to ``fp8_dtype`` with RNE, saturating to ±max (NaN stays NaN)."""
-    if fp8_dtype not in _FP8_MAX:
-        raise TypeError(f"fp8_dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {fp8_dtype}")
-    m = _FP8_MAX[fp8_dtype]
+    m = _FP8_MAX[check_fp8_dtype(fp8_dtype)]
     return x.float().clamp(-m, m).to(fp8_dtype)
 
 
@@ -129,11 +130,21 @@ def _e2m1_table(device: torch.device) -> torch.Tensor:
 
 
 def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
-    """Pack E2M1 codes ``[..., n]`` (n even) to bytes ``[..., n/2]``: even index in the low nibble."""
+    """Pack E2M1 codes ``[..., n]`` (uint8 in 0..15, n even) to bytes ``[..., n/2]``: even index
+    in the low nibble. A code above 15 is a ValueError (its high bits would be dropped)."""
+    if not isinstance(codes, torch.Tensor):
+        raise TypeError(f"codes must be a torch.Tensor, got {type(codes).__name__}")
     if codes.dtype != torch.uint8:
         raise TypeError(f"codes must be uint8, got {codes.dtype}")
-    if codes.shape[-1] % 2:
-        raise ValueError(f"last dim must be even to pack FP4, got {codes.shape[-1]}")
+    if codes.dim() == 0 or codes.shape[-1] % 2:
+        raise ValueError(f"codes: last dim must be even to pack FP4, got shape {tuple(codes.shape)}")
+    if codes.device.type != "meta" and codes.numel() and bool((codes > 15).any()):
+        raise ValueError(f"codes must be E2M1 codes in 0..15, got a maximum of {int(codes.max())}")
+    return pack_nibbles(codes)
+
+
+def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:
+    """:func:`pack_fp4` without its checks, for codes a quantizer has just produced (no sync)."""
     return (codes[..., 0::2] & 0xF) | ((codes[..., 1::2] & 0xF) << 4)
 
 

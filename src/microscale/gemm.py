@@ -23,6 +23,7 @@ import torch
 
 from .quant.nvfp4 import nvfp4_alpha
 from .tensor import QFormat, QuantizedTensor
+from .validate import check_backend, check_float_dtype
 
 __all__ = ["scaled_mm", "scaled_mm_reference", "gemm_factor"]
 
@@ -70,5 +71,7 @@ def scaled_mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype =
               backend: str = "auto") -> torch.Tensor:
     """``A @ B.T`` for quantized ``A [..., K]`` and ``B [N, K]``; result ``[..., N]``."""
     _check_operands(qa, qb)
+    check_float_dtype(out_dtype, "out_dtype", allowed=(torch.float32, torch.bfloat16, torch.float16))
+    check_backend(backend)
     from .ops import mm     # the microscale::scaled_mm op, which dispatches as above
     return mm(qa, qb, out_dtype, backend)

@@ -13,6 +13,16 @@ the product unchanged: ``(A M)(B M)ᵀ = A Bᵀ`` up to rounding.
 
 Numerics: the chunk product is accumulated in fp32 and rounded to the input dtype (bf16 in
 training), exactly as a fused kernel does. Cost: a [.., d] × [d, d] matmul per chunk.
+
+Edges (the rotation of a finite x is always finite, and the same in every summation order):
+
+* the input is first clamped to ``±L(d) = ±2^(127 − ⌈log2(d)/2⌉)`` (2^125 for d = 16). Then
+  every partial sum is at most ``sqrt(d) · L ≤ 2^127``, so no fp32 sum can overflow, whatever
+  order a kernel adds in (an overflowing sum would be ±Inf in one order and NaN in another).
+  Only |x| above ~4e37 is affected; ±Inf (``check_finite=False``) is clamped like them;
+* the fp32 result is rounded to the input dtype with saturation to its ±max: for fp16 a
+  rotated value above 65504 (reachable from |x| > 16376) becomes ±65504, not Inf;
+* NaN stays NaN and spreads to its whole d-chunk (every output sums every input).
 """
 
 from __future__ import annotations
@@ -22,15 +32,17 @@ from functools import lru_cache
 
 import torch
 
-__all__ = ["RHT_SIGNS_16", "hadamard_matrix", "rht_signs", "rht_matrix", "rht", "rht_inverse"]
+from .validate import check_rht_size
+
+__all__ = ["RHT_SIGNS_16", "hadamard_matrix", "rht_signs", "rht_matrix", "rht", "rht_inverse",
+           "rht_input_limit"]
 
 RHT_SIGNS_16 = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
 _RHT_SEED = 0x5EED_F4
 
 
 def _check_d(d: int) -> None:
-    if not isinstance(d, int) or d < 2 or d > 128 or d & (d - 1):
-        raise ValueError(f"RHT size d must be a power of two in [2, 128], got {d!r}")
+    check_rht_size(d, "d")
 
 
 def hadamard_matrix(d: int) -> torch.Tensor:
@@ -71,24 +83,33 @@ def rht_matrix(d: int = 16, device: torch.device | str | None = None) -> torch.T
     return _rht_matrix_cpu(d).to(device or "cpu", copy=True)  # never hand out the cached one
 
 
+def rht_input_limit(d: int) -> float:
+    """``L(d) = 2^(127 − ⌈log2(d)/2⌉)``: |x| above it is clamped before rotating (above)."""
+    log2_d = check_rht_size(d, "d").bit_length() - 1
+    return 2.0 ** (127 - (log2_d + 1) // 2)
+
+
 def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} expects a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
         raise TypeError(f"{what} needs a floating-point tensor, got {x.dtype}")
     if x.dim() == 0 or x.shape[-1] % d:
         last = x.shape[-1] if x.dim() else "a scalar"
         raise ValueError(f"{what}: last dimension ({last}) must be a multiple of the RHT "
                          f"size d={d}")
-    chunks = x.float().reshape(*x.shape[:-1], x.shape[-1] // d, d)
-    return (chunks @ m).reshape(x.shape).to(x.dtype)
+    limit, top = rht_input_limit(d), torch.finfo(x.dtype).max
+    chunks = x.float().clamp(-limit, limit).reshape(*x.shape[:-1], x.shape[-1] // d, d)
+    return (chunks @ m).clamp(-top, top).reshape(x.shape).to(x.dtype)   # clamp keeps NaN
 
 
 def rht(x: torch.Tensor, d: int = 16) -> torch.Tensor:
     """Rotate each d-chunk of the last dimension: ``y = x_chunk @ M``. Output in x's dtype."""
     _check_d(d)
-    return _apply(x, rht_matrix(d, x.device), d, "rht")
+    return _apply(x, rht_matrix(d, getattr(x, "device", None)), d, "rht")
 
 
 def rht_inverse(y: torch.Tensor, d: int = 16) -> torch.Tensor:
     """Undo :func:`rht` (``M`` is orthogonal, so the inverse is ``Mᵀ``)."""
     _check_d(d)
-    return _apply(y, rht_matrix(d, y.device).t(), d, "rht_inverse")
+    return _apply(y, rht_matrix(d, getattr(y, "device", None)).t(), d, "rht_inverse")

@@ -50,6 +50,7 @@ from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantiz
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
 from .tensor import QFormat, QuantizedTensor
+from .validate import check_generator
 
 __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "quantize_views",
            "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
@@ -322,9 +323,7 @@ def _seed_for(options: dict, device: torch.device) -> Optional[Tensor]:
     """The SR seed for one call: given, or drawn from the view's generator when SR needs one."""
     if options.get("seed") is not None:
         return options["seed"]
-    gen = options.get("generator")
-    if gen is not None and not isinstance(gen, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(gen).__name__}")
+    gen = check_generator(options.get("generator"), device)
     if options.get("stochastic") and options.get("rand_bits") is None:
         return draw_seed(gen, device)
     return None

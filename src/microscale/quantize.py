@@ -5,7 +5,8 @@
     q = ms.quantize(x, "fp8_block", block=(1, 128), pow2_scales=True)
     q = ms.quantize(x, "fp8_tensor", fp8_dtype=torch.float8_e4m3fn, pow2_scales=False)
 
-Options a format does not take are rejected by name (a typo never silently does nothing).
+Options a format does not take are rejected by name (a typo never silently does nothing), and
+every option is checked for kind and value before the op runs (:mod:`microscale.validate`).
 Layouts are documented in :mod:`microscale.tensor`. Both functions run through the
 ``microscale::quantize`` / ``microscale::quantize_rowcol`` custom ops (:mod:`microscale.ops`),
 so they trace under ``torch.compile``. Stochastic rounding takes its random bytes from a
@@ -18,40 +19,22 @@ import torch
 
 from .ops import quantize_view, quantize_views
 from .tensor import QFormat, QuantizedTensor
+from .validate import check_backend, check_quantize_options
 
 __all__ = ["quantize", "quantize_rowcol", "dequantize", "FORMATS"]
 
 FORMATS = tuple(f.value for f in QFormat)
-
-_COMMON = {"check_finite"}
-_OPTIONS = {
-    QFormat.NVFP4: {"block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax",
-                    "rand_bits"},
-    QFormat.MXFP8_E4M3: {"scale_rounding"},
-    QFormat.MXFP8_E5M2: {"scale_rounding"},
-    QFormat.MXFP4: {"scale_rounding", "rht", "rht_d", "stochastic", "generator", "seed",
-                    "rand_bits"},
-    QFormat.FP8_BLOCK: {"block", "pow2_scales", "fp8_dtype"},
-    QFormat.FP8_TENSOR: {"fp8_dtype", "pow2_scales", "scale"},
-}
 
 
 def quantize(x: torch.Tensor, fmt: str | QFormat = "nvfp4", *, backend: str = "auto",
              **options) -> QuantizedTensor:
     """Quantize ``x`` along its last dimension to ``fmt``; see the module docstring."""
     fmt = QFormat.parse(fmt)
-    _check_options(fmt, options)
+    check_backend(backend)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"quantize expects a torch.Tensor, got {type(x).__name__}")
+    options = check_quantize_options(fmt, options, x)
     return quantize_view(x, fmt, options, backend)
-
-
-def _check_options(fmt: QFormat, options: dict) -> None:
-    unknown = set(options) - _OPTIONS[fmt] - _COMMON
-    if unknown:
-        allowed = ", ".join(sorted(_OPTIONS[fmt] | _COMMON))
-        raise TypeError(f"quantize({fmt.value!r}) got unexpected option(s) "
-                        f"{', '.join(sorted(unknown))}; it accepts: {allowed}")
 
 
 def quantize_rowcol(x: torch.Tensor, row: tuple | None, col: tuple | None, *,
@@ -63,22 +46,34 @@ def quantize_rowcol(x: torch.Tensor, row: tuple | None, col: tuple | None, *,
     be None. A linear layer needs both views of x and of dy (fprop/dgrad use the row-wise one,
     wgrad the column-wise one, often with the RHT); a fused kernel reads x once for both.
     """
+    check_backend(backend)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"quantize_rowcol expects a torch.Tensor, got {type(x).__name__}")
-    parsed = []
-    for view in (row, col):
-        if view is None:
-            parsed.append(None)
-            continue
-        fmt, opts = QFormat.parse(view[0]), dict(view[1])
-        _check_options(fmt, opts)
-        parsed.append((fmt, opts))
     if x.dim() == 0 or not x.numel():
         raise ValueError(f"quantize_rowcol: need a non-empty tensor with at least 1 dim, "
                          f"got shape {tuple(x.shape)}")
+    x2 = x.reshape(-1, x.shape[-1])
+    parsed = [_parse_view(view, name, xv)
+              for view, name, xv in ((row, "row", x2), (col, "col", x2.t()))]
     return quantize_views(x, *parsed, backend)
+
+
+def _parse_view(view, name: str, xv: torch.Tensor) -> tuple[QFormat, dict] | None:
+    """``None`` or ``(fmt, options dict)`` for one view of quantize_rowcol, validated."""
+    if view is None:
+        return None
+    if not isinstance(view, (tuple, list)) or len(view) != 2 or not isinstance(view[1], dict):
+        raise TypeError(f"quantize_rowcol: {name} must be None or a (format, options dict) "
+                        f"pair, got {view!r}")
+    try:
+        fmt = QFormat.parse(view[0])
+        return fmt, check_quantize_options(fmt, view[1], xv, where=f"quantize_rowcol {name}")
+    except (TypeError, ValueError) as err:      # say which view the option belongs to
+        raise type(err)(f"quantize_rowcol {name} view: {err}") from None
 
 
 def dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Functional form of :meth:`QuantizedTensor.dequantize`."""
+    if not isinstance(q, QuantizedTensor):
+        raise TypeError(f"dequantize expects a QuantizedTensor, got {type(q).__name__}")
     return q.dequantize(dtype)

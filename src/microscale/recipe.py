@@ -46,7 +46,10 @@ from enum import Enum
 
 import torch
 
+from .quant.fp8 import MAX_MARGIN
 from .tensor import QFormat
+from .validate import (FP8_BLOCKS, check_backend, check_bool, check_int, check_rht_size,
+                       check_scale_rounding)
 
 __all__ = ["Rounding", "OperandConfig", "GemmConfig", "Recipe", "PRESETS", "HIGH_PRECISION"]
 
@@ -56,7 +59,7 @@ _DEFAULT_BLOCK = {
 }
 _ALLOWED_BLOCKS = {
     QFormat.NVFP4: {(1, 16), (16, 16)}, QFormat.MXFP4: {(1, 32)}, QFormat.MXFP8_E4M3: {(1, 32)},
-    QFormat.MXFP8_E5M2: {(1, 32)}, QFormat.FP8_BLOCK: {(1, 128), (128, 128)},
+    QFormat.MXFP8_E5M2: {(1, 32)}, QFormat.FP8_BLOCK: set(FP8_BLOCKS),
     QFormat.FP8_TENSOR: {(0, 0)},
 }
 _FP8_DTYPES = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
@@ -90,30 +93,27 @@ class OperandConfig:
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
-        set_("rounding", Rounding(self.rounding))
+        set_("rounding", _rounding(self.rounding))
+        _check_field_kinds(self)
         if self.format is None:
             return
         set_("format", QFormat.parse(self.format))
-        set_("rounding", Rounding(self.rounding))
-        block = _DEFAULT_BLOCK[self.format] if self.block is None else tuple(self.block)
+        block = _DEFAULT_BLOCK[self.format] if self.block is None else _block(self.block)
         if block not in _ALLOWED_BLOCKS[self.format]:
             raise ValueError(f"block {block} is not valid for {self.format.value}; "
                              f"allowed: {sorted(_ALLOWED_BLOCKS[self.format])}")
         set_("block", block)
-        if self.rht and (self.rht < 2 or self.rht > 128 or self.rht & (self.rht - 1)):
-            raise ValueError(f"rht must be 0 or a power of two in [2, 128], got {self.rht}")
+        if self.rht:
+            check_rht_size(self.rht, "rht")
         if self.rht and self.format not in (QFormat.NVFP4, QFormat.MXFP4):
             raise ValueError(f"rht is supported on nvfp4/mxfp4 operands, not {self.format.value}")
         if self.rounding == Rounding.STOCHASTIC and self.format not in (QFormat.NVFP4, QFormat.MXFP4):
             raise ValueError(f"stochastic rounding is supported on FP4 formats, not {self.format.value}")
-        if self.scale_rounding not in ("ceil", "floor"):
-            raise ValueError(f"scale_rounding must be 'ceil' or 'floor', got {self.scale_rounding!r}")
+        check_scale_rounding(self.scale_rounding)
         if self.fp8_dtype not in _FP8_DTYPES:
             raise ValueError(f"fp8_dtype must be 'e4m3' or 'e5m2', got {self.fp8_dtype!r}")
         if self.delayed and self.format != QFormat.FP8_TENSOR:
             raise ValueError("delayed scaling applies to fp8_tensor operands only")
-        if self.history_len < 1:
-            raise ValueError(f"history_len must be >= 1, got {self.history_len}")
 
     @property
     def quantized(self) -> bool:
@@ -138,8 +138,8 @@ class OperandConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "OperandConfig":
-        d = dict(d)
-        if d.get("block") is not None:
+        d = _fields(cls, d, "OperandConfig", required=())
+        if isinstance(d.get("block"), list):
             d["block"] = tuple(d["block"])
         return cls(**d)
 
@@ -183,6 +183,33 @@ class OperandConfig:
         return " ".join(parts)
 
 
+def _rounding(value) -> Rounding:
+    try:
+        return Rounding(value)
+    except ValueError:
+        raise ValueError(f"rounding must be 'rne' or 'stochastic', got {value!r}") from None
+
+
+def _block(value) -> tuple[int, int]:
+    if not isinstance(value, (tuple, list)) or len(value) != 2 or \
+            not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise TypeError(f"block must be None or a (rows, cols) pair of ints, got {value!r}")
+    return tuple(value)
+
+
+def _check_field_kinds(op: OperandConfig) -> None:
+    """Every field is of its declared kind (``rht=True`` is not a size; a history length of
+    ``"1024"`` is not a number), whatever the format."""
+    check_int(op.rht, "rht", 0, 128)
+    check_bool(op.pow2_scales, "pow2_scales")
+    check_bool(op.delayed, "delayed")
+    check_int(op.history_len, "history_len", 1, 1 << 24)
+    check_int(op.margin, "margin", 0, MAX_MARGIN)
+    for name in ("scale_rounding", "fp8_dtype"):
+        if not isinstance(getattr(op, name), str):
+            raise TypeError(f"{name} must be a string, got {getattr(op, name)!r}")
+
+
 HIGH_PRECISION = OperandConfig()
 
 
@@ -207,6 +234,7 @@ class GemmConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "GemmConfig":
+        d = _fields(cls, d, "GemmConfig", required=("a", "b"))
         return cls(OperandConfig.from_dict(d["a"]), OperandConfig.from_dict(d["b"]))
 
     @property
@@ -244,8 +272,14 @@ class Recipe:
                 raise TypeError(f"Recipe.{g} must be a GemmConfig, got {type(getattr(self, g)).__name__}")
         if self.compute_dtype not in (torch.bfloat16, torch.float16, torch.float32):
             raise ValueError(f"compute_dtype must be bf16, fp16 or fp32, got {self.compute_dtype}")
-        if self.backend not in ("auto", "reference", "triton"):
-            raise ValueError(f"backend must be 'auto', 'reference' or 'triton', got {self.backend!r}")
+        check_backend(self.backend)
+        if not isinstance(self.name, str):
+            raise TypeError(f"Recipe.name must be a string, got {type(self.name).__name__}")
+        if isinstance(self.hp_last_fraction, bool) or \
+                not isinstance(self.hp_last_fraction, (int, float)):
+            raise TypeError(f"hp_last_fraction must be a number, got {self.hp_last_fraction!r}")
+        if not isinstance(self.meta, dict):
+            raise TypeError(f"Recipe.meta must be a dict, got {type(self.meta).__name__}")
         if not 0.0 <= self.hp_last_fraction < 1.0:
             raise ValueError(f"hp_last_fraction must be in [0, 1), got {self.hp_last_fraction}")
 
@@ -344,7 +378,7 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Recipe":
-        d = dict(d)
+        d = _fields(cls, d, "Recipe", required=_GEMMS + ("compute_dtype",))
         for g in _GEMMS:
             d[g] = GemmConfig.from_dict(d[g])
         if d.get("compute_dtype") not in _DTYPES:
@@ -358,7 +392,14 @@ class Recipe:
 
     @classmethod
     def from_json(cls, text: str) -> "Recipe":
-        return cls.from_dict(json.loads(text))
+        """Inverse of :meth:`to_json`; malformed text is a ValueError that says what is wrong."""
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"Recipe.from_json expects a JSON string, got {type(text).__name__}")
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"Recipe.from_json: not valid JSON ({err})") from None
+        return cls.from_dict(d)
 
     def __str__(self) -> str:
         lines = [f"Recipe {self.name!r} (compute {str(self.compute_dtype).replace('torch.', '')}, "
@@ -370,6 +411,20 @@ class Recipe:
             body = f"{na}: {cfg.a} · {nb}: {cfg.b}" if cfg.quantized else "high precision"
             lines.append(f"  {g:<6} {body}")
         return "\n".join(lines)
+
+
+def _fields(cls, d, what: str, required: tuple) -> dict:
+    """``d`` as a dict of ``cls``'s fields, or a ValueError naming the missing/unknown key."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{what}: expected a JSON object (dict), got {type(d).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - names)
+    missing = [k for k in required if k not in d]
+    if unknown or missing:
+        raise ValueError(f"{what}: " + "; ".join(
+            ([f"unknown key(s) {unknown}"] if unknown else []) +
+            ([f"missing key(s) {missing}"] if missing else [])))
+    return dict(d)
 
 
 def _is_json(v) -> bool:

@@ -16,9 +16,14 @@ fp8_block       float8_e4m3fn ``[rows, cols]``  fp32 scale_inv ``[rows/br, cols/
 fp8_tensor      float8 ``[rows, cols]``         fp32 0-dim scale_inv                  fp32 0-dim
 =============== =============================== ===================================== ===============
 
-``dequantize()`` returns the original shape. For NVFP4 with the RHT on, the stored values
-live in the rotated domain; ``dequantize()`` rotates back by default (the RHT is orthogonal,
-so this approximates ``x``), and ``dequantize(undo_rht=False)`` returns the rotated values.
+``dequantize()`` returns the original shape and saturates: a decoded value beyond the
+requested dtype's largest finite value (an MX or FP8 block whose top element rounded into the
+next binade, ``256 · 2^8 = 65536`` for fp16) becomes ±max, never ±Inf; a stored NaN (only
+from NaN input under ``check_finite=False``) stays NaN.
+
+For NVFP4 with the RHT on, the stored values live in the rotated domain; ``dequantize()``
+rotates back by default (the RHT is orthogonal, so this approximates ``x``), and
+``dequantize(undo_rht=False)`` returns the rotated values.
 
 ``partial_dequantize()`` is what GEMMs consume: the values times their *block* scales only,
 as a fp32 ``[rows, cols]`` matrix, plus the per-tensor factor left to apply in the epilogue
@@ -33,6 +38,7 @@ from enum import Enum
 import torch
 
 from .formats import e2m1_decode, e8m0_decode, unpack_fp4
+from .validate import check_bool, check_float_dtype
 
 __all__ = ["QFormat", "QuantizedTensor"]
 
@@ -121,12 +127,15 @@ class QuantizedTensor:
 
     def dequantize(self, dtype: torch.dtype = torch.float32, undo_rht: bool = True) -> torch.Tensor:
         """Decode to ``dtype`` in the original shape (inverse-rotating RHT data by default)."""
+        check_float_dtype(dtype, "dtype")
+        check_bool(undo_rht, "undo_rht")
         part, s_dec = self.partial_dequantize()
         x = part * s_dec
         if self.rht_d and undo_rht:
             from .hadamard import rht_inverse
             x = rht_inverse(x, self.rht_d)
-        return x.reshape(self.shape).to(dtype)
+        top = min(torch.finfo(dtype).max, torch.finfo(torch.float32).max)
+        return x.clamp(-top, top).reshape(self.shape).to(dtype)     # satfinite; NaN stays
 
     # ----------------------------------------------------------------- transpose
     def t(self) -> "QuantizedTensor":
@@ -144,11 +153,11 @@ class QuantizedTensor:
                              "quantized transpose; re-quantize the transpose instead")
         rows, cols = self.shape
         if self.fmt == QFormat.NVFP4:
-            from .formats import pack_fp4
+            from .formats import pack_nibbles
             codes = unpack_fp4(self.data).t().contiguous()
             tiles = self.scale[:: self.block[0]]                       # [rows/16, cols/16]
             scale = tiles.t().repeat_interleave(self.block[0], dim=0).contiguous()
-            data = pack_fp4(codes)
+            data = pack_nibbles(codes)
         elif self.fmt == QFormat.FP8_BLOCK:
             data, scale = self.data.t().contiguous(), self.scale.t().contiguous()
         else:

@@ -16,6 +16,12 @@ carry into the exponent is the correct rounding up. Values below the format's sm
 two) they round with the classic ``(v + 2^23) - 2^23`` trick, and the integer is already the
 subnormal byte (``2^M`` lands on the smallest normal, exponent field 1, as it should).
 
+Edges follow the references (docs/SPEC.md, "Notes"): :func:`split_nan` zeroes NaN and returns
+its mask (the callers store the NaN byte where the format holds it), the RHT clamps its input
+to ``±L(d)`` and saturates its result to the input dtype (``hadamard.rht``), and every clamp
+that may meet a NaN is a ``tl.where`` (``tl.minimum`` drops NaN on the GPU, keeps it in the
+interpreter).
+
 E2M1 codes use the same threshold comparisons as ``formats.e2m1_encode`` and the SR recipe
 of ``formats.e2m1_stochastic_encode`` (SPEC §5); codes are packed two per byte, even
 element in the low nibble. The RHT of a tile is one ``[R*C/d, d] x [d, d]`` fp32 product
@@ -35,7 +41,7 @@ from ..hadamard import rht_matrix
 from ..quant.common import SUPPORTED_DTYPES, check_input, draw_seed
 
 __all__ = ["IN_DTYPE_CODE", "check_kernel_input", "check_views", "check_rand_bits", "kernel_seed",
-           "rht_matrix_on", "persistent_grid"]
+           "rht_matrix_on", "persistent_grid", "split_nan", "block_flag"]
 
 IN_DTYPE_CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 # Triton's interpreter multiplies bf16 operands of tl.dot as raw integers: it takes the fp32
@@ -240,17 +246,62 @@ def dot_fp32(a, b, IN_DTYPE: tl.constexpr, EXACT_B: tl.constexpr):
 
 
 @triton.jit
+def clamp_keep_nan(v, lim):
+    """``clamp(v, -lim, lim)`` that leaves NaN as NaN on every backend."""
+    return tl.where(v > lim, lim, tl.where(v < -lim, -lim, v))
+
+
+@triton.jit
+def split_nan(v):
+    """``(v with NaN replaced by +0, NaN mask)``: as ``quant.common.split_nan``."""
+    nan = v != v
+    return tl.where(nan, 0.0, v), nan
+
+
+@triton.jit
+def block_flag(mask, AXIS: tl.constexpr):
+    """Whether any element along ``AXIS`` of a boolean tile is set (as a boolean tile)."""
+    return tl.max(mask.to(tl.int32), axis=AXIS) > 0
+
+
+@triton.jit
+def _rht_limit(D: tl.constexpr):
+    """``hadamard.rht_input_limit(D)`` = 2^(127 - ceil(log2(D)/2))."""
+    if D >= 128:
+        lim = 1.0633823966279327e37          # 2^123
+    elif D >= 32:
+        lim = 2.1267647932558654e37          # 2^124
+    elif D >= 8:
+        lim = 4.253529586511731e37           # 2^125
+    else:
+        lim = 8.507059173023462e37           # 2^126
+    return lim
+
+
+@triton.jit
+def _saturate_to_input(y, IN_DTYPE: tl.constexpr):
+    """Clamp an fp32 RHT result to the input dtype's ±max before rounding (bf16, fp16)."""
+    if IN_DTYPE == 1:
+        y = clamp_keep_nan(y, 3.3895313892515355e38)
+    elif IN_DTYPE == 2:
+        y = clamp_keep_nan(y, 65504.0)
+    return round_to_input_dtype(y, IN_DTYPE)
+
+
+@triton.jit
 def rht_tile(v, m, R: tl.constexpr, C: tl.constexpr, D: tl.constexpr, IN_DTYPE: tl.constexpr):
     """Rotate each D-chunk of the rows of fp32 tile ``v`` by ``m`` [D, D]; round to input dtype."""
+    v = clamp_keep_nan(v, _rht_limit(D))
     y = dot_fp32(tl.reshape(v, (R * C // D, D)), m, IN_DTYPE, D == 16 or D == 64)
-    return round_to_input_dtype(tl.reshape(y, (R, C)), IN_DTYPE)
+    return _saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
 
 
 @triton.jit
 def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
     """Rotate along axis 1 of ``v`` [G, D, C]: ``y[g] = mt @ v[g]`` with ``mt = Mᵀ``; round."""
+    v = clamp_keep_nan(v, _rht_limit(D))
     y = dot_fp32(tl.broadcast_to(mt[None, :, :], (G, D, D)), v, IN_DTYPE, D == 16 or D == 64)
-    return round_to_input_dtype(y, IN_DTYPE)
+    return _saturate_to_input(y, IN_DTYPE)
 
 
 @triton.jit

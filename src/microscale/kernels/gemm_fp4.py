@@ -45,8 +45,9 @@ an fp16 subnormal). The same move decodes E4M3 bytes (``value · 2^-8``) and E5M
 (exact: E5M2 is the top byte of an fp16); UE8M0 ``e`` is the fp32 bit pattern ``e << 23``.
 The power-of-two corrections are folded into the block scale once per block. Limits that
 follow: a UE8M0 byte of 0 decodes to 0 instead of 2^-127 (quantizers emit it for all-zero
-blocks, or for inputs below ~1e-38), bytes >= 241 overflow once the 2^14 is folded in, the
-reserved NaN byte 255 is not special-cased, and E4M3 NaN codes decode as ±480.
+blocks, or for inputs below ~1e-38), bytes >= 241 overflow once the 2^14 is folded in. The
+NaN bytes (E4M3 0x7F/0xFF, UE8M0 0xFF: a NaN block or element, from NaN input under
+``check_finite=False``) decode to NaN, as in the reference, so a NaN reaches the output.
 """
 
 from __future__ import annotations
@@ -79,7 +80,10 @@ def _elem_bits_to_f32(c, ELEM: tl.constexpr):
         h = ((c16 & 0x7F) << 7) | ((c16 & 0x80) << 8)
     else:
         h = c16 << 8
-    return h.to(tl.float16, bitcast=True).to(tl.float32)
+    v = h.to(tl.float16, bitcast=True).to(tl.float32)
+    if ELEM == 1:   # E4M3 NaN (0x7F/0xFF; only from NaN input): NaN, as the reference decodes
+        v = tl.where((c16 & 0x7F) == 0x7F, float("nan"), v)
+    return v
 
 
 @triton.jit
@@ -87,9 +91,10 @@ def _scale_to_f32(s, ELEM: tl.constexpr, SCALE: tl.constexpr):
     """Scale bytes to fp32, times the power of two that undoes the element decode's offset."""
     if SCALE == 0:  # E4M3 (positive): value · 2^-8 via the fp16 trick, undone below
         f = ((s.to(tl.uint16) & 0x7F) << 7).to(tl.float16, bitcast=True).to(tl.float32)
-        f = f * 256.0
+        f = tl.where((s & 0x7F) == 0x7F, float("nan"), f * 256.0)      # NaN byte: NaN
     else:           # UE8M0: 2^(e-127) is the fp32 whose exponent field is e
         f = (s.to(tl.uint32) << 23).to(tl.float32, bitcast=True)
+        f = tl.where(s == 255, float("nan"), f)                         # NaN byte: NaN
     if ELEM == 0:
         f = f * 16384.0
     elif ELEM == 1:

@@ -51,6 +51,20 @@ _KBLOCK = 128
 
 # ----------------------------------------------------------------------------- Triton fallback
 @triton.jit
+def _interpreter_f32(v, raw, E5M2: tl.constexpr):
+    """fp8 ``v`` (raw bytes ``raw``) as fp32 in Triton's CPU interpreter, whose fp8 conversion
+    reads the NaN/Inf codes as numbers (E4M3 0x7F as 480); the GPU path never takes this."""
+    f = v.to(tl.float32)
+    mag = raw & 0x7F
+    if E5M2:
+        f = tl.where(mag == 0x7C, tl.where(raw > 0x7F, float("-inf"), float("inf")), f)
+        f = tl.where(mag > 0x7C, float("nan"), f)
+    else:
+        f = tl.where(mag == 0x7F, float("nan"), f)
+    return f
+
+
+@triton.jit
 def _fp8_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K,
                        stride_am, stride_bn, stride_ym,
                        stride_sam, stride_sak, stride_sbn, stride_sbk,
@@ -73,10 +87,11 @@ def _fp8_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K,
                     mask=mmask[:, None] & kmask[None, :], other=0)
         b = tl.load(b_ptr + offs_n[:, None] * stride_bn + offs_k[None, :],
                     mask=nmask[:, None] & kmask[None, :], other=0)
+        a_raw, b_raw = a, b
         a = a.to(tl.float8e5 if A_E5M2 else tl.float8e4nv, bitcast=True)
         b = b.to(tl.float8e5 if B_E5M2 else tl.float8e4nv, bitcast=True)
         if DOT_F32:   # the CPU interpreter: the same products in fp32 (fp8 values are exact)
-            a, b = a.to(tl.float32), b.to(tl.float32)
+            a, b = _interpreter_f32(a, a_raw, A_E5M2), _interpreter_f32(b, b_raw, B_E5M2)
         part = tl.dot(a, tl.trans(b))                     # fp32 sum over one K block
         kb = k0 // BK
         sa = tl.load(sa_rows + kb * stride_sak, mask=mmask, other=0.0)

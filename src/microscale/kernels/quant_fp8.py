@@ -15,6 +15,9 @@ The scale rule mirrors ``fp8_scale_from_amax`` operation by operation::
     vmax = 0 -> 1;  scale = inf -> the input dtype's max;  pow2: 2^floor(log2 scale)
     data  = cast_rne_satfinite(x * scale);   scale_inv = 1 / scale
 
+Non-finite input (``check_finite=False``) as the reference: NaN is read as 0 and stored as the
+NaN byte 0x7F; a block whose max is Inf gets scale 1 (its Inf saturates to ±fp8_max).
+
 ``amax`` (max|x| of the tensor) is folded in with an atomic max. Bytes per element for bf16
 x: 2 read, 1 + 4/128 written per view.
 """
@@ -29,7 +32,7 @@ from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, e4m3_byte, e5m2_byte,
-                     exp2_int, floor_log2_sig, persistent_grid, tile_coords)
+                     exp2_int, floor_log2_sig, persistent_grid, split_nan, tile_coords)
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
 
@@ -45,6 +48,7 @@ def _scale_from_vmax(vmax, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr, POW2: tl
     scale = tl.math.div_rn(FP8_MAX, vmax)
     scale = tl.where(vmax == 0.0, 1.0, scale)
     scale = tl.where(scale > 3.4028234663852886e38, IN_MAX, scale)          # inf
+    scale = tl.where(vmax > 3.4028234663852886e38, 1.0, scale)     # Inf in the block: unit
     if POW2:
         fl, _ = floor_log2_sig(scale)
         scale = exp2_int(fl)
@@ -52,22 +56,24 @@ def _scale_from_vmax(vmax, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr, POW2: tl
 
 
 @triton.jit
-def _fp8_byte(y, E5M2: tl.constexpr):
+def _fp8_byte(y, E5M2: tl.constexpr, nan):
+    """FP8 bytes of fp32 ``y`` (RNE, satfinite), the NaN byte 0x7F where ``nan``."""
     if E5M2:
-        return e5m2_byte(y)
+        out = e5m2_byte(y)
     else:
-        return e4m3_byte(y)
+        out = e4m3_byte(y)
+    return tl.where(nan, 127, out).to(tl.uint8)
 
 
 @triton.jit
-def _quant_1x128(v, q_ptr, s_ptr, offs_r, offs_c, c0, nrows, ncols, R: tl.constexpr,
+def _quant_1x128(v, nan, q_ptr, s_ptr, offs_r, offs_c, c0, nrows, ncols, R: tl.constexpr,
                  C: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
                  POW2: tl.constexpr, E5M2: tl.constexpr):
     """1x128 blocks along the last axis of view tile ``v`` [R, C]; store data and scale_inv."""
     v3 = tl.reshape(v, (R, C // 128, 128))
     vmax = tl.max(tl.abs(v3), axis=2)
     scale = _scale_from_vmax(vmax, FP8_MAX, IN_MAX, POW2)
-    data = _fp8_byte(tl.reshape(v3 * scale[:, :, None], (R, C)), E5M2)
+    data = _fp8_byte(tl.reshape(v3 * scale[:, :, None], (R, C)), E5M2, nan)
     r_ok = offs_r < nrows
     tl.store(q_ptr + offs_r[:, None] * ncols + offs_c[None, :], data,
              mask=r_ok[:, None] & (offs_c < ncols)[None, :])
@@ -78,13 +84,13 @@ def _quant_1x128(v, q_ptr, s_ptr, offs_r, offs_c, c0, nrows, ncols, R: tl.conste
 
 
 @triton.jit
-def _quant_128x1(x, q_ptr, s_ptr, offs_r, offs_c, r0, rows, cols, BR: tl.constexpr,
+def _quant_128x1(x, nan, q_ptr, s_ptr, offs_r, offs_c, r0, rows, cols, BR: tl.constexpr,
                  BC: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
                  POW2: tl.constexpr, E5M2: tl.constexpr):
     """Column view of tile ``x`` [128, BC]: blocks of 128 along x's rows, stored as xᵀ
     (``data[cols, rows]``, ``scale_inv[cols, rows/128]``) without transposing in registers."""
     scale = _scale_from_vmax(tl.max(tl.abs(x), axis=0), FP8_MAX, IN_MAX, POW2)   # [BC]
-    data = _fp8_byte(x * scale[None, :], E5M2)
+    data = _fp8_byte(x * scale[None, :], E5M2, nan)
     c_ok = offs_c < cols
     tl.store(q_ptr + offs_c[None, :] * rows + offs_r[:, None], data,
              mask=(offs_r < rows)[:, None] & c_ok[None, :])
@@ -112,15 +118,15 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
         offs_c = c0 + tl.arange(0, BC)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
-        x = x.to(tl.float32)
+        x, nan = split_nan(x.to(tl.float32))
         if MODE == 0:
-            acc1 = tl.maximum(acc1, _quant_1x128(x, qr_ptr, sr_ptr, offs_r, offs_c, c0, rows,
+            acc1 = tl.maximum(acc1, _quant_1x128(x, nan, qr_ptr, sr_ptr, offs_r, offs_c, c0, rows,
                                                  cols, BR, BC, FP8_MAX, IN_MAX, POW2, E5M2))
             if COL:
-                _quant_128x1(x, qc_ptr, sc_ptr, offs_r, offs_c, r0, rows, cols, BR, BC,
+                _quant_128x1(x, nan, qc_ptr, sc_ptr, offs_r, offs_c, r0, rows, cols, BR, BC,
                              FP8_MAX, IN_MAX, POW2, E5M2)
         else:
-            acc2 = tl.maximum(acc2, _quant_128x128(x, qr_ptr, sr_ptr, qc_ptr, sc_ptr, offs_r,
+            acc2 = tl.maximum(acc2, _quant_128x128(x, nan, qr_ptr, sr_ptr, qc_ptr, sc_ptr, offs_r,
                                                    offs_c, r0, c0, rows, cols, mask, BR, BC,
                                                    FP8_MAX, IN_MAX, POW2, E5M2, COL))
     if MODE == 0:
@@ -130,7 +136,7 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
 
 
 @triton.jit
-def _quant_128x128(x, q_ptr, s_ptr, qt_ptr, st_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
+def _quant_128x128(x, nan, q_ptr, s_ptr, qt_ptr, st_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
                    BR: tl.constexpr, BC: tl.constexpr, FP8_MAX: tl.constexpr,
                    IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr,
                    COL: tl.constexpr):
@@ -140,7 +146,7 @@ def _quant_128x128(x, q_ptr, s_ptr, qt_ptr, st_ptr, offs_r, offs_c, r0, c0, rows
     x4 = tl.reshape(x, (BR // 128, 128, BC // 128, 128))
     tmax = tl.max(tl.max(tl.abs(x4), axis=3), axis=1)                 # [BR/128, BC/128]
     scale = _scale_from_vmax(tmax, FP8_MAX, IN_MAX, POW2)
-    data = _fp8_byte(tl.reshape(x4 * scale[:, None, :, None], (BR, BC)), E5M2)
+    data = _fp8_byte(tl.reshape(x4 * scale[:, None, :, None], (BR, BC)), E5M2, nan)
     tl.store(q_ptr + offs_r[:, None] * cols + offs_c[None, :], data, mask=mask)
     ti = r0 // 128 + tl.arange(0, BR // 128)
     tj = c0 // 128 + tl.arange(0, BC // 128)

@@ -9,9 +9,10 @@ two launches:
    ``data[rows, cols]`` and/or the column view ``data[cols, rows]`` (xᵀ, what the wgrad GEMM
    and a weight's dgrad GEMM read: Hopper's FP8 tensor cores want both operands K-major).
    Each view has its own scale: *current* scaling derives it in-kernel from the amax with
-   the reference's rule (``fp8_max / amax``, 0 -> 1, inf -> the input dtype's max, optional
-   power of two); *delayed* scaling loads the caller's fp32 scale (the layer's amax
-   history). Program 0 writes ``scale_inv = 1 / scale``.
+   the reference's rule (``fp8_max / amax``, 0 -> 1, inf -> the input dtype's max, amax =
+   Inf -> 1, optional power of two); *delayed* scaling loads the caller's fp32 scale (the
+   layer's amax history). Program 0 writes ``scale_inv = 1 / scale``. A NaN element is read
+   as 0 by the amax and stored as the NaN byte 0x7F.
 
 No host synchronisation anywhere: the amax and the scales stay on the device, which is what
 lets a training step run under CUDA graphs. Bytes per element for bf16 x: 2 + 2 read, 1
@@ -27,9 +28,11 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, register_kernel
+from ..quant.common import check_given_scalar
 from ..quant.fp8 import FP8_MAX
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import IN_DTYPE_CODE, check_kernel_input, check_views, persistent_grid, tile_coords
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, persistent_grid, split_nan,
+                     tile_coords)
 from .quant_fp8 import _IN_MAX, _fp8_byte, _scale_from_vmax
 
 __all__ = ["quantize_fp8_tensor_triton", "quantize_rowcol_fp8_tensor_triton", "CONFIG"]
@@ -47,7 +50,7 @@ def _amax_kernel(x_ptr, amax_ptr, n, BLOCK: tl.constexpr, NUM_STAGES: tl.constex
     for b in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0), num_stages=NUM_STAGES):
         offs = b * BLOCK + tl.arange(0, BLOCK)        # < n < 2^31: int32 is enough
         v = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
-        acc = tl.maximum(acc, tl.abs(v))
+        acc = tl.maximum(acc, tl.where(v != v, 0.0, tl.abs(v)))       # NaN read as 0
     tl.atomic_max(amax_ptr, tl.max(acc, axis=0))
 
 
@@ -82,14 +85,14 @@ def _cast_kernel(x_ptr, amax_ptr, gr_ptr, gc_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr
         offs_r = r0 + tl.arange(0, BR)
         offs_c = c0 + tl.arange(0, BC)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
-        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask,
-                    other=0.0).to(tl.float32)
+        x, nan = split_nan(tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask,
+                                   other=0.0).to(tl.float32))
         if ROW:
             tl.store(qr_ptr + offs_r[:, None] * cols + offs_c[None, :],
-                     _fp8_byte(x * s_r, R_E5M2), mask=mask)
+                     _fp8_byte(x * s_r, R_E5M2, nan), mask=mask)
         if COL:   # xᵀ: transposed in registers (via shared memory) so the store is coalesced
             tl.store(qc_ptr + offs_c[:, None] * rows + offs_r[None, :],
-                     tl.trans(_fp8_byte(x * s_c, C_E5M2)), mask=tl.trans(mask))
+                     tl.trans(_fp8_byte(x * s_c, C_E5M2, nan)), mask=tl.trans(mask))
 
 
 # --------------------------------------------------------------------------- host side
@@ -103,6 +106,7 @@ class _View:
             raise KernelUnsupported(f"fp8_dtype={self.fp8_dtype}")
         self.pow2 = bool(opts.get("pow2_scales", False))
         given = opts.get("scale")
+        check_given_scalar(given, "scale", "fp8_tensor", opts.get("check_finite", True))
         self.given = None if given is None else given.float().reshape(1).to(device)
         self.shape = shape
         self.data = torch.empty(shape, dtype=self.fp8_dtype, device=device)

@@ -13,6 +13,10 @@ Per block of 32 with ``vmax = max|v|`` (SPEC §7), all integer work on the fp32 
     floor: k = k0;  then k clamped to [-127, 127], vmax = 0 -> byte 0
     scale byte = k + 127;  elements = cast_rne_satfinite(v * 2^-k)
 
+Non-finite input (``check_finite=False``) as ``quant.mx``: a NaN is read as 0 and stored as the
+FP8 NaN byte 0x7F (MXFP8) or as its block's scale byte 0xFF (MXFP4); a block whose max is Inf
+gets k = 0 and its Inf saturates to ±elem_max.
+
 MXFP4 may rotate 32-chunks first (``rht=True``; the rotated values are rounded to the input
 dtype, as ``hadamard.rht`` does) and may round stochastically (``rand_bits`` or in-kernel
 Philox), exactly as NVFP4 does. Bytes per element for bf16 x: 2 read; 1.03 (MXFP8) or
@@ -28,10 +32,10 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views, kernel_seed,
-                     e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
-                     floor_log2_sig, pack16, persistent_grid, rht_cols, rht_matrix_on, rht_tile,
-                     select_byte, sign_nibble, tile_coords)
+from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
+                     check_views, e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
+                     floor_log2_sig, kernel_seed, pack16, persistent_grid, rht_cols,
+                     rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 
@@ -60,12 +64,13 @@ def _scale_exponent(vmax, ELEM: tl.constexpr, CEIL: tl.constexpr):
         else:
             k = k + (mant > 0x600000).to(tl.int32)           # significand > 1.75
     k = tl.minimum(tl.maximum(k, -127), 127)
+    k = tl.where(vmax > 3.4028234663852886e38, 0, k)        # Inf: the unit scale
     return tl.where(pos, k, -127)
 
 
 @triton.jit
-def _elements(y, bits, ELEM: tl.constexpr, SR: tl.constexpr):
-    """Scaled fp32 values -> E2M1 codes (int32) or FP8 bytes (uint8)."""
+def _elements(y, bits, ELEM: tl.constexpr, SR: tl.constexpr, nan):
+    """Scaled fp32 values -> E2M1 codes (int32) or FP8 bytes (uint8, NaN where ``nan``)."""
     if ELEM == 2:
         a = tl.minimum(tl.abs(y), 6.0)
         if SR:
@@ -73,10 +78,19 @@ def _elements(y, bits, ELEM: tl.constexpr, SR: tl.constexpr):
         else:
             out = e2m1_mag_code(a) | sign_nibble(y)
     elif ELEM == 0:
-        out = e4m3_byte(y)
+        out = tl.where(nan, 127, e4m3_byte(y)).to(tl.uint8)
     else:
-        out = e5m2_byte(y)
+        out = tl.where(nan, 127, e5m2_byte(y)).to(tl.uint8)
     return out
+
+
+@triton.jit
+def _scale_bytes(k, nan, AXIS: tl.constexpr, ELEM: tl.constexpr):
+    """UE8M0 bytes k + 127; for MXFP4 (no NaN element) 0xFF where the block holds a NaN."""
+    s = k + 127
+    if ELEM == 2:
+        s = tl.where(block_flag(nan, AXIS), 255, s)
+    return s.to(tl.uint8)
 
 
 @triton.jit
@@ -104,6 +118,7 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
         m = tl.load(m_ptr + i[:, None] * RHT_D + i[None, :])
         v = tl.reshape(rht_tile(tl.reshape(v, (BR, BC)), m, BR, BC, RHT_D, IN_DTYPE),
                        (BR, BC // 32, 32))
+    v, nan = split_nan(v)
     vmax = tl.max(tl.abs(v), axis=2)                                     # [BR, BC/32]
     k = _scale_exponent(vmax, ELEM, CEIL)
     if SR == 1:
@@ -121,7 +136,7 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
                            tl.where(lo, a3[:, :, None], b3[:, :, None]), (e % 16)[None, None, :])
     else:
         bits = 0
-    out = _elements(v * exp2_int(-k)[:, :, None], bits, ELEM, SR > 0)
+    out = _elements(v * exp2_int(-k)[:, :, None], bits, ELEM, SR > 0, nan)
     if ELEM == 2:
         w = tl.arange(0, 2)
         idx = (offs_r[:, None] * (cols // 8) + blk[None, :] * 4)[:, :, None, None] + \
@@ -129,7 +144,7 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
         tl.store(q_ptr + idx, _words(out, e[None, None, :], 2), mask=ok[:, :, None, None])
     else:
         tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], out, mask=ok[:, :, None])
-    tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], (k + 127).to(tl.uint8),
+    tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], _scale_bytes(k, nan, 2, ELEM),
              mask=ok)
     return vmax                                       # block maxima, for the amax
 
@@ -150,6 +165,7 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
         i = tl.arange(0, 32)
         mt = tl.load(m_ptr + i[None, :] * 32 + i[:, None])
         v = rht_cols(v, mt, BR // 32, 32, BC, IN_DTYPE)
+    v, nan = split_nan(v)
     vmax = tl.max(tl.abs(v), axis=1)                                     # [G, BC]
     k = _scale_exponent(vmax, ELEM, CEIL)
     if SR == 1:
@@ -167,7 +183,7 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
                            tl.where(lo, a3[:, None, :], b3[:, None, :]), (j % 16)[None, :, None])
     else:
         bits = 0
-    out = _elements(v * exp2_int(-k)[:, None, :], bits, ELEM, SR > 0)
+    out = _elements(v * exp2_int(-k)[:, None, :], bits, ELEM, SR > 0, nan)
     if ELEM == 2:
         w = tl.arange(0, 2)
         idx = (offs_c[None, :] * (rows // 8) + grp[:, None] * 4)[:, :, None, None] + \
@@ -176,7 +192,7 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
     else:
         tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], out,
                  mask=ok[:, None, :])
-    tl.store(s_ptr + offs_c[None, :] * (rows // 32) + grp[:, None], (k + 127).to(tl.uint8),
+    tl.store(s_ptr + offs_c[None, :] * (rows // 32) + grp[:, None], _scale_bytes(k, nan, 1, ELEM),
              mask=ok)
     return vmax                                       # block maxima, for the amax
 

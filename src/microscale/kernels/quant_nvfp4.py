@@ -21,6 +21,10 @@ Two launches per call:
    The 16 codes of a block are packed into two uint32 words with multiply-adds (the same
    bytes as ``pack_fp4``), so every block is stored with one 8-byte write.
 
+Non-finite input (``check_finite=False``) as the reference: NaN is read as 0 (amax and block
+maxima ignore it) and its block's (2D: tile's) scale byte becomes the E4M3 NaN 0x7F; ±Inf
+makes amax Inf, so S_enc = 1, its block scale 448 and the Inf itself ±6.
+
 Per block the fp32 arithmetic is the reference's, in its order::
 
     S_enc = min(2688 / amax, FLT_MAX) (0 -> 1);  S_dec = 1 / S_enc   (IEEE divisions)
@@ -42,13 +46,13 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, register_kernel
-from ..quant.common import check_input
+from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
-from .quant_nvfp4_rows import nvfp4_rows_kernel
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views,
-                     e2m1_mag_code, e2m1_sr_mag_code, kernel_seed, nvfp4_block_scales,
-                     nvfp4_global_scales, pack16, persistent_grid, rht_cols, rht_matrix_on,
-                     rht_tile, select_byte, sign_nibble, tile_coords)
+from .quant_nvfp4_rows import _tile_max, nvfp4_rows_kernel
+from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
+                     check_views, e2m1_mag_code, e2m1_sr_mag_code, kernel_seed,
+                     nvfp4_block_scales, nvfp4_global_scales, pack16, persistent_grid, rht_cols,
+                     rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -75,6 +79,19 @@ def _codes(v, enc, bits, SR: tl.constexpr):
     else:
         mag = e2m1_mag_code(a)
     return mag | sign_nibble(y)
+
+
+@triton.jit
+def _abs0(v):
+    """|v| with NaN read as 0 (what every max in this file sees)."""
+    return tl.where(v != v, 0.0, tl.abs(v))
+
+
+@triton.jit
+def _tile_cols(a, BR: tl.constexpr, BC: tl.constexpr):
+    """2D, column view: each tile's max of ``a`` [BR/16, BC], repeated on its 16 columns."""
+    t = tl.max(tl.reshape(a, (BR // 16, BC // 16, 16)), axis=2)
+    return tl.reshape(tl.broadcast_to(t[:, :, None], (BR // 16, BC // 16, 16)), (BR // 16, BC))
 
 
 @triton.jit
@@ -131,14 +148,14 @@ def _nvfp4_amax_kernel(x_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
             if ROW_RHT:
                 v = _rot_rows(_load_rows(x_ptr, r0 + tl.arange(0, BR), c0, rows, cols, BR, BC),
                               m_ptr, BR, BC, IN_DTYPE)
-                acc_rr = tl.maximum(acc_rr, tl.abs(v))
+                acc_rr = tl.maximum(acc_rr, _abs0(v))
             else:
-                acc_r = tl.maximum(acc_r, tl.abs(xc))
+                acc_r = tl.maximum(acc_r, _abs0(xc))
         if COL:
             v = xc
             if COL_RHT:
                 v = _rot_cols(xc, m_ptr, BR, BC, IN_DTYPE)
-            acc_c = tl.maximum(acc_c, tl.abs(v))
+            acc_c = tl.maximum(acc_c, _abs0(v))
     if ROW:
         if ROW_RHT:
             tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_rr, axis=2), axis=1), axis=0))
@@ -159,11 +176,14 @@ def _row_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
     v = _load_rows(x_ptr, offs_r, c0, rows, cols, BR, BC)
     if RHT:
         v = _rot_rows(v, m_ptr, BR, BC, IN_DTYPE)
+    v, nan = split_nan(v)
     vmax = tl.max(tl.abs(v), axis=2)                                    # [BR, BC/16]
+    bad = block_flag(nan, 2).to(tl.int32)                               # NaN in the block
     if TWO_D:                                  # 16x16 tiles: rows r0.. are 16-aligned
-        t = tl.max(tl.reshape(vmax, (BR // 16, 16, BC // 16)), axis=1)
-        vmax = tl.reshape(tl.broadcast_to(t[:, None, :], (BR // 16, 16, BC // 16)), (BR, BC // 16))
+        vmax = _tile_max(vmax, BR, BC)
+        bad = _tile_max(bad, BR, BC)
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte = tl.where(bad > 0, 127, scale_byte).to(tl.uint8)      # E4M3 NaN
     ok = (offs_r < rows)[:, None] & (blk < cols // 16)[None, :]
     if SR == 1:
         col = blk[:, None] * 16 + e[None, :]
@@ -197,11 +217,14 @@ def _col_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
     v = _load_cols(x_ptr, r0, offs_c, rows, cols, BR, BC)               # [G, 16, BC]
     if RHT:
         v = _rot_cols(v, m_ptr, BR, BC, IN_DTYPE)
+    v, nan = split_nan(v)
     vmax = tl.max(tl.abs(v), axis=1)                                    # [G, BC]
+    bad = block_flag(nan, 1).to(tl.int32)
     if TWO_D:                                  # 16x16 tiles: columns c0.. are 16-aligned
-        t = tl.max(tl.reshape(vmax, (BR // 16, BC // 16, 16)), axis=2)
-        vmax = tl.reshape(tl.broadcast_to(t[:, :, None], (BR // 16, BC // 16, 16)), (BR // 16, BC))
+        vmax = _tile_cols(vmax, BR, BC)
+        bad = _tile_cols(bad, BR, BC)
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte = tl.where(bad > 0, 127, scale_byte).to(tl.uint8)      # E4M3 NaN
     ok = (grp < rows // 16)[:, None] & (offs_c < cols)[None, :]
     if SR == 1:
         row = grp[:, None] * 16 + j[None, :]
@@ -263,6 +286,7 @@ class _View:
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
         self.amax = opts.get("amax")
+        check_given_scalar(self.amax, "amax", "nvfp4", opts.get("check_finite", True))
         dev = x2.device
         self.codes = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
         self.scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)

@@ -17,8 +17,9 @@ So both views run the same code, :func:`quantize_rows`, with the block on the mi
 the block max is an in-thread reduction, the RHT a plain 2-D ``[R·C/16, 16] x [16, 16]`` dot,
 two neighbouring codes are packed with one shift-or (``tl.split`` of element pairs), and a
 thread stores its bytes contiguously. Arithmetic per element and per block is the reference's,
-in its order (``quant_nvfp4`` documents it), so the output is bit-identical to the reference
-and to the v3 pass, including the Philox stream for stochastic rounding (the same
+in its order (``quant_nvfp4`` documents it, with the non-finite rules: NaN reads as 0 and
+makes its block's scale the E4M3 NaN), so the output is bit-identical to the reference and to
+the v3 pass, including the Philox stream for stochastic rounding (the same
 ``(seed, block index)`` counter and byte selection), so a seed gives the same codes whichever
 pass ran.
 """
@@ -28,10 +29,18 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import (e2m1_mag_code, e2m1_sr_mag_code, nvfp4_block_scales, nvfp4_global_scales,
-                     rht_tile, select_byte, sign_nibble, tile_coords)
+from ._utils import (block_flag, e2m1_mag_code, e2m1_sr_mag_code, nvfp4_block_scales,
+                     nvfp4_global_scales, rht_tile, select_byte, sign_nibble, split_nan,
+                     tile_coords)
 
 __all__ = ["quantize_rows", "nvfp4_rows_kernel"]
+
+
+@triton.jit
+def _tile_max(a, R: tl.constexpr, C: tl.constexpr):
+    """Each 16x16 tile's max of the per-block ``a [R, C/16]``, repeated on the tile's 16 rows."""
+    t = tl.max(tl.reshape(a, (R // 16, 16, C // 16)), axis=1)
+    return tl.reshape(tl.broadcast_to(t[:, None, :], (R // 16, 16, C // 16)), (R, C // 16))
 
 
 @triton.jit
@@ -45,12 +54,15 @@ def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r,
         i16 = tl.arange(0, 16)
         m = tl.load(m_ptr + i16[:, None] * 16 + i16[None, :])
         v = rht_tile(v, m, R, C, 16, IN_DTYPE)
+    v, nan = split_nan(v)                   # NaN reads as 0; its block's scale becomes NaN
     v3 = tl.reshape(v, (R, C // 16, 16))
     vmax = tl.max(tl.abs(v3), axis=2)                                  # [R, C/16]
+    bad = block_flag(tl.reshape(nan, (R, C // 16, 16)), 2).to(tl.int32)
     if TWO_D:                               # 16x16 tiles: rows offs_r are 16-aligned groups
-        t = tl.max(tl.reshape(vmax, (R // 16, 16, C // 16)), axis=1)
-        vmax = tl.reshape(tl.broadcast_to(t[:, None, :], (R // 16, 16, C // 16)), (R, C // 16))
+        vmax = _tile_max(vmax, R, C)
+        bad = _tile_max(bad, R, C)
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte = tl.where(bad > 0, 127, scale_byte).to(tl.uint8)      # the E4M3 NaN byte
     blk = c0 // 16 + tl.arange(0, C // 16)
     ok = (offs_r < nrows)[:, None] & (blk < ncols // 16)[None, :]
     e = tl.arange(0, 16)

@@ -26,6 +26,12 @@ a list of the above      the union (the paper's 12B run: ``["first:2", "last:8"]
 ``callable(name, mod)``  True keeps the module
 ======================== ==============================================================
 
+A rule that matches no module is almost always a typo (``"frist:2"``, ``"block.*.fc1"``) and
+would silently convert the layers it was meant to keep, so by default it raises a ValueError
+naming the rule; ``on_unmatched="warn"`` logs a warning instead (``"ignore"``: nothing). Rules
+that select nothing on purpose (``"first:0"``, ``"last_fraction:0"``, ``[]``) are fine; the
+recipe's default rule is never reported.
+
 Layers whose feature sizes the recipe's blocks cannot tile (e.g. ``in_features = 100`` with
 NVFP4's 16) raise a ``ValueError`` naming the module path; ``on_error="skip"`` keeps them in
 high precision instead and records why in the report. Conversion is all-or-nothing: when it
@@ -38,6 +44,7 @@ carried over.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -50,6 +57,7 @@ from .linear import Linear
 __all__ = ["convert", "ConversionReport", "find_blocks"]
 
 _HEAD_NAMES = ("lm_head", "head", "output", "classifier")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -158,12 +166,40 @@ def _keep_rule(keep, recipe: Recipe, blocks: list[str]) -> Callable[[str, nn.Mod
         i = _block_of(name, blocks)
         for idx, spec in block_rules:
             if i is not None and i in idx:
+                rule.matched.add(spec)
                 return f"block {i} of {len(blocks)} ({spec})"
         for pat in patterns:
             if fnmatch.fnmatchcase(name, pat):
+                rule.matched.add(pat)
                 return f"matches {pat!r}"
         return None
+    # the user's rules that must match something (the recipe's default and "first:0" need not)
+    rule.specs = [] if keep is None else [s for s in specs if not _selects_nothing(s)]
+    rule.matched = set()
     return rule
+
+
+def _selects_nothing(spec: str) -> bool:
+    """``"first:0"``, ``"last:0"``, ``"last_fraction:0"``: nothing, on purpose."""
+    kind, _, arg = spec.partition(":")
+    try:
+        return kind in ("first", "last", "last_fraction") and float(arg) == 0
+    except ValueError:
+        return False
+
+
+def _report_unmatched(rule, blocks: list[str], on_unmatched: str) -> None:
+    """Raise (or warn) for each ``keep_high_precision`` rule that matched no linear layer."""
+    unmatched = [s for s in getattr(rule, "specs", []) if s not in rule.matched]
+    if not unmatched or on_unmatched == "ignore":
+        return
+    msg = (f"keep_high_precision rule(s) {', '.join(map(repr, unmatched))} matched no linear "
+           f"layer (block rules are first:N, last:N, last_fraction:F over the "
+           f"{len(blocks)} blocks found; anything else is an fnmatch pattern on module paths); "
+           "pass on_unmatched='warn' to convert anyway")
+    if on_unmatched == "raise":
+        raise ValueError(msg)
+    log.warning(msg)
 
 
 def _mha_children(model: nn.Module) -> set[str]:
@@ -183,7 +219,7 @@ def _try_convert(name: str, mod: nn.Linear, recipe: Recipe, on_error: str) -> Li
 
 
 def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precision=None, *,
-            on_error: str = "raise") -> ConversionReport:
+            on_error: str = "raise", on_unmatched: str = "raise") -> ConversionReport:
     """Replace ``model``'s ``nn.Linear`` layers with ``ms.Linear`` in place; see the module doc.
 
     Args:
@@ -191,6 +227,8 @@ def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precisio
         recipe: a preset name or a :class:`Recipe`.
         keep_high_precision: which block linears stay ``nn.Linear`` (table above).
         on_error: ``"raise"`` (default) or ``"skip"`` for layers the recipe cannot tile.
+        on_unmatched: ``"raise"`` (default), ``"warn"`` or ``"ignore"`` for a
+            ``keep_high_precision`` rule that matches no linear layer.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"convert expects an nn.Module, got {type(model).__name__}")
@@ -199,6 +237,8 @@ def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precisio
                          "ms.Linear.from_linear(linear, recipe) for a lone nn.Linear")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if on_unmatched not in ("raise", "warn", "ignore"):
+        raise ValueError(f"on_unmatched must be 'raise', 'warn' or 'ignore', got {on_unmatched!r}")
     recipe = Recipe.parse(recipe)
     blocks_name, blocks = find_blocks(model)
     report = ConversionReport(recipe.name, blocks=blocks_name, n_blocks=len(blocks))
@@ -211,11 +251,13 @@ def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precisio
         if not isinstance(mod, nn.Linear) or not name:
             continue
         reason = heads.get(name) or ("inside nn.MultiheadAttention" if name in mha else None)
-        new = reason or keep(name, mod) or _try_convert(name, mod, recipe, on_error)
+        kept = keep(name, mod)           # asked of every linear, so a matching rule counts
+        new = reason or kept or _try_convert(name, mod, recipe, on_error)
         if isinstance(new, str):
             report.kept[name] = new
         else:
             swaps.append((name, new))
+    _report_unmatched(keep, blocks, on_unmatched)
     for name, new in swaps:          # only after every layer converted: no half-done model
         parent_name, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent_name), leaf, new)

@@ -33,7 +33,13 @@ buffers (they follow ``.to()``), updated in place on the device.
 ``b"MSQ1" + len(header) (4 bytes LE) + header JSON + fp32 payload`` where the header has the
 recipe, the switches and the delayed roles, and the payload each role's history then scale. So
 ``safetensors`` and Hugging Face ``save_pretrained`` can write it; no pickle is ever needed to
-read it back. The older dict form still loads.
+read it back. The older dict form still loads. A plain ``nn.Linear`` state dict (``weight`` and
+``bias`` only, e.g. pretrained weights loaded into a converted model) loads strictly too: the
+layer keeps its recipe, switches and delayed state.
+
+Degenerate sizes behave like ``nn.Linear``: with ``in_features = 0`` the output is the bias
+broadcast (zeros without bias), with ``out_features = 0`` it is empty; nothing is quantized. On
+``device="meta"`` (no values) forward gives the output's shape and dtype, as ``nn.Linear`` does.
 """
 
 from __future__ import annotations
@@ -43,10 +49,12 @@ import logging
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
+from ..validate import check_bool, check_generator, check_int
 from .function import N_SEEDS, ROLES, Plan, linear
 
 __all__ = ["Linear", "saved_activation_bytes"]
@@ -122,7 +130,10 @@ class Linear(nn.Module):
                  recipe: str | Recipe = "nvfp4", device=None, *,
                  generator: torch.Generator | None = None, name: str | None = None):
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.in_features = check_int(in_features, "in_features", 0)
+        self.out_features = check_int(out_features, "out_features", 0)
+        check_bool(bias, "bias")
+        check_generator(generator)
         self.name = name
         self.generator = generator
         self.high_precision = False
@@ -162,7 +173,8 @@ class Linear(nn.Module):
     @property
     def precision(self) -> str:
         """``"high_precision"``, ``"hp_fprop"`` or ``"quantized"`` (what the next call runs)."""
-        if self.high_precision or not self._recipe.quantized:
+        if self.high_precision or not self._recipe.quantized or \
+                0 in (self.in_features, self.out_features):     # nothing to quantize
             return "high_precision"
         return "hp_fprop" if self.hp_fprop else "quantized"
 
@@ -200,9 +212,25 @@ class Linear(nn.Module):
                                   dtype=torch.uint8)
         return torch.cat([prefix, body])
 
+    def check_extra_state(self, state) -> tuple[dict, dict, Recipe]:
+        """Decode and validate ``state`` for this layer without applying it (a checkpoint loader
+        calls this for every layer before it touches any): ``(header, values, recipe)``."""
+        label = self._label()
+        header, values = _decode_state(state, label)
+        try:
+            recipe = Recipe.from_json(header["recipe"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{label}: _extra_state holds no valid recipe: {err}") from None
+        _check_dims(recipe, self.in_features, self.out_features, self.name)
+        wanted = {r: op.history_len for r, op in _delayed_roles(recipe).items()}
+        for role, (history, _) in values.items():
+            if role in wanted and history.numel() != wanted[role]:
+                raise ValueError(f"{label}: delayed history of {role} has {history.numel()} "
+                                 f"entries, the recipe wants {wanted[role]}")
+        return header, values, recipe
+
     def set_extra_state(self, state) -> None:
-        header, values = _decode_state(state, self._label())
-        recipe = Recipe.from_json(header["recipe"])
+        header, values, recipe = self.check_extra_state(state)
         if recipe != self._recipe:
             log.info("%s: loading recipe %r from the state_dict (was %r)",
                      self.name or "Linear", recipe.name, self._recipe.name)
@@ -213,12 +241,17 @@ class Linear(nn.Module):
         for role, (history, scale) in values.items():
             if f"{role}/history" not in live:
                 continue
-            if history.numel() != live[f"{role}/history"].numel():
-                raise ValueError(f"{self._label()}: delayed history of {role} has "
-                                 f"{history.numel()} entries, the recipe wants "
-                                 f"{live[f'{role}/history'].numel()}")
             live[f"{role}/history"].copy_(history)
             live[f"{role}/scale"].copy_(scale.reshape(()))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """As ``nn.Module``'s, but a state dict without ``_extra_state`` (a plain ``nn.Linear``
+        one) is complete: the layer keeps its own recipe and quantization state."""
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        if prefix + "_extra_state" in missing_keys:
+            missing_keys.remove(prefix + "_extra_state")
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -230,9 +263,15 @@ class Linear(nn.Module):
         if x.dim() == 0 or x.shape[-1] != self.in_features:
             raise ValueError(f"{self._label()}: expected input [..., {self.in_features}], "
                              f"got {tuple(x.shape)}")
+        if x.device != self.weight.device:
+            raise ValueError(f"{self._label()}: input is on {x.device}, the weights on "
+                             f"{self.weight.device}")
+        if x.device.type == "meta":                     # no values: shapes only, as nn.Linear
+            return F.linear(x, self.weight.to(x.dtype),
+                            None if self.bias is None else self.bias.to(x.dtype))
         if torch.is_autocast_enabled(x.device.type):     # behave like nn.Linear under autocast
             x = x.to(torch.get_autocast_dtype(x.device.type))
-        x2d = x.reshape(-1, self.in_features)
+        x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features)   # (-1 fails for in = 0)
         precision = self.precision
         plan = Plan(self._recipe, fprop_hp=precision != "quantized",
                     grads_hp=precision == "high_precision")
@@ -270,7 +309,14 @@ def _decode_state(state, label: str) -> tuple[dict, dict]:
         raise ValueError(f"{label}: _extra_state is not a microscale layer state "
                          f"(got {type(state).__name__}); was the checkpoint written by another "
                          "library or truncated?")
-    raw = state.cpu()
+    try:
+        return _parse_state(state.cpu(), label)
+    except (KeyError, TypeError, RuntimeError, ValueError) as err:  # a truncated or edited file
+        raise ValueError(f"{label}: _extra_state is damaged ({type(err).__name__}: {err})") \
+            from None
+
+
+def _parse_state(raw: torch.Tensor, label: str) -> tuple[dict, dict]:
     n = int.from_bytes(bytes(raw[4:8].tolist()), "little")
     header = json.loads(bytes(raw[8:8 + n].tolist()).decode())
     body = raw[8 + n:].clone().view(torch.float32)

@@ -21,6 +21,7 @@ import math
 
 from torch import nn
 
+from ..validate import check_int
 from .linear import Linear
 
 __all__ = ["PrecisionSchedule", "high_precision", "quantized_layers"]
@@ -30,6 +31,8 @@ _MODES = ("fprop", "all")
 
 def quantized_layers(model: nn.Module) -> list[Linear]:
     """Every ``ms.Linear`` in ``model`` (the model itself included)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     return [m for m in model.modules() if isinstance(m, Linear)]
 
 
@@ -45,8 +48,8 @@ class PrecisionSchedule:
     def __init__(self, switch_step: int | None, mode: str = "fprop"):
         if mode not in _MODES:
             raise ValueError(f"mode must be 'fprop' or 'all', got {mode!r}")
-        if switch_step is not None and (not isinstance(switch_step, int) or switch_step < 0):
-            raise ValueError(f"switch_step must be a non-negative int or None, got {switch_step!r}")
+        if switch_step is not None:
+            switch_step = check_int(switch_step, "switch_step", 0)
         self.switch_step, self.mode = switch_step, mode
 
     @classmethod

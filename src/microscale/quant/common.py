@@ -2,17 +2,29 @@
 
 Every quantizer works on ``x`` viewed as ``[rows, cols]``: the last dimension is the
 quantization (GEMM reduction) dimension and all leading dimensions are flattened into rows.
-Bad input fails here with an error that names the problem, before any arithmetic runs.
+Bad input fails here with an error that names the problem, before any arithmetic runs: the
+metadata checks are :func:`microscale.validate.check_input_meta` (the same function the public
+boundary calls), the value checks (NaN/Inf in x, the value of a given amax or scale) are here,
+and ``check_finite=False`` skips them.
+
+With ``check_finite=False`` non-finite input has one specified result (docs/SPEC.md, "Notes:
+non-finite input"), implemented by :func:`split_nan` and :func:`mark_nan`: quantize as if every
+NaN were +0, then store the NaN where the format can hold it (an FP8 element, or the scale of
+an E2M1 block). ±Inf needs no helper: it is the largest value of every max it enters.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["SUPPORTED_DTYPES", "check_input", "as_rows", "random_bytes", "rand_bits_like",
-           "draw_seed", "exp2_int", "floor_log2"]
+from ..validate import SUPPORTED_DTYPES, check_generator, check_input_meta, check_rand_bits
 
-SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+__all__ = ["SUPPORTED_DTYPES", "check_input", "check_given_scalar", "as_rows", "random_bytes",
+           "rand_bits_like", "draw_seed", "exp2_int", "floor_log2", "split_nan", "mark_nan",
+           "NAN_BYTE_FP8", "NAN_BYTE_E8M0"]
+
+NAN_BYTE_FP8 = 0x7F     # the NaN stored for E4M3/E5M2 elements and E4M3 scales (torch's +NaN)
+NAN_BYTE_E8M0 = 0xFF    # the UE8M0 NaN scale
 
 
 def check_input(x: torch.Tensor, fmt: str, block_cols: int, block_rows: int = 1,
@@ -22,27 +34,44 @@ def check_input(x: torch.Tensor, fmt: str, block_cols: int, block_rows: int = 1,
     Quantization is not differentiable: codes, scales and amax must never hold autograd
     history (a saved QuantizedTensor would otherwise keep the whole graph alive).
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{fmt}: expected a torch.Tensor, got {type(x).__name__}")
-    if x.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"{fmt}: input dtype must be float32, bfloat16 or float16, got {x.dtype}")
-    if x.dim() == 0:
-        raise ValueError(f"{fmt}: cannot quantize a 0-dim tensor (need at least [cols])")
-    if x.numel() == 0:
-        raise ValueError(f"{fmt}: cannot quantize an empty tensor of shape {tuple(x.shape)}")
-    cols = x.shape[-1]
-    if cols % block_cols:
-        raise ValueError(f"{fmt}: last dimension {cols} is not divisible by the block size "
-                         f"{block_cols}; pad it to a multiple of {block_cols}")
-    rows = x.numel() // cols
-    if rows % block_rows:
-        raise ValueError(f"{fmt}: {block_rows}x{block_cols} tiles need the row count "
-                         f"(leading dims flattened: {rows}) divisible by {block_rows}")
+    check_input_meta(x, fmt, block_cols, block_rows)
     if check_finite and not bool(torch.isfinite(x).all()):
         bad = "NaN" if bool(torch.isnan(x).any()) else "Inf"
         raise ValueError(f"{fmt}: input contains {bad}; {fmt} cannot represent it "
                          "(pass check_finite=False to skip this check at your own risk)")
     return x.detach()
+
+
+def check_given_scalar(value: torch.Tensor | None, name: str, fmt: str,
+                       check_finite: bool = True) -> None:
+    """A caller-given ``amax`` or ``scale`` must be finite and > 0 (0 would turn every code into
+    ±max, NaN every scale into NaN, a negative value flips signs). Reads one value (a host
+    sync on CUDA), so ``check_finite=False`` skips it like the check on x."""
+    if value is None or not check_finite:
+        return
+    v = float(value.detach().reshape(-1)[0])
+    if not (v > 0 and v != float("inf")):
+        raise ValueError(f"{fmt}: the given {name} must be finite and > 0, got {v}")
+
+
+def split_nan(x_hp: torch.Tensor, check_finite: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(x with every NaN replaced by +0, NaN mask)``; ``(x, None)`` when x was checked finite.
+
+    Quantizing the zeroed tensor gives the codes, scales and amax of everything else exactly
+    as if the NaN were 0 (max|x| ignores NaN); :func:`mark_nan` then stores the NaN.
+    """
+    if check_finite:
+        return x_hp, None
+    nan = torch.isnan(x_hp)
+    return torch.where(nan, torch.zeros_like(x_hp), x_hp), nan
+
+
+def mark_nan(stored: torch.Tensor, mask: torch.Tensor | None, nan_byte: int) -> torch.Tensor:
+    """``stored`` (any 1-byte dtype) with ``nan_byte`` wherever ``mask`` is set."""
+    if mask is None:
+        return stored
+    raw = stored.view(torch.uint8)
+    return torch.where(mask, torch.full_like(raw, nan_byte), raw).view(stored.dtype)
 
 
 def as_rows(x: torch.Tensor) -> torch.Tensor:
@@ -61,8 +90,8 @@ def random_bytes(shape, generator: torch.Generator | None, device,
     if seed is not None:
         generator = torch.Generator(device=device)
         generator.manual_seed(int(seed.reshape(-1)[0]))
-    elif generator is not None and generator.device.type != torch.device(device).type:
-        raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
+    else:
+        check_generator(generator, torch.device(device))
     return torch.randint(0, 256, tuple(shape), generator=generator, device=device,
                          dtype=torch.uint8)
 
@@ -74,8 +103,7 @@ def draw_seed(generator: torch.Generator | None, device: torch.device) -> torch.
     It stays on the device: the kernels load it (in-kernel Philox, no host sync) and the
     reference seeds a generator with it, so one seed gives the same codes on one backend.
     """
-    if generator is not None and generator.device.type != torch.device(device).type:
-        raise ValueError(f"generator is on {generator.device} but the tensor is on {device}")
+    check_generator(generator, torch.device(device))
     gen_device = generator.device if generator is not None else device
     seed = torch.randint(0, 2**31 - 1, (1,), generator=generator, device=gen_device,
                          dtype=torch.int64)
@@ -84,13 +112,7 @@ def draw_seed(generator: torch.Generator | None, device: torch.device) -> torch.
 
 def rand_bits_like(rand_bits, y: torch.Tensor) -> torch.Tensor:
     """Caller-given SR bytes, checked (uint8, one per element of x, same device) and shaped like y."""
-    if (not isinstance(rand_bits, torch.Tensor) or rand_bits.dtype != torch.uint8
-            or rand_bits.numel() != y.numel() or rand_bits.device != y.device):
-        got = (f"{rand_bits.dtype} {tuple(rand_bits.shape)} on {rand_bits.device}"
-               if isinstance(rand_bits, torch.Tensor) else type(rand_bits).__name__)
-        raise ValueError(f"rand_bits must be a uint8 tensor with one byte per element of x "
-                         f"({y.numel()} on {y.device}), got {got}")
-    return rand_bits.reshape(y.shape)
+    return check_rand_bits(rand_bits, y.numel(), y.device).reshape(y.shape)
 
 
 def floor_log2(v: torch.Tensor) -> torch.Tensor:

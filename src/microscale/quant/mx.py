@@ -11,9 +11,12 @@ as a UE8M0 byte ``e`` meaning ``2^(e-127)``. No per-tensor scale. For a block wi
 * ``floor`` mode (OCP v1.0): ``k = floor(log2 vmax) - emax``; the top of the block may then
   exceed ``elem_max`` and saturates.
 
-``vmax = 0`` stores byte 0; ``k`` is clamped to [-127, 127]. Elements are
-``cast_rne_satfinite(x / 2^k)`` (division by a power of two is exact unless the result is
-subnormal in fp32, where it rounds once like the hardware). MXFP4 codes are packed two per
+``vmax = 0`` stores byte 0; ``k`` is clamped to [-127, 127]; ``vmax = ±Inf`` (only with
+``check_finite=False``) gets the unit scale ``k = 0`` and its Inf saturates to ±elem_max.
+Elements are ``cast_rne_satfinite(x / 2^k)`` (division by a power of two is exact unless the
+result is subnormal in fp32, where it rounds once like the hardware). A NaN (also only with
+``check_finite=False``) is read as 0 and stored as the E4M3/E5M2 NaN byte 0x7F (MXFP8) or as
+its block's scale byte 0xFF (MXFP4, whose elements have no NaN). MXFP4 codes are packed two per
 byte like NVFP4. Memory: 8.25 bits per element for MXFP8, 4.25 for MXFP4.
 """
 
@@ -22,23 +25,23 @@ from __future__ import annotations
 import torch
 
 from ..formats import E2M1, E4M3, E5M2, ElemFormat, e2m1_encode, e2m1_stochastic_encode
-from ..formats import e8m0_encode_exponent, fp8_cast_satfinite, pack_fp4
+from ..formats import e8m0_encode_exponent, fp8_cast_satfinite, pack_nibbles
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
-from .common import as_rows, check_input, exp2_int, floor_log2, rand_bits_like, random_bytes
+from ..validate import SCALE_ROUNDINGS, check_scale_rounding
+from .common import (NAN_BYTE_E8M0, NAN_BYTE_FP8, as_rows, check_input, exp2_int, floor_log2,
+                     mark_nan, rand_bits_like, random_bytes, split_nan)
 
 __all__ = ["quantize_mx", "mx_scale_exponent", "MX_BLOCK", "SCALE_ROUNDINGS"]
 
 MX_BLOCK = 32
-SCALE_ROUNDINGS = ("ceil", "floor")
 _MX_ELEM = {QFormat.MXFP8_E4M3: E4M3, QFormat.MXFP8_E5M2: E5M2, QFormat.MXFP4: E2M1}
 
 
 def mx_scale_exponent(vmax: torch.Tensor, elem: ElemFormat, scale_rounding: str = "ceil"
                       ) -> torch.Tensor:
     """Unbiased block exponent ``k`` (int32, clamped to [-127, 127]) from fp32 block maxima."""
-    if scale_rounding not in SCALE_ROUNDINGS:
-        raise ValueError(f"scale_rounding must be 'ceil' or 'floor', got {scale_rounding!r}")
+    check_scale_rounding(scale_rounding)
     vmax = vmax.float()
     pos = vmax > 0
     safe = torch.where(pos, vmax, torch.ones_like(vmax))
@@ -48,6 +51,7 @@ def mx_scale_exponent(vmax: torch.Tensor, elem: ElemFormat, scale_rounding: str 
         limit = elem.max * torch.ldexp(torch.ones_like(k, dtype=torch.float64), k)
         k = k + (safe.double() > limit).to(torch.int32)
     k = k.clamp(-127, 127)
+    k = torch.where(torch.isinf(vmax), torch.zeros_like(k), k)   # Inf: the unit scale, 2^0
     return torch.where(pos, k, torch.full_like(k, -127))  # vmax = 0 → byte 0
 
 
@@ -77,7 +81,7 @@ def quantize_mx(
     x2 = as_rows(check_input(x, fmt.value, MX_BLOCK, 1, check_finite))
     if rht:
         x2 = _rht(x2, rht_d)
-    x_hp = x2.float()
+    x_hp, nan = split_nan(x2.float(), check_finite)     # NaN: quantized as 0, then marked
     rows, cols = x_hp.shape
     amax = x_hp.abs().amax()
     vmax = x_hp.abs().reshape(rows, cols // MX_BLOCK, MX_BLOCK).amax(dim=-1)
@@ -92,11 +96,14 @@ def quantize_mx(
             codes = e2m1_stochastic_encode(y, rand_bits_like(bits, y))
         else:
             codes = e2m1_encode(y)
-        data = pack_fp4(codes)
-    else:
-        data = fp8_cast_satfinite(y, elem.torch_dtype)
+        data = pack_nibbles(codes)
+        scale_nan = None if nan is None else nan.reshape(rows, cols // MX_BLOCK, MX_BLOCK).any(-1)
+    else:                           # FP8 elements hold the NaN themselves
+        data = mark_nan(fp8_cast_satfinite(y, elem.torch_dtype), nan, NAN_BYTE_FP8)
+        scale_nan = None
+    scale = mark_nan(e8m0_encode_exponent(k), scale_nan, NAN_BYTE_E8M0)
     return QuantizedTensor(
-        fmt=fmt, data=data, scale=e8m0_encode_exponent(k), amax=amax, shape=x.shape,
+        fmt=fmt, data=data, scale=scale, amax=amax, shape=x.shape,
         orig_dtype=x.dtype, block=(1, MX_BLOCK), rht_d=rht_d if rht else 0,
         extra={"scale_rounding": scale_rounding, "stochastic": stochastic},
     )

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import torch
 
-from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite, pack_fp4
+from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite
+from ..formats import pack_nibbles
 from ..hadamard import rht as _rht
 from ..tensor import QFormat, QuantizedTensor
-from .common import as_rows, check_input, rand_bits_like, random_bytes
+from .common import (NAN_BYTE_FP8, as_rows, check_given_scalar, check_input, mark_nan,
+                     rand_bits_like, random_bytes, split_nan)
 
 __all__ = ["quantize_nvfp4", "nvfp4_global_scales", "nvfp4_alpha", "NVFP4_BLOCK"]
 
@@ -45,8 +47,14 @@ def nvfp4_global_scales(amax: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
 
 
 def nvfp4_alpha(amax_a: torch.Tensor, amax_b: torch.Tensor) -> torch.Tensor:
-    """GEMM epilogue factor ``α = amax_a · amax_b / 7225344`` (SPEC §6; 7225344 = 6²·448²)."""
-    return amax_a.float() * amax_b.float() / 7225344.0
+    """GEMM epilogue factor ``α = amax_a · amax_b / 7225344`` (SPEC §6; 7225344 = 6²·448²).
+
+    α is ``S_dec_a · S_dec_b`` with ``S_dec = amax / 2688``; an infinite amax (non-finite
+    input under ``check_finite=False``) has ``S_dec = 1`` (SPEC §2), so it enters α as 2688.
+    """
+    a, b = (torch.where(torch.isinf(t.float()), torch.full_like(t.float(), 2688.0), t.float())
+            for t in (amax_a, amax_b))
+    return a * b / 7225344.0
 
 
 def _block_vmax(x_hp: torch.Tensor, block_2d: bool) -> torch.Tensor:
@@ -80,13 +88,15 @@ def quantize_nvfp4(
             a uint8 tensor of x's flattened shape, for bit-exact kernel tests, or a
             generator seeded with ``seed``, an integer tensor from ``common.draw_seed``).
         amax: use this fp32 amax instead of measuring it (e.g. a shared or delayed amax).
-        check_finite: raise on NaN/Inf input (SPEC leaves NaN undefined); pass False in hot
-            paths whose input is known finite.
+        check_finite: raise on NaN/Inf input and on a given ``amax`` that is not finite and
+            > 0. With False, ±Inf and NaN follow docs/SPEC.md "Notes: non-finite input" (Inf
+            saturates to ±6 with S_enc = 1; a NaN makes its block's scale byte NaN, 0x7F).
     """
     x2 = as_rows(check_input(x, "nvfp4", NVFP4_BLOCK, 16 if block_2d else 1, check_finite))
+    check_given_scalar(amax, "amax", "nvfp4", check_finite)
     if rht:
         x2 = _rht(x2, rht_d)
-    x_hp = x2.float()
+    x_hp, nan = split_nan(x2.float(), check_finite)     # NaN: quantized as 0, then marked
     if amax is None:
         amax = x_hp.abs().amax() if x_hp.numel() else torch.zeros((), device=x.device)
     amax = amax.float().reshape(())
@@ -104,8 +114,10 @@ def quantize_nvfp4(
         codes = e2m1_stochastic_encode(y, rand_bits_like(rand_bits, y))
     else:
         codes = e2m1_encode(y)
+    if nan is not None:             # E2M1 has no NaN: the block's scale carries it
+        scale = mark_nan(scale, _block_vmax(nan.float(), block_2d) > 0, NAN_BYTE_FP8)
     return QuantizedTensor(
-        fmt=QFormat.NVFP4, data=pack_fp4(codes), scale=scale, amax=amax, shape=x.shape,
+        fmt=QFormat.NVFP4, data=pack_nibbles(codes), scale=scale, amax=amax, shape=x.shape,
         orig_dtype=x.dtype, block=(16, 16) if block_2d else (1, 16), rht_d=rht_d if rht else 0,
         extra={"stochastic": stochastic},
     )
