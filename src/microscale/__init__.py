@@ -29,6 +29,7 @@ _LAZY = {
     "GemmConfig": "microscale.recipe",
     "Rounding": "microscale.recipe",
     "Linear": "microscale.nn.linear",
+    "TransposedLinear": "microscale.nn.transposed",
     "convert": "microscale.nn.convert",
     "ConversionReport": "microscale.nn.convert",
     "PrecisionSchedule": "microscale.nn.schedule",
