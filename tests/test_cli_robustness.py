@@ -86,6 +86,18 @@ def test_base_install_help_and_one_line_hint(monkeypatch, capsys, tmp_path):
     assert "needs safetensors" in line and "microscale[train]" in line
 
 
+def test_core_import_stays_light():
+    """import microscale, convert and reach the integrations: transformers is never imported."""
+    code = ("import sys, torch, microscale as ms\n"
+            "model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Linear(32, 32))\n"
+            "ms.convert(model, 'mxfp8')\n"
+            "assert callable(ms.integrations.transformers.from_pretrained) and callable(ms.export)\n"
+            "heavy = {'transformers', 'compressed_tensors', 'safetensors', 'matplotlib'}\n"
+            "print(sorted(heavy & set(sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 @pytest.mark.skipif(importlib.util.find_spec("setuptools") is None, reason="needs setuptools")
 def test_wheel_ships_py_typed(tmp_path):
     src = tmp_path / "src"

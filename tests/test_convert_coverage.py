@@ -14,6 +14,8 @@ from microscale.nn.coverage import UNPLANNED_WARN_SHARE
 
 D = 32
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 
 class Experts(nn.Module):
     """A fused MoE: one 3-D parameter for all experts, applied with bmm (like transformers 5)."""

@@ -13,6 +13,8 @@ pytest.importorskip("compressed_tensors")
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "huggingface.md"
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 
 def sections() -> list[tuple[str, list[str]]]:
     """``(## heading, [python blocks])`` in document order."""

@@ -32,6 +32,8 @@ WEIGHT_OPERANDS = {                       # preset -> which operand's config to 
     "fp8 tensorwise": ("fp8_tensorwise", "fprop", "b"),
 }
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 
 def _operand(key):
     preset, gemm, operand = WEIGHT_OPERANDS[key]

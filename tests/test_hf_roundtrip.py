@@ -24,6 +24,8 @@ from microscale.nn.record import apply_record, safetensors_metadata  # noqa: E40
 
 VOCAB = 128
 
+pytestmark = pytest.mark.usefixtures("single_thread")
+
 
 def llama(**overrides):
     cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,

@@ -46,7 +46,12 @@ __all__ = [
 ]
 
 
+_SUBPACKAGES = ("integrations",)       # ms.integrations.transformers... without an import
+
+
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -55,4 +60,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))

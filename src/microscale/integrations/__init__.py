@@ -11,3 +11,15 @@
 None of these modules imports its library at module level; the functions do, and raise a
 one-line ``ImportError`` naming the extra to install when the library is missing.
 """
+
+from __future__ import annotations
+
+import importlib
+
+_MODULES = ("transformers", "export", "compressed_tensors")
+
+
+def __getattr__(name: str):
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,7 +35,9 @@ live in the rotated domain), and Hugging Face ``Conv1D`` layers (GPT-2: the load
 ``nn.Linear`` modules only). Activations are left dynamic / unquantized (W4A16-style): training
 keeps no static input scales, which NVFP4 activation quantization in these engines needs.
 Stochastic rounding does not apply to an exported weight; it is quantized with RNE, and a
-delayed-scaling FP8 weight with the current amax (what current scaling would use).
+delayed-scaling FP8 weight with the current amax (what current scaling would use). The layers'
+precision switches (``high_precision``, ``hp_fprop``) do not change what is exported: a
+converted layer always exports its recipe's fprop weight.
 """
 
 from __future__ import annotations

@@ -241,8 +241,7 @@ class _Decider:
             return (f"smaller than one {self.recipe.name} block (in={in_f}, out={out_f}; blocks "
                     f"need multiples of {self.need['in']}/{self.need['out']}), e.g. a router "
                     "or gate"), False
-        new = _new_layer(name, mod, self.recipe, self.on_error)
-        return new, False
+        return _new_layer(name, mod, self.recipe, self.on_error), False
 
 
 def _count_share(model: nn.Module, blocks: list[str], outcome: dict[str, bool | None],
