@@ -121,6 +121,23 @@ def test_from_pretrained_refuses_what_it_cannot_rebuild_and_follows_the_weights(
     assert quantized_layers(again).keys() == quantized_layers(model).keys()
 
 
+def test_reload_converts_exactly_the_saved_layers_even_a_hand_converted_head(tmp_path):
+    model = converted(llama, "mxfp8")
+    model.lm_head = ms.Linear.from_linear(model.lm_head, "nvfp4", name="lm_head")   # by hand
+    model.save_pretrained(tmp_path)
+    with pytest.warns(UserWarning, match="only in the weights: \\['lm_head'\\]"):   # stale record
+        again = from_pretrained(transformers.AutoModelForCausalLM, tmp_path)
+    assert again.lm_head.recipe.name == "nvfp4"
+    assert torch.equal(logits(again, ids()), logits(model, ids()))
+    record = {"recipes": {"k": ms.Recipe.from_name("nvfp4").to_dict()},
+              "converted": {"model.layers.0.nope": "k"}}
+    with pytest.raises(ValueError, match="does not have"):
+        apply_record(llama(), record)
+    record["converted"] = {"model.layers.0.input_layernorm": "k"}
+    with pytest.raises(ValueError, match="LlamaRMSNorm, not a Linear"):
+        apply_record(llama(), record)
+
+
 # ---------------------------------------------------------------------------- other writers
 def test_safetensors_save_model_and_record_metadata(tmp_path):
     from safetensors import safe_open

@@ -13,8 +13,8 @@ A converted model's weights alone do not say how to rebuild it: ``save_pretraine
 
 :func:`conversion_record` builds it from the live model (every ``ms.Linear`` is listed, so two
 ``convert`` calls with different recipes give two recipe keys); :func:`apply_record` converts a
-freshly built model of the same architecture exactly as listed, and fails loudly when the
-architecture has other layers than the record names.
+freshly built model of the same architecture exactly as listed (no heuristics), and fails
+loudly when a listed layer is missing or is not a Linear / Conv1D.
 
 Where it is written: ``convert`` stores it as ``model.config.microscale`` when the model has a
 Hugging Face style config (an object with ``to_json_string``), so ``save_pretrained`` puts it
@@ -32,6 +32,7 @@ from torch import nn
 
 from ..recipe import Recipe
 from .linear import Linear
+from .transposed import TransposedLinear, is_conv1d
 
 __all__ = ["RECORD_KEY", "conversion_record", "apply_record", "stamp", "read_stamp",
            "safetensors_metadata"]
@@ -77,24 +78,35 @@ def _check(record) -> dict:
     return record
 
 
-def apply_record(model: nn.Module, record: dict) -> None:
-    """Convert ``model`` (freshly built, same architecture) exactly as ``record`` lists."""
-    from .convert import convert
+def _converted_layer(model: nn.Module, name: str, recipe: Recipe) -> Linear | None:
+    """``name``'s module converted with ``recipe`` (None if it already is an ``ms.Linear``)."""
+    try:
+        mod = model.get_submodule(name)
+    except AttributeError:
+        raise ValueError(f"the conversion record lists {name!r}, which this model does not "
+                         "have (a different architecture or config?)") from None
+    if isinstance(mod, Linear):
+        mod.recipe = recipe
+        return None
+    if isinstance(mod, nn.Linear):
+        return Linear.from_linear(mod, recipe, name=name)
+    if is_conv1d(mod):
+        return TransposedLinear.from_conv1d(mod, recipe, name=name)
+    raise ValueError(f"the conversion record lists {name!r} as converted, but in this model it "
+                     f"is a {type(mod).__name__}, not a Linear or Conv1D")
 
+
+def apply_record(model: nn.Module, record: dict) -> None:
+    """Convert ``model`` (same architecture) exactly as ``record`` lists: the named layers with
+    their recipes, nothing else (no head or block heuristics). All-or-nothing, like convert."""
     record = _check(record)
-    for key, recipe_dict in record["recipes"].items():
-        names = {n for n, k in record["converted"].items() if k == key}
-        if names:
-            convert(model, Recipe.from_dict(recipe_dict), keep_high_precision=[],
-                    module_filter_fn=lambda mod, fqn, names=names: fqn in names)
-    have = {n for n, m in model.named_modules() if isinstance(m, Linear)}
-    want = set(record["converted"])
-    if have != want:
-        missing, extra = sorted(want - have), sorted(have - want)
-        raise ValueError("the model does not match its conversion record: "
-                         + (f"not converted (absent or not a Linear/Conv1D): {missing[:5]} "
-                            if missing else "")
-                         + (f"converted but not in the record: {extra[:5]}" if extra else ""))
+    recipes = {key: Recipe.from_dict(d) for key, d in record["recipes"].items()}
+    swaps = [(name, _converted_layer(model, name, recipes[key]))
+             for name, key in record["converted"].items()]
+    for name, new in swaps:
+        if new is not None:
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent), leaf, new)
     stamp(model, record)
 
 
