@@ -76,7 +76,12 @@ _HEAD_NAMES = ("lm_head", "head", "output", "classifier")
 
 @dataclass
 class ConversionReport:
-    """What :func:`convert` did: ``converted`` names, ``kept`` name -> reason."""
+    """What :func:`convert` did.
+
+    ``converted``: the swapped layers. ``kept``: name -> reason for every module or parameter
+    doing a matrix multiply that stays high precision (and the embeddings). ``gemm_share``: the
+    blocks' GEMM weight elements by outcome; ``warning``: the share warning, if one was issued.
+    """
 
     recipe: str
     converted: list[str] = field(default_factory=list)
