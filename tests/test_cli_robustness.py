@@ -91,7 +91,8 @@ def test_core_import_stays_light():
     code = ("import sys, torch, microscale as ms\n"
             "model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.Linear(32, 32))\n"
             "ms.convert(model, 'mxfp8')\n"
-            "assert callable(ms.integrations.transformers.from_pretrained) and callable(ms.export)\n"
+            "assert callable(ms.integrations.transformers.from_pretrained)\n"
+            "assert callable(ms.export)\n"
             "heavy = {'transformers', 'compressed_tensors', 'safetensors', 'matplotlib'}\n"
             "print(sorted(heavy & set(sys.modules)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

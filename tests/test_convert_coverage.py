@@ -70,7 +70,8 @@ def test_small_layers_kept_experts_reported_and_share_warned():
     assert (share.quantized, share.kept_by_choice, share.kept_other) == (attn, 0, other)
     assert share.unplanned_share > UNPLANNED_WARN_SHARE and report.warning is not None
     assert f"{share.high_precision_share:.0%}" in report.warning
-    assert "block GEMM weights: " in str(report) and report.to_dict()["gemm_params"]["quantized"] == attn
+    assert "block GEMM weights: " in str(report)
+    assert report.to_dict()["gemm_params"]["quantized"] == attn
     model(torch.randint(0, 64, (2, 8))).sum().backward()          # still trains
 
 

@@ -237,8 +237,8 @@ def _fsdp_worker(rank: int, world: int, ckpt: str, port: int, results) -> None:
     dcp.load(state, checkpoint_id=ckpt)
     set_model_state_dict(fresh, state)
     loaded = get_model_state_dict(fresh, options=full)
-    ok = all(isinstance(v, torch.Tensor) for v in saved.values()) and saved.keys() == loaded.keys() \
-        and all(torch.equal(saved[k], loaded[k]) for k in saved)
+    ok = all(isinstance(v, torch.Tensor) for v in saved.values()) \
+        and saved.keys() == loaded.keys() and all(torch.equal(saved[k], loaded[k]) for k in saved)
     ok = ok and torch.equal(logits(model, ids()), logits(fresh, ids()))
     results.put((rank, ok, sum(k.endswith("_extra_state") for k in saved)))
     dist.destroy_process_group()

@@ -10,8 +10,8 @@ What a converted model's ``save_pretrained`` (or ``Trainer``'s checkpoint) direc
                          precision switches) + fp32 delayed-scaling state (nn/linear.py)
 
 A plain ``AutoModelForCausalLM.from_pretrained(dir)`` reads this as the unconverted architecture
-with the trained weights (and lists the ``_extra_state`` keys as unexpected). :func:`from_pretrained`
-re-creates the quantized model in one call:
+with the trained weights (and lists the ``_extra_state`` keys as unexpected).
+:func:`from_pretrained` re-creates the quantized model in one call:
 
 1. ``model_cls.from_pretrained(dir, **kwargs)`` loads the architecture and weights (tied weights,
    shards, the MoE layout conversions of transformers 5, ``device_map``... all Hugging Face's).
@@ -41,7 +41,8 @@ import torch
 from torch import nn
 
 from ..nn.linear import Linear, _decode_state
-from ..nn.record import RECORD_KEY, apply_record
+from ..nn.record import RECORD_KEY, _recipe_key, apply_record
+from ..recipe import Recipe
 
 __all__ = ["from_pretrained", "checkpoint_files", "read_extra_states"]
 
@@ -95,12 +96,7 @@ def _record_from_states(states: dict[str, torch.Tensor], config_record: dict | N
     recipes, converted = {}, {}
     for name, state in states.items():
         header, _ = _decode_state(state, f"{name}{_EXTRA}")
-        recipe = json.loads(header["recipe"])
-        key = next((k for k, v in recipes.items() if v == recipe), None)
-        if key is None:
-            key = recipe["name"] if recipe["name"] not in recipes else f"{recipe['name']}#{len(recipes) + 1}"
-            recipes[key] = recipe
-        converted[name] = key
+        converted[name] = _recipe_key(Recipe.from_json(header["recipe"]), recipes)
     if config_record is not None and set(config_record.get("converted", {})) != set(converted):
         only_cfg = sorted(set(config_record["converted"]) - set(converted))
         only_ckpt = sorted(set(converted) - set(config_record["converted"]))

@@ -1,4 +1,4 @@
-"""``ms.convert``: swap a model's ``nn.Linear`` (and HF ``Conv1D``) layers for ``ms.Linear`` in place.
+"""``ms.convert``: swap a model's ``nn.Linear`` and HF ``Conv1D`` layers for ``ms.Linear`` in place.
 
 Which layers stay in high precision (SPEC §9)
 =============================================

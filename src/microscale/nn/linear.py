@@ -17,9 +17,9 @@ costs one recompile.
 Dtypes
 ======
 Master ``weight``/``bias`` are fp32 parameters and stay fp32 when the model is cast
-(``model.to(torch.bfloat16)`` casts everything around the layer, not the masters). The output and dx have x's dtype (fp32, bf16 or
-fp16; under ``torch.autocast`` x is first cast to the autocast dtype, as ``nn.Linear`` would be,
-and autocast is off inside the layer so the GEMM emulation stays exact); dW and db are fp32.
+(``model.to(torch.bfloat16)`` casts everything around the layer, not the masters).
+The output and dx have x's dtype (fp32, bf16 or fp16; under ``torch.autocast`` x is first
+cast to the autocast dtype, as ``nn.Linear`` would be, and autocast is off inside the layer so the GEMM emulation stays exact); dW and db are fp32.
 Activations are quantized from x in its own dtype, the weight from the fp32 master.
 
 State
