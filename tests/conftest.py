@@ -45,3 +45,14 @@ def all_bf16() -> torch.Tensor:
     """Every bf16 bit pattern (65536 values, NaN and ±Inf included) as a bf16 tensor."""
     bits = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
     return torch.from_numpy(bits.copy()).view(torch.bfloat16)
+
+
+@pytest.fixture
+def single_thread():
+    """One intra-op thread for the test: the reference quantizers are chains of small ops, which
+    run several times faster on one CPU thread than handed between threads (the harness makes
+    the same choice for quantized recipes on CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

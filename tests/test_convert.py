@@ -111,7 +111,8 @@ def test_untileable_layer_raises_or_skips():
     model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 40))
     with pytest.raises(ValueError, match=r"cannot convert '2'.*out_features=40.*multiple of 16"):
         ms.convert(model, "nvfp4", keep_high_precision=[])
-    report = ms.convert(model, "nvfp4", keep_high_precision=[], on_error="skip")
+    with pytest.warns(UserWarning, match="56% of the GEMM weights"):     # 40·32 of 72·32
+        report = ms.convert(model, "nvfp4", keep_high_precision=[], on_error="skip")
     assert report.converted == ["0"] and "on_error='skip'" in report.kept["2"]
     assert type(model[2]) is nn.Linear
 
@@ -125,8 +126,10 @@ def test_blocks_sequential_root_and_mha():
     assert find_blocks(mixed) == (None, [])
     assert len(ms.convert(mixed, "nvfp4").converted) == 2       # no blocks: nothing kept
     mha = nn.ModuleDict({"mha": nn.MultiheadAttention(32, 2), "fc": nn.Linear(32, 32)})
-    report = ms.convert(mha, "nvfp4")
+    with pytest.warns(UserWarning, match="in_proj_weight"):
+        report = ms.convert(mha, "nvfp4")
     assert report.converted == ["fc"] and "MultiheadAttention" in report.kept["mha.out_proj"]
+    assert "unsupported type MultiheadAttention" in report.kept["mha.in_proj_weight"]
 
 
 def test_bad_arguments():

@@ -29,10 +29,12 @@ _LAZY = {
     "GemmConfig": "microscale.recipe",
     "Rounding": "microscale.recipe",
     "Linear": "microscale.nn.linear",
+    "TransposedLinear": "microscale.nn.transposed",
     "convert": "microscale.nn.convert",
     "ConversionReport": "microscale.nn.convert",
     "PrecisionSchedule": "microscale.nn.schedule",
     "high_precision": "microscale.nn.schedule",
+    "export": "microscale.integrations.export",
     "analyze": "microscale.analysis.analyze",
     "QuantMonitor": "microscale.analysis.monitor",
     "explain": "microscale.backend",
@@ -46,7 +48,12 @@ __all__ = [
 ]
 
 
+_SUBPACKAGES = ("integrations",)       # ms.integrations.transformers... without an import
+
+
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -55,4 +62,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))

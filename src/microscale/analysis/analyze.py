@@ -121,7 +121,8 @@ class _Capture:
         def hook(mod, args, out):
             x = args[0]
             if converted:     # fp32 output, like a plain nn.Linear (the layer computed bf16)
-                out = F.linear(x.to(mod.weight.dtype), mod.weight, mod.bias).to(out.dtype)
+                w = mod.gemm_weight()               # [out, in] whatever the master's layout
+                out = F.linear(x.to(w.dtype), w, mod.bias).to(out.dtype)
             if name not in self.order:
                 self.order.append(name)
             self.inputs[name].append(x.detach().reshape(-1, x.shape[-1]))
@@ -275,7 +276,8 @@ def analyze(model: nn.Module, batch, recipe: Recipe | str | None = None,
         mod, converted = by_name[name]
         layer_recipe = _layer_recipe(mod, converted, recipe)
         with torch.no_grad():
-            metrics = _analyze_layer(xs[name], dys[name], mod.weight.detach().float(), layer_recipe, gen)
+            w = mod.gemm_weight() if converted else mod.weight
+            metrics = _analyze_layer(xs[name], dys[name], w.detach().float(), layer_recipe, gen)
         rows.append({"name": name, "index": index, "converted": converted,
                      "recipe": layer_recipe.name, "in_features": mod.in_features,
                      "out_features": mod.out_features, "tokens": xs[name].shape[0], **metrics})

@@ -1,8 +1,10 @@
 """Quantized training layers: ``Linear``, model conversion and the precision schedule.
 
 * :class:`Linear` -- drop-in ``nn.Linear`` whose fprop/dgrad/wgrad GEMMs follow a Recipe.
-* :func:`convert` -- swap a model's ``nn.Linear`` layers in place, keeping the embeddings, the
-  output head and the last blocks in high precision; returns a :class:`ConversionReport`.
+* :class:`TransposedLinear` -- the same for weights stored ``[in, out]`` (HF ``Conv1D``, GPT-2).
+* :func:`convert` -- swap a model's ``nn.Linear`` / ``Conv1D`` layers in place, keeping the
+  embeddings, the output head and the last blocks in high precision; returns a
+  :class:`ConversionReport` that accounts for every GEMM.
 * :class:`PrecisionSchedule` / :func:`high_precision` -- switch converted layers to high
   precision from a given step (fprop only or all GEMMs), or temporarily for evaluation.
 """
@@ -10,6 +12,7 @@
 from .convert import ConversionReport, convert
 from .linear import Linear, saved_activation_bytes
 from .schedule import PrecisionSchedule, high_precision
+from .transposed import TransposedLinear
 
-__all__ = ["Linear", "saved_activation_bytes", "convert", "ConversionReport",
+__all__ = ["Linear", "TransposedLinear", "saved_activation_bytes", "convert", "ConversionReport",
            "PrecisionSchedule", "high_precision"]

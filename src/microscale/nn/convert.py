@@ -1,4 +1,4 @@
-"""``ms.convert``: swap a model's ``nn.Linear`` layers for ``ms.Linear`` in place.
+"""``ms.convert``: swap a model's ``nn.Linear`` and HF ``Conv1D`` layers for ``ms.Linear`` in place.
 
 Which layers stay in high precision (SPEC §9)
 =============================================
@@ -32,13 +32,32 @@ naming the rule; ``on_unmatched="warn"`` logs a warning instead (``"ignore"``: n
 that select nothing on purpose (``"first:0"``, ``"last_fraction:0"``, ``[]``) are fine; the
 recipe's default rule is never reported.
 
-Layers whose feature sizes the recipe's blocks cannot tile (e.g. ``in_features = 100`` with
-NVFP4's 16) raise a ``ValueError`` naming the module path; ``on_error="skip"`` keeps them in
-high precision instead and records why in the report. Conversion is all-or-nothing: when it
-raises, the model is unchanged. The returned :class:`ConversionReport`
-lists every converted layer and every Linear/Embedding left alone, with the reason.
-Conversion copies the parameters into fp32 masters; forward hooks on replaced modules are not
-carried over.
+``module_filter_fn(module, fqn) -> bool`` (the torchao convention) is applied on top: a layer
+it returns False for stays high precision.
+
+Layers smaller than one block in either dimension (MoE routers and gates, e.g. Qwen2-MoE's
+1-output ``shared_expert_gate`` against NVFP4's 16) stay in high precision with that reason.
+Larger layers whose feature sizes the blocks cannot tile (``in_features = 100`` with NVFP4's
+16) raise a ``ValueError`` naming the module path; ``on_error="skip"`` keeps them instead.
+Conversion is all-or-nothing: when it raises, the model is unchanged.
+
+Hugging Face ``Conv1D`` layers (GPT-2; weight stored ``[in, out]``) become
+:class:`~microscale.nn.TransposedLinear`: the same numerics as ``ms.Linear`` of the equivalent
+``nn.Linear``, with the master kept in the Conv1D layout so checkpoints keep their shapes.
+
+The report: every GEMM accounted for
+====================================
+The returned :class:`ConversionReport` lists every converted layer and everything that does a
+matrix multiply but stays in high precision, with the reason: embeddings, the head, kept
+blocks, layers too small or not tileable, and parameters of module types ``convert`` cannot
+swap (fused 3-D MoE experts, routers, ``nn.MultiheadAttention``'s ``in_proj_weight``; see
+:mod:`microscale.nn.coverage`). When more than 10% of the blocks' GEMM weights stay in high
+precision for reasons other than ``keep_high_precision`` / ``module_filter_fn``, ``convert``
+also issues a ``UserWarning`` that states the share. The record of the conversion is stored on
+a Hugging Face model's config (:mod:`microscale.nn.record`), so ``save_pretrained`` writes it.
+
+Conversion copies the parameters into fp32 masters (which then stay fp32 through
+``model.to(dtype)``); forward hooks on replaced modules are not carried over.
 """
 
 from __future__ import annotations
@@ -52,27 +71,39 @@ from typing import Callable
 from torch import nn
 
 from ..recipe import Recipe
+from .coverage import GemmShare, gemm_dims, unconverted_matmuls, warn_if_mostly_high_precision
 from .linear import Linear
+from .record import conversion_record, read_stamp, stamp
+from .transposed import TransposedLinear, is_conv1d
 
 __all__ = ["convert", "ConversionReport", "find_blocks"]
 
-_HEAD_NAMES = ("lm_head", "head", "output", "classifier")
 log = logging.getLogger(__name__)
+
+_HEAD_NAMES = ("lm_head", "head", "output", "classifier")
 
 
 @dataclass
 class ConversionReport:
-    """What :func:`convert` did: ``converted`` names, ``kept`` name -> reason."""
+    """What :func:`convert` did.
+
+    ``converted``: the swapped layers. ``kept``: name -> reason for every module or parameter
+    doing a matrix multiply that stays high precision (and the embeddings). ``gemm_share``: the
+    blocks' GEMM weight elements by outcome; ``warning``: the share warning, if one was issued.
+    """
 
     recipe: str
     converted: list[str] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)
     blocks: str | None = None            # path of the block container ("" = the model itself)
     n_blocks: int = 0
+    gemm_share: GemmShare = field(default_factory=GemmShare)   # block GEMM weights by outcome
+    warning: str | None = None           # the high-precision-share warning, when one was issued
 
     def to_dict(self) -> dict:
         return {"recipe": self.recipe, "converted": list(self.converted), "kept": dict(self.kept),
-                "blocks": self.blocks, "n_blocks": self.n_blocks}
+                "blocks": self.blocks, "n_blocks": self.n_blocks,
+                "gemm_params": self.gemm_share.to_dict()}
 
     def __str__(self) -> str:
         rows = [(n, "converted", self.recipe) for n in self.converted]
@@ -82,6 +113,7 @@ class ConversionReport:
             f"{self.blocks or '<model>'} ({self.n_blocks})"
         lines = [f"convert: {len(self.converted)} converted to {self.recipe}, "
                  f"{len(self.kept)} kept in high precision; blocks: {where}",
+                 self.gemm_share.describe(),
                  f"{'module':<{width}}  {'action':<9}  detail", "-" * (width + 30)]
         lines += [f"{n:<{width}}  {a:<9}  {d}" for n, a, d in rows]
         return "\n".join(lines)
@@ -112,18 +144,23 @@ def _find_heads(model: nn.Module) -> dict[str, str]:
     emb_weights = {id(e.weight) for e in embeddings}
     heads, last_vocab = {}, None
     for name, mod in model.named_modules():
-        if not isinstance(mod, nn.Linear):
+        if not _is_candidate(mod):
             continue
         if name.rsplit(".", 1)[-1] in _HEAD_NAMES:
             heads[name] = f"output head (named {name.rsplit('.', 1)[-1]!r})"
         elif id(mod.weight) in emb_weights:
             heads[name] = "output head (weight tied to an embedding)"
-        if mod.out_features in vocab:
+        if gemm_dims(mod)[1] in vocab:
             last_vocab = name
     if last_vocab is not None and last_vocab not in heads:
-        out = model.get_submodule(last_vocab).out_features
+        out = gemm_dims(model.get_submodule(last_vocab))[1]
         heads[last_vocab] = f"output head (out_features {out} = embedding vocabulary)"
     return heads
+
+
+def _is_candidate(mod: nn.Module) -> bool:
+    """A layer convert can swap: nn.Linear or HF Conv1D (not an ms.Linear already)."""
+    return isinstance(mod, nn.Linear) or is_conv1d(mod)
 
 
 def _block_rule(spec: str, n_blocks: int) -> tuple[set[int], str] | None:
@@ -207,59 +244,127 @@ def _mha_children(model: nn.Module) -> set[str]:
             if isinstance(m, nn.MultiheadAttention) for c, _ in m.named_children()}
 
 
-def _try_convert(name: str, mod: nn.Linear, recipe: Recipe, on_error: str) -> Linear | str:
+def _new_layer(name: str, mod: nn.Module, recipe: Recipe, on_error: str) -> Linear | str:
     """The new layer, or (on_error="skip") the reason it stays high precision."""
     try:
+        if is_conv1d(mod):
+            return TransposedLinear.from_conv1d(mod, recipe, name=name)
         return Linear.from_linear(mod, recipe, name=name)
     except ValueError as err:
         if on_error == "raise":
             raise ValueError(f"convert: cannot convert {name!r}: {err}") from None
-    return (f"size not tileable by {recipe.name} (on_error='skip'): in={mod.in_features}, "
-            f"out={mod.out_features}, need multiples {recipe.required_multiples()}")
+    in_f, out_f = gemm_dims(mod)
+    return (f"size not tileable by {recipe.name} (on_error='skip'): in={in_f}, "
+            f"out={out_f}, need multiples {recipe.required_multiples()}")
+
+
+class _Decider:
+    """Per layer: the new module, or why it stays high precision and whether that was asked."""
+
+    def __init__(self, model: nn.Module, recipe: Recipe, keep, module_filter_fn, on_error: str,
+                 blocks: list[str]):
+        self.recipe, self.on_error, self.filter = recipe, on_error, module_filter_fn
+        self.keep = _keep_rule(keep, recipe, blocks)
+        self.heads, self.mha = _find_heads(model), _mha_children(model)
+        self.need = recipe.required_multiples()
+
+    def __call__(self, name: str, mod: nn.Module) -> tuple[Linear | str, bool]:
+        reason = self.keep(name, mod)        # asked of every layer, so a matching rule counts
+        if name in self.heads:
+            return self.heads[name], True
+        if name in self.mha:
+            return "inside nn.MultiheadAttention (it reads out_proj.weight functionally)", False
+        if reason:
+            return reason, True
+        if self.filter is not None and not self.filter(mod, name):
+            return "module_filter_fn returned False", True
+        in_f, out_f = gemm_dims(mod)
+        if in_f < self.need["in"] or out_f < self.need["out"]:
+            return (f"smaller than one {self.recipe.name} block (in={in_f}, out={out_f}; blocks "
+                    f"need multiples of {self.need['in']}/{self.need['out']}), e.g. a router "
+                    "or gate"), False
+        return _new_layer(name, mod, self.recipe, self.on_error), False
+
+
+def _count_share(model: nn.Module, blocks: list[str], outcome: dict[str, bool | None],
+                 unsupported: dict[str, tuple[str, int]]) -> GemmShare:
+    """Weight elements of the GEMMs inside the blocks (the whole model if none) by outcome:
+    ``outcome[name]`` is None for quantized, True for kept by choice, False for kept otherwise."""
+    share = GemmShare()
+    in_scope = (lambda n: _block_of(n, blocks) is not None) if blocks else (lambda n: True)
+    for name, mod in model.named_modules():
+        if isinstance(mod, Linear) and name not in outcome:
+            outcome[name] = None                  # converted by an earlier convert call
+        if name not in outcome or not in_scope(name):
+            continue
+        n, kind = mod.weight.numel(), outcome[name]
+        if kind is None:
+            share.quantized += n
+        elif kind:
+            share.kept_by_choice += n
+        else:
+            share.kept_other += n
+    share.kept_other += sum(n for p, (_, n) in unsupported.items() if in_scope(p))
+    return share
 
 
 def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precision=None, *,
-            on_error: str = "raise", on_unmatched: str = "raise") -> ConversionReport:
-    """Replace ``model``'s ``nn.Linear`` layers with ``ms.Linear`` in place; see the module doc.
+            on_error: str = "raise", module_filter_fn=None,
+            on_unmatched: str = "raise") -> ConversionReport:
+    """Replace ``model``'s ``nn.Linear`` / HF ``Conv1D`` layers with ``ms.Linear`` in place.
 
     Args:
         model: any ``nn.Module`` (modified in place).
         recipe: a preset name or a :class:`Recipe`.
-        keep_high_precision: which block linears stay ``nn.Linear`` (table above).
+        keep_high_precision: which block linears stay high precision (table in the module doc).
         on_error: ``"raise"`` (default) or ``"skip"`` for layers the recipe cannot tile.
+        module_filter_fn: optional ``fn(module, fqn) -> bool``; False keeps the layer.
         on_unmatched: ``"raise"`` (default), ``"warn"`` or ``"ignore"`` for a
-            ``keep_high_precision`` rule that matches no linear layer.
+            ``keep_high_precision`` rule that matches no layer.
     """
+    _check_args(model, on_error, module_filter_fn, on_unmatched)
+    recipe = Recipe.parse(recipe)
+    blocks_name, blocks = find_blocks(model)
+    report = ConversionReport(recipe.name, blocks=blocks_name, n_blocks=len(blocks))
+    decide = _Decider(model, recipe, keep_high_precision, module_filter_fn, on_error, blocks)
+    swaps, outcome = [], {}
+    for name, mod in model.named_modules():
+        if isinstance(mod, nn.Embedding):
+            report.kept[name] = "embedding (never converted)"
+        if not name or not _is_candidate(mod):
+            continue
+        new, by_choice = decide(name, mod)
+        if isinstance(new, str):
+            report.kept[name], outcome[name] = new, by_choice
+        else:
+            swaps.append((name, new))
+            outcome[name] = None
+    _report_unmatched(decide.keep, blocks, on_unmatched)
+    for name, new in swaps:          # only after every layer converted: no half-done model
+        parent_name, _, leaf = name.rpartition(".")
+        setattr(model.get_submodule(parent_name), leaf, new)
+        report.converted.append(name)
+    unsupported = unconverted_matmuls(model)
+    report.kept.update({path: why for path, (why, _) in unsupported.items()})
+    report.gemm_share = _count_share(model, blocks, outcome, unsupported)
+    others = [f"{n}: {w}" for n, w in report.kept.items() if outcome.get(n) is False] + \
+        [f"{p}: {w}" for p, (w, _) in unsupported.items()]
+    report.warning = warn_if_mostly_high_precision(report.gemm_share, others)
+    previous = read_stamp(model) or {}
+    stamp(model, conversion_record(model, {**previous.get("kept", {}), **report.kept}))
+    return report
+
+
+def _check_args(model, on_error: str, module_filter_fn, on_unmatched: str) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"convert expects an nn.Module, got {type(model).__name__}")
-    if isinstance(model, nn.Linear):
+    if isinstance(model, nn.Linear) or is_conv1d(model):
         raise ValueError("convert cannot replace the model itself; use "
                          "ms.Linear.from_linear(linear, recipe) for a lone nn.Linear")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     if on_unmatched not in ("raise", "warn", "ignore"):
         raise ValueError(f"on_unmatched must be 'raise', 'warn' or 'ignore', got {on_unmatched!r}")
-    recipe = Recipe.parse(recipe)
-    blocks_name, blocks = find_blocks(model)
-    report = ConversionReport(recipe.name, blocks=blocks_name, n_blocks=len(blocks))
-    keep, heads, mha = _keep_rule(keep_high_precision, recipe, blocks), _find_heads(model), \
-        _mha_children(model)
-    swaps = []
-    for name, mod in model.named_modules():
-        if isinstance(mod, nn.Embedding):
-            report.kept[name] = "embedding (never converted)"
-        if not isinstance(mod, nn.Linear) or not name:
-            continue
-        reason = heads.get(name) or ("inside nn.MultiheadAttention" if name in mha else None)
-        kept = keep(name, mod)           # asked of every linear, so a matching rule counts
-        new = reason or kept or _try_convert(name, mod, recipe, on_error)
-        if isinstance(new, str):
-            report.kept[name] = new
-        else:
-            swaps.append((name, new))
-    _report_unmatched(keep, blocks, on_unmatched)
-    for name, new in swaps:          # only after every layer converted: no half-done model
-        parent_name, _, leaf = name.rpartition(".")
-        setattr(model.get_submodule(parent_name), leaf, new)
-        report.converted.append(name)
-    return report
+    if module_filter_fn is not None and not callable(module_filter_fn):
+        raise TypeError("module_filter_fn must be a callable(module, fqn) -> bool, got "
+                        f"{type(module_filter_fn).__name__}")

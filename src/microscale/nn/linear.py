@@ -16,9 +16,10 @@ costs one recompile.
 
 Dtypes
 ======
-Master ``weight``/``bias`` are fp32 parameters. The output and dx have x's dtype (fp32, bf16 or
-fp16; under ``torch.autocast`` x is first cast to the autocast dtype, as ``nn.Linear`` would be,
-and autocast is off inside the layer so the GEMM emulation stays exact); dW and db are fp32.
+Master ``weight``/``bias`` are fp32 parameters and stay fp32 when the model is cast
+(``model.to(torch.bfloat16)`` casts everything around the layer, not the masters).
+The output and dx have x's dtype (fp32, bf16 or fp16; under ``torch.autocast`` x is first
+cast to the autocast dtype, as ``nn.Linear`` would be, and autocast is off inside the layer so the GEMM emulation stays exact); dW and db are fp32.
 Activations are quantized from x in its own dtype, the weight from the fp32 master.
 
 State
@@ -277,9 +278,27 @@ class Linear(nn.Module):
                     grads_hp=precision == "high_precision")
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or any(p.requires_grad for p in self.parameters()))
-        y2d = linear(x2d, self.weight, self.bias, plan, self.delayed_state(),
+        y2d = linear(x2d, self.gemm_weight(), self.bias, plan, self.delayed_state(),
                      self._seeds(plan, x.device), needs_grad)
         return y2d.reshape(*x.shape[:-1], self.out_features)
+
+    def gemm_weight(self) -> torch.Tensor:
+        """The fp32 master as ``[out, in]``, the layout every GEMM reads (a subclass may store
+        it transposed, as Hugging Face's ``Conv1D`` does: :mod:`microscale.nn.transposed`)."""
+        return self.weight
+
+    def _apply(self, fn, recurse=True):
+        """``model.to(torch.bfloat16)``, ``.half()``: move this layer, keep its fp32 masters.
+
+        The masters (and the fp32 delayed-scaling state) are what the optimizer updates; a cast
+        would silently end fp32-master training. Device moves pass through unchanged.
+        """
+        def keep_dtype(t):
+            out = fn(t)
+            if t.is_floating_point() and out.dtype != t.dtype:     # a cast: move only
+                return t.to(device=out.device)
+            return out
+        return super()._apply(keep_dtype, recurse)
 
     def _seeds(self, plan: Plan, device: torch.device) -> torch.Tensor | None:
         if not plan.stochastic_roles():

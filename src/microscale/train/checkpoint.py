@@ -11,8 +11,13 @@ One checkpoint is two files in ``<run>/checkpoints/``::
                               ``_extra_state`` recipe) with ``{"__tensor__": key}`` placeholders
 
 Each file is written to a temp file in the same directory and ``os.replace``-d into place, the
-JSON last, so a JSON's presence means its checkpoint is complete; :func:`latest_checkpoint`
-picks the highest such step. The RNG states are captured *after* everything a step does
+JSON last, so a JSON's presence means its checkpoint is complete. The JSON also records the
+size and SHA-256 of its safetensors file, so a checkpoint damaged later (a truncated copy, a
+disk error) is recognised: :func:`latest_checkpoint` picks the highest step that is *intact*,
+logging each newer one it skips and why, and :func:`resume_point` refuses (rather than start
+over) when checkpoints exist but none is intact. A write that fails (a full disk) raises
+:class:`CheckpointWriteError`, an ``OSError`` whose one-line message names the previous
+checkpoint, which is left intact; the temp file is removed. The RNG states are captured *after* everything a step does
 (update, logging, eval), so a resumed run draws exactly the random numbers an uninterrupted
 one would: identical losses, bit for bit, on the same device and thread count.
 
@@ -28,6 +33,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
+import hashlib
 import json
 import logging
 import os
@@ -38,14 +45,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "rng_state", "set_rng_state",
-           "atomic_write_text"]
+__all__ = ["save_checkpoint", "load_checkpoint", "latest_checkpoint", "resume_point", "rng_state",
+           "set_rng_state", "atomic_write_text", "CheckpointWriteError", "CorruptCheckpointError"]
 
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^step_(\d{6,})\.json$")
+
+
+class CheckpointWriteError(OSError):
+    """Writing a checkpoint failed (disk full, permissions); earlier checkpoints are intact."""
+
+
+class CorruptCheckpointError(ValueError):
+    """A checkpoint's files are truncated, damaged or missing."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -156,20 +180,42 @@ def save_checkpoint(ckpt_dir: str | os.PathLike, step: int, model: torch.nn.Modu
     optim_meta = _pack(optimizer.state_dict(), "optim", tensors, seen)
     tensors |= {f"gen.{k}": g.get_state() for k, g in _generators(model).items()}
     weights = ckpt_dir / f"step_{step:06d}.safetensors"
-    fd, tmp = tempfile.mkstemp(dir=ckpt_dir, prefix=weights.name + ".", suffix=".tmp")
+    meta_path = ckpt_dir / f"step_{step:06d}.json"
+    try:
+        digest, size = _write_weights(tensors, weights)
+        meta = {"step": step, "weights": weights.name, "weights_bytes": size,
+                "weights_sha256": digest, "model": model_meta, "optimizer": optim_meta,
+                "rng": rng_state(), **state}
+        atomic_write_text(meta_path, json.dumps(meta))
+    except (OSError, SafetensorError) as err:
+        raise _write_error(err, step, ckpt_dir) from err
+    _prune(ckpt_dir, keep)
+    return meta_path
+
+
+def _write_weights(tensors: dict, weights: Path) -> tuple[str, int]:
+    """Write via a temp file; returns the file's SHA-256 and size (read back from disk)."""
+    fd, tmp = tempfile.mkstemp(dir=weights.parent, prefix=weights.name + ".", suffix=".tmp")
     os.close(fd)
     try:
         save_file({k: v.cpu() for k, v in tensors.items()}, tmp)
+        digest, size = _sha256(Path(tmp)), os.path.getsize(tmp)
         os.replace(tmp, weights)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    meta = {"step": step, "weights": weights.name, "model": model_meta, "optimizer": optim_meta,
-            "rng": rng_state(), **state}
-    meta_path = ckpt_dir / f"step_{step:06d}.json"
-    atomic_write_text(meta_path, json.dumps(meta))
-    _prune(ckpt_dir, keep)
-    return meta_path
+    return digest, size
+
+
+def _write_error(err: Exception, step: int, ckpt_dir: Path) -> CheckpointWriteError:
+    no_space = getattr(err, "errno", None) == errno.ENOSPC or "No space left" in str(err)
+    reason = "no space left on device" if no_space else (getattr(err, "strerror", None) or str(err))
+    previous = latest_checkpoint(ckpt_dir, quiet=True)
+    kept = f"the previous checkpoint {previous} is intact" if previous else \
+        "no earlier checkpoint exists"
+    return CheckpointWriteError(getattr(err, "errno", None) or errno.EIO,
+                                f"could not write the step {step} checkpoint in {ckpt_dir}: "
+                                f"{reason}; {kept}")
 
 
 def _checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
@@ -185,10 +231,53 @@ def _prune(ckpt_dir: Path, keep: int) -> None:
         meta_path.with_suffix(".safetensors").unlink(missing_ok=True)
 
 
-def latest_checkpoint(ckpt_dir: str | os.PathLike) -> Path | None:
-    """JSON path of the newest complete checkpoint in ``ckpt_dir``, or None."""
-    done = [p for _, p in _checkpoints(Path(ckpt_dir)) if p.with_suffix(".safetensors").exists()]
-    return done[-1] if done else None
+def checkpoint_problem(meta_path: str | os.PathLike) -> str | None:
+    """Why the checkpoint ``meta_path`` cannot be loaded, or None when it is intact."""
+    meta_path = Path(meta_path)
+    try:
+        meta = json.loads(meta_path.read_text())
+        weights = meta_path.with_name(meta["weights"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"its JSON is unreadable ({type(err).__name__})"
+    if not weights.is_file():
+        return f"{weights.name} is missing"
+    size = weights.stat().st_size
+    if "weights_bytes" in meta and size != meta["weights_bytes"]:
+        return f"{weights.name} is truncated ({size} of {meta['weights_bytes']} bytes)"
+    if "weights_sha256" in meta:
+        return None if _sha256(weights) == meta["weights_sha256"] else \
+            f"{weights.name} is corrupt (SHA-256 mismatch)"
+    try:                                  # checkpoints from before the checksum: the header
+        with safe_open(str(weights), "pt"):
+            return None
+    except (SafetensorError, OSError) as err:
+        return f"{weights.name} is not a valid safetensors file ({err})"
+
+
+def latest_checkpoint(ckpt_dir: str | os.PathLike, *, quiet: bool = False) -> Path | None:
+    """JSON path of the newest intact checkpoint in ``ckpt_dir``, or None; each newer one that is
+    damaged is skipped with a logged warning (unless ``quiet``)."""
+    for _, meta_path in reversed(_checkpoints(Path(ckpt_dir))):
+        problem = checkpoint_problem(meta_path)
+        if problem is None:
+            return meta_path
+        if not quiet:
+            log.warning("checkpoint %s is unusable: %s; falling back to an older one",
+                        meta_path.name, problem)
+    return None
+
+
+def resume_point(ckpt_dir: str | os.PathLike) -> Path | None:
+    """:func:`latest_checkpoint` for a resume: None when there is no checkpoint at all, an error
+    when there are some but none is intact (a fresh start would delete them)."""
+    found = latest_checkpoint(ckpt_dir)
+    if found is None and _checkpoints(Path(ckpt_dir)):
+        names = ", ".join(p.name for _, p in _checkpoints(Path(ckpt_dir)))
+        raise CorruptCheckpointError(f"--resume: no intact checkpoint in {ckpt_dir} ({names} are "
+                                     "all damaged, see above); move them away to start over")
+    if found is not None:
+        log.info("resuming from %s", found)
+    return found
 
 
 def load_checkpoint(meta_path: str | os.PathLike, model: torch.nn.Module,
@@ -237,11 +326,12 @@ def _read(meta_path: Path, need_optimizer: bool) -> tuple[dict, dict]:
         raise ValueError(f"checkpoint {meta_path}: missing {', '.join(missing)}")
     weights = meta_path.with_name(str(meta["weights"]))
     if not weights.is_file():
-        raise FileNotFoundError(f"checkpoint {meta_path}: tensors file {weights} is missing")
+        raise CorruptCheckpointError(f"checkpoint {meta_path}: tensors file {weights} is missing")
     try:
         tensors = load_file(weights)
-    except Exception as err:  # noqa: BLE001 (safetensors raises its own error type)
-        raise ValueError(f"checkpoint {weights}: unreadable tensors file ({err})") from None
+    except (SafetensorError, OSError) as err:
+        raise CorruptCheckpointError(f"checkpoint {weights}: unreadable tensors file ({err})") \
+            from None
     return meta, tensors
 
 

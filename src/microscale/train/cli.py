@@ -6,8 +6,10 @@
     microscale train --recipe nvfp4 --out runs/x --resume   # continue exactly where it stopped
     microscale plot runs/compare                        # redraw loss.png, rel_diff.png, summary
 
-Exit codes: 0 done, 2 bad arguments or inputs, 3 the loss diverged (NaN/Inf; the message names
-the step and the last good checkpoint).
+Exit codes: 0 done, 1 an I/O error such as a full disk (one line naming the file; earlier
+checkpoints stay intact), 2 bad arguments or inputs (including a missing optional dependency:
+the harness needs ``pip install microscale[train]``), 3 the loss diverged (NaN/Inf; the message
+names the step and the last good checkpoint).
 """
 
 from __future__ import annotations
@@ -129,9 +131,17 @@ def _monitor(args):
     return QuantMonitor(every=args.monitor_every, inputs=lambda batch: batch[0], loss_fn=lm_loss)
 
 
+def _check_out(out: str) -> None:
+    """``--out`` must be (or become) a directory: no existing file on its path."""
+    for part in (Path(out), *Path(out).parents):
+        if part.exists() and not part.is_dir():
+            raise ValueError(f"--out {out}: {part} is an existing file, not a directory")
+
+
 def _run_one(args, recipe: str, out: str) -> dict:
     from .trainer import Trainer
 
+    _check_out(out)
     trainer = Trainer(config_from_args(args, recipe, out), monitor=_monitor(args))
     n_conv = len(trainer.report.converted) if trainer.report is not None else 0
     print(f"[{recipe}] {trainer.model.num_params():,} params, {n_conv} linears quantized, "
@@ -176,8 +186,11 @@ def cmd_plot(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="microscale", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"microscale {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train", help="train one model with one recipe")
     p.add_argument("--recipe", default="bf16", choices=_recipe_names())
@@ -200,19 +213,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# optional dependency -> the extra that installs it
+_EXTRAS = {"safetensors": "train", "matplotlib": "train", "tqdm": "train", "triton": "kernels"}
+
+
+def _missing(err: ModuleNotFoundError) -> str:
+    top = (err.name or "").split(".")[0] or str(err)
+    extra = _EXTRAS.get(top)
+    hint = f"pip install 'microscale[{extra}]'" if extra else f"pip install {top}"
+    return f"this command needs {top}, which is not installed: {hint}"
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"microscale: error: {message}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     args = build_parser().parse_args(argv)
-    from .trainer import DivergenceError
-
+    try:
+        from .trainer import DivergenceError
+    except ModuleNotFoundError as err:              # a base install without microscale[train]
+        return _fail(_missing(err), 2)
     try:
         return int(args.func(args) or 0)
     except DivergenceError as err:
-        print(f"microscale: error: {err}", file=sys.stderr)
-        return 3
+        return _fail(str(err), 3)
+    except ModuleNotFoundError as err:
+        return _fail(_missing(err), 2)
     except (ValueError, FileNotFoundError) as err:
-        print(f"microscale: error: {err}", file=sys.stderr)
-        return 2
+        return _fail(str(err), 2)
+    except OSError as err:                          # e.g. a full disk; names the file
+        message = err.strerror or str(err)
+        return _fail(message + (f" ({err.filename})" if err.filename else ""), 1)
 
 
 if __name__ == "__main__":

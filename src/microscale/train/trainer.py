@@ -49,6 +49,7 @@ import torch
 import torch.nn.functional as F
 
 from .checkpoint import atomic_write_text, latest_checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import resume_point
 from .data import BatchSampler, TokenData, load_data
 from .model import build_model, flops_per_token
 
@@ -262,7 +263,7 @@ class Trainer:
         """Fresh start (clear old outputs) or resume from the newest checkpoint."""
         self.out.mkdir(parents=True, exist_ok=True)
         metrics = self.out / "metrics.jsonl"
-        ckpt = latest_checkpoint(self.ckpt_dir) if self.cfg.resume else None
+        ckpt = resume_point(self.ckpt_dir) if self.cfg.resume else None   # newest intact one
         if ckpt is None:
             if self.cfg.resume:
                 log.info("--resume: no checkpoint in %s, starting from step 0", self.ckpt_dir)
