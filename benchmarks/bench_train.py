@@ -171,18 +171,23 @@ def _free(device):
 
 
 # ----------------------------------------------------------------------------- profile
-_KINDS = (("quantize", ("quant", "_amax_kernel", "_cast_kernel", "_mx_kernel", "_fp8_block")),
-          ("dequantize", ("_dequant",)),
-          ("gemm", ("gemm", "sm90", "nvjet", "cutlass", "matmul", "_mainloop", "xmma", "scaled_mm")),
+# (kind, name fragments), first match wins: microscale's own kernels, then Inductor's fused
+# kernels (named after the ops they fuse, quantize_rowcol included), attention before GEMMs
+# (cuDNN's flash kernels carry "sm90" too), then library GEMMs and the rest.
+_KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax_kernel",
+                        "_mx_kernel", "_fp8_block_kernel", "_cast_kernel", "_amax_kernel")),
+          ("dequantize", ("_dequant_kernel", "_scale_inplace")),
+          ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
+                                "cat", "fill", "index")),
           ("attention", ("flash", "fmha", "attention", "sdpa")),
-          ("optimizer", ("adam", "multi_tensor", "foreach")),
-          ("norm+elementwise", ("triton_", "elementwise", "reduce", "vectorized", "copy",
-                                "cat", "fill", "index")))
+          ("gemm", ("gemm", "sm90", "nvjet", "cutlass", "matmul", "_mainloop", "xmma",
+                    "scaled_mm", "_fp8_scaled_kernel")),
+          ("optimizer", ("adam", "multi_tensor", "foreach")))
 
 
 def _kind(name: str) -> str:
     low = name.lower()
-    return next((k for k, keys in _KINDS if any(s in low for s in keys)), "other")
+    return next((k for k, keys in _KINDS if any(s.lower() in low for s in keys)), "other")
 
 
 def profile_step(model_name: str, recipe: str, args, device: torch.device) -> dict:

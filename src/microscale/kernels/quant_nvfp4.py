@@ -58,9 +58,9 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
 # Tile shapes (tuned on H100; see benchmarks/results/quant_notes.md).
 # PASS: "rows" (``quant_nvfp4_rows``: the column view as rows of the transposed tile) or "v3"
-# (the column view without transposes, below); bit-identical. "rows" measured 5-25% faster on
-# an H200 for every row+column pair training runs (benchmarks/results/quant_passes_h200.log);
-# "v3" only for a column view alone with the RHT.
+# (the column view without transposes, below); bit-identical. "rows" measured 3-19% faster on
+# an H200 for every row+column pair training runs and for row views
+# (benchmarks/results/h200_20261123_quant_passes.log); "v3" for a column view alone with the RHT.
 CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "rows")}
