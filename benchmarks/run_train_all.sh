@@ -4,15 +4,7 @@
 #     OUT=gpu_out bash benchmarks/run_train_all.sh
 # torchao (the optional peer) installs from wheels carried in .whl/ when present.
 set -uo pipefail
-OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/env.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" \
-  | tee -a "$OUT/env.txt"
+source "$(dirname "$0")/gpu_env.sh"
 timeout "${TEST_SECS:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=8 \
   tests/test_kernels_quant.py tests/test_kernels_gemm.py tests/test_linear.py tests/test_edges.py \
   tests/test_properties.py tests/test_train_gpu.py \

@@ -5,14 +5,7 @@
 #         PASSES=v3,rows PROFILE=nvfp4 bash benchmarks/run_train_gpu.sh
 # torchao (the optional peer) installs from wheels carried in .whl/ when present.
 set -uo pipefail
-OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/env.txt"
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$OUT/env.txt"
+source "$(dirname "$0")/gpu_env.sh"
 if [ -n "${TESTS:-}" ]; then
   timeout "${TEST_SECS:-240}" python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=10 $TESTS \
     ${TEST_K:+-k "$TEST_K"} 2>&1 | grep -v '^USDT\|^DEBUG' | tee "$OUT/gpu_tests.log" | tail -15

@@ -39,7 +39,6 @@ import logging
 import math
 import platform
 import resource
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +51,11 @@ from .checkpoint import atomic_write_text, latest_checkpoint, load_checkpoint, s
 from .checkpoint import resume_point
 from .data import BatchSampler, TokenData, load_data
 from .model import build_model, flops_per_token
+from .records import Window, progress_bar, report_progress, truncate_metrics
+from .speed import COMPILE_MODES, StepGraph, compile_blocks, device_name, peak_flops
 
 __all__ = ["TrainConfig", "Trainer", "DivergenceError", "lr_at", "keep_hp_arg", "compile_blocks",
            "peak_flops", "COMPILE_MODES"]
-
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +222,7 @@ class Trainer:
             [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
             lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8, fused=self.device.type == "cuda")
         self.flops_per_token = flops_per_token(self.model.config, cfg.seq_len)
-        self._step_graph = _StepGraph(self) if cfg.cuda_graph else None
+        self._step_graph = StepGraph(self) if cfg.cuda_graph else None
         if cfg.cuda_graph and self.device.type != "cuda":
             raise ValueError("cuda_graph needs a CUDA device")
         self.peak_flops = peak_flops(self.device)
@@ -256,7 +255,7 @@ class Trainer:
                 "data_desc": self.data.describe(), "recipe_desc": str(self.recipe) if self.recipe else "bf16",
                 "convert_report": str(self.report) if self.report is not None else None,
                 "compiled": self.compiled, "flops_per_token": self.flops_per_token,
-                "peak_flops": self.peak_flops, "device_name": _device_name(self.device),
+                "peak_flops": self.peak_flops, "device_name": device_name(self.device),
                 "torch": torch.__version__, "python": platform.python_version()}
 
     def _start(self) -> None:
@@ -275,7 +274,7 @@ class Trainer:
             meta = load_checkpoint(ckpt, self.model, self.optimizer)
             self.sampler.load_state_dict(meta["sampler"])
             self.step, self.train_time = meta["step"], meta["train_time"]
-            _truncate_metrics(metrics, self.step)
+            truncate_metrics(metrics, self.step)
             log.info("resumed from %s at step %d", ckpt, self.step)
         atomic_write_text(self.out / "config.json", json.dumps(self._run_config(), indent=2, default=str))
 
@@ -356,9 +355,9 @@ class Trainer:
         cfg = self.cfg
         self._start()
         self.model.train()
-        bar = _progress(cfg, self.step)
+        bar = progress_bar(cfg, self.step)
         tokens_per_step = cfg.batch_size * cfg.seq_len
-        window = _Window()
+        window = Window()
         record: dict = {}
         with open(self.out / "metrics.jsonl", "a", buffering=1) as sink:
             for s in range(self.step, cfg.steps):
@@ -380,8 +379,8 @@ class Trainer:
                         record["val_loss"] = self.evaluate()
                     record.update(extra or {})
                     sink.write(json.dumps(record) + "\n")
-                    _report(bar, record, cfg)
-                    window = _Window()
+                    report_progress(bar, record, cfg)
+                    window = Window()
                 if last or (cfg.ckpt_every and step % cfg.ckpt_every == 0):
                     self.save()
                 if bar is not None:
@@ -390,7 +389,7 @@ class Trainer:
             bar.close()
         return record
 
-    def _record(self, step: int, loss: float, grad_norm: float, window: "_Window", tps: int) -> dict:
+    def _record(self, step: int, loss: float, grad_norm: float, window: "Window", tps: int) -> dict:
         tok_per_s = window.tokens / max(window.seconds, 1e-9)
         record = {"step": step, "loss": loss, "loss_avg": window.mean_loss, "tokens": step * tps,
                   "lr": lr_at(step - 1, self.cfg), "grad_norm": grad_norm, "tok_per_s": tok_per_s,
@@ -403,124 +402,3 @@ class Trainer:
         state = {"sampler": self.sampler.state_dict(), "train_time": self.train_time,
                  "config": dataclasses.asdict(self.cfg)}
         return save_checkpoint(self.ckpt_dir, self.step, self.model, self.optimizer, state)
-
-
-class _StepGraph:
-    """Forward, backward and clipping of a step replayed from one CUDA graph (``cuda_graph``).
-
-    The optimizer step and the NaN check stay outside (the LR changes per step, and no update
-    may follow a non-finite loss). A graph is captured once the layers' precision has been the
-    same for two eager steps (the warm-up: kernels compiled, plans cached), and again after a
-    precision switch. Capturing allocates the gradients in the graph's pool; each replay
-    overwrites them, so they are never set to None in between. SR draws its seeds inside the
-    graph (CUDA graphs advance the Philox offset per replay), so the random stream differs from
-    an eager run's, as between any two seeds.
-    """
-
-    def __init__(self, trainer: "Trainer"):
-        self.trainer, self.graph, self.key, self.seen = trainer, None, None, 0
-        self.static = None
-
-    def _precision_key(self) -> tuple:
-        return tuple(getattr(m, "precision", None) for m in self.trainer.model.modules()
-                     if hasattr(m, "hp_fprop"))
-
-    def get(self, x: torch.Tensor, y: torch.Tensor):
-        key = self._precision_key()
-        if key != self.key:                            # new precision state: warm up again
-            self.graph, self.key, self.seen = None, key, 0
-        if self.graph is None:
-            self.seen += 1
-            if self.seen <= 2:
-                return None                            # eager warm-up steps
-            self._capture(x, y)
-        sx, sy, loss, norm = self.static
-        sx.copy_(x)
-        sy.copy_(y)
-        self.graph.replay()
-        return loss, norm
-
-    def _capture(self, x: torch.Tensor, y: torch.Tensor) -> None:
-        trainer = self.trainer
-        sx, sy = x.clone(), y.clone()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):                  # library state settles off the capture
-            trainer._forward_backward(sx, sy)
-        torch.cuda.current_stream().wait_stream(side)
-        trainer.optimizer.zero_grad(set_to_none=True)  # the graph allocates the grads it writes
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            loss, norm = trainer._forward_backward(sx, sy)
-        self.static = (sx, sy, loss, norm)
-
-
-def compile_blocks(model: torch.nn.Module, mode: str = "default") -> None:
-    """Compile each transformer block in place ("regional" compilation).
-
-    Identical blocks share one compiled graph (parameters are graph inputs), so compile time
-    does not grow with depth; a model whose FP4 recipe keeps its last blocks in bf16 compiles
-    two. Every block traces as one graph: the quantized layers are custom ops, not breaks.
-    """
-    for block in model.blocks:
-        block.compile(mode=None if mode == "default" else mode, fullgraph=True)
-
-
-# dense bf16 tensor-core peak (vendor datasheets) by device-name fragment: for MFU only
-_PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "H800": 989e12, "GH200": 989e12,
-              "B200": 2250e12, "A100": 312e12, "L40S": 362e12}
-
-
-def peak_flops(device: torch.device) -> float | None:
-    """Dense bf16 peak FLOP/s of ``device`` when known (MFU is reported against it), else None."""
-    name = _device_name(device)
-    return next((v for k, v in _PEAK_BF16.items() if k in name), None)
-
-
-def _device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
-
-
-class _Window:
-    """Losses, tokens and seconds since the last logged record."""
-
-    def __init__(self):
-        self.losses, self.tokens, self.seconds, self.last_dt = [], 0, 0.0, 0.0
-
-    def add(self, loss: float, tokens: int, dt: float) -> None:
-        self.losses.append(loss)
-        self.tokens += tokens
-        self.seconds += dt
-        self.last_dt = dt
-
-    @property
-    def mean_loss(self) -> float:
-        return sum(self.losses) / len(self.losses)
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop records past the checkpoint's step (written before a crash, redone after resume)."""
-    if not path.exists():
-        return
-    kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
-    atomic_write_text(path, "".join(line + "\n" for line in kept))
-
-
-def _progress(cfg: TrainConfig, start: int):
-    show = sys.stderr.isatty() if cfg.progress is None else cfg.progress
-    if not show:
-        return None
-    from tqdm.auto import tqdm
-    return tqdm(total=cfg.steps, initial=start, desc=cfg.recipe, dynamic_ncols=True, leave=True)
-
-
-def _report(bar, record: dict, cfg: TrainConfig) -> None:
-    """Progress: the tqdm postfix on a TTY, else a log line about every 10% of the run."""
-    text = {"loss": f"{record['loss']:.4f}", "tok/s": f"{record['tok_per_s']:,.0f}"}
-    if "val_loss" in record:
-        text["val"] = f"{record['val_loss']:.4f}"
-    if bar is not None:
-        bar.set_postfix(text, refresh=False)
-    elif record["step"] % max(1, cfg.steps // 10) == 0 or record["step"] == cfg.steps or "val_loss" in record:
-        log.info("[%s] step %d/%d  %s", cfg.recipe, record["step"], cfg.steps,
-                 "  ".join(f"{k} {v}" for k, v in text.items()))

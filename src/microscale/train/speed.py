@@ -1,0 +1,99 @@
+"""Training speed: regional compilation, the step's CUDA graph, and model-FLOPs utilisation.
+
+* :func:`compile_blocks` compiles each transformer block in place. Identical blocks share one
+  graph, so compile time does not grow with depth; every quantized layer is a custom op inside
+  the graph (:mod:`microscale.ops`), so nothing breaks it.
+* :class:`StepGraph` replays a step's forward + backward from one CUDA graph: small models are
+  launch-bound (thousands of kernels a step), and a replay costs the host one call.
+* :func:`peak_flops` gives the dense bf16 peak of known GPUs, which MFU is reported against.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
+
+__all__ = ["COMPILE_MODES", "StepGraph", "compile_blocks", "peak_flops", "device_name"]
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class StepGraph:
+    """Forward, backward and clipping of a step replayed from one CUDA graph (``cuda_graph``).
+
+    The optimizer step and the NaN check stay outside (the LR changes per step, and no update
+    may follow a non-finite loss). A graph is captured once the layers' precision has been the
+    same for two eager steps (the warm-up: kernels compiled, plans cached), and again after a
+    precision switch. Capturing allocates the gradients in the graph's pool; each replay
+    overwrites them, so they are never set to None in between. SR draws its seeds inside the
+    graph (CUDA graphs advance the Philox offset per replay), so the random stream differs from
+    an eager run's, as between any two seeds.
+    """
+
+    def __init__(self, trainer: "Trainer"):
+        self.trainer, self.graph, self.key, self.seen = trainer, None, None, 0
+        self.static = None
+
+    def _precision_key(self) -> tuple:
+        return tuple(getattr(m, "precision", None) for m in self.trainer.model.modules()
+                     if hasattr(m, "hp_fprop"))
+
+    def get(self, x: torch.Tensor, y: torch.Tensor):
+        key = self._precision_key()
+        if key != self.key:                            # new precision state: warm up again
+            self.graph, self.key, self.seen = None, key, 0
+        if self.graph is None:
+            self.seen += 1
+            if self.seen <= 2:
+                return None                            # eager warm-up steps
+            self._capture(x, y)
+        sx, sy, loss, norm = self.static
+        sx.copy_(x)
+        sy.copy_(y)
+        self.graph.replay()
+        return loss, norm
+
+    def _capture(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        trainer = self.trainer
+        sx, sy = x.clone(), y.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):                  # library state settles off the capture
+            trainer._forward_backward(sx, sy)
+        torch.cuda.current_stream().wait_stream(side)
+        trainer.optimizer.zero_grad(set_to_none=True)  # the graph allocates the grads it writes
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            loss, norm = trainer._forward_backward(sx, sy)
+        self.static = (sx, sy, loss, norm)
+
+
+def compile_blocks(model: torch.nn.Module, mode: str = "default") -> None:
+    """Compile each transformer block in place ("regional" compilation).
+
+    Identical blocks share one compiled graph (parameters are graph inputs), so compile time
+    does not grow with depth; a model whose FP4 recipe keeps its last blocks in bf16 compiles
+    two. Every block traces as one graph: the quantized layers are custom ops, not breaks.
+    """
+    for block in model.blocks:
+        block.compile(mode=None if mode == "default" else mode, fullgraph=True)
+
+
+# dense bf16 tensor-core peak (vendor datasheets) by device-name fragment: for MFU only
+_PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "H800": 989e12, "GH200": 989e12,
+              "B200": 2250e12, "A100": 312e12, "L40S": 362e12}
+
+
+def peak_flops(device: torch.device) -> float | None:
+    """Dense bf16 peak FLOP/s of ``device`` when known (MFU is reported against it), else None."""
+    name = device_name(device)
+    return next((v for k, v in _PEAK_BF16.items() if k in name), None)
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
