@@ -32,7 +32,8 @@ import torch
 from .validate import BACKENDS, check_backend
 
 __all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available",
-           "has_kernel", "note_path", "set_strict", "explain", "PathReport"]
+           "has_kernel", "note_path", "set_strict", "explain", "PathReport", "rowcol_key",
+           "mm_key"]
 
 log = logging.getLogger(__name__)
 _KERNELS: dict[tuple[str, str], Callable] = {}
@@ -71,6 +72,16 @@ def _load_kernels() -> None:
             if err.name not in ("microscale.kernels",):
                 raise
         _loaded = True
+
+
+def rowcol_key(row_fmt: str | None, col_fmt: str | None) -> str:
+    """The ``quantize_rowcol`` key of a (row view, column view) format pair, "none" for absent."""
+    return f"{row_fmt or 'none'}|{col_fmt or 'none'}"
+
+
+def mm_key(a_fmt: str, b_fmt: str) -> str:
+    """The ``scaled_mm`` key of an operand format pair."""
+    return f"{a_fmt}x{b_fmt}"
 
 
 def has_kernel(op: str, key: str) -> bool:

@@ -45,7 +45,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import dispatch, has_kernel, note_path
+from .backend import dispatch, has_kernel, mm_key, note_path, rowcol_key
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
@@ -246,7 +246,7 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
                            scale=row_scale) if row else None,
              _with_tensors(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
                            scale=col_scale) if col else None]
-    key = "|".join(v[0].value if v else "none" for v in views)
+    key = rowcol_key(*(v[0].value if v else None for v in views))
     if backend != "reference" and (backend == "triton" or x.device.type == "cuda") \
             and not has_kernel("quantize_rowcol", key):
         q_row, q_col = rowcol_views(x, *views, backend=backend)     # no fused kernel: per view
@@ -279,7 +279,7 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
                   backend: str, apply_factor: bool) -> Tensor:
     from .gemm import scaled_mm_reference
     qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
-    y = dispatch("scaled_mm", f"{qa.fmt.value}x{qb.fmt.value}", backend, qa.device,
+    y = dispatch("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value), backend, qa.device,
                  scaled_mm_reference, qa, qb, out_dtype=out_dtype, apply_factor=apply_factor)
     return y.reshape(qa.rows, qb.rows)
 

@@ -338,18 +338,19 @@ class Recipe:
 
     def op_keys(self) -> set[tuple[str, str]]:
         """The ``(op, key)`` pairs a layer's training step dispatches (``backend.explain``)."""
-        def fmt(gemm: str, operand: str) -> str:
+        from .backend import mm_key, rowcol_key
+
+        def fmt(gemm: str, operand: str) -> str | None:
             cfg = getattr(self, gemm)
-            return getattr(cfg, operand).format.value if cfg.quantized else "none"
+            return getattr(cfg, operand).format.value if cfg.quantized else None
         keys = set()
         for (g1, o1), (g2, o2) in ((("fprop", "a"), ("wgrad", "b")), (("fprop", "b"), ("dgrad", "b")),
                                    (("dgrad", "a"), ("wgrad", "a"))):
-            key = f"{fmt(g1, o1)}|{fmt(g2, o2)}"
-            if key != "none|none":
-                keys.add(("quantize_rowcol", key))
+            if fmt(g1, o1) or fmt(g2, o2):
+                keys.add(("quantize_rowcol", rowcol_key(fmt(g1, o1), fmt(g2, o2))))
         for g in _GEMMS:
             if getattr(self, g).quantized:
-                keys.add(("scaled_mm", f"{fmt(g, 'a')}x{fmt(g, 'b')}"))
+                keys.add(("scaled_mm", mm_key(fmt(g, "a"), fmt(g, "b"))))
         return keys
 
     @classmethod

@@ -56,7 +56,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, _interpreting, note_path, register_kernel
+from ..backend import KernelUnsupported, _interpreting, mm_key, note_path, register_kernel
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import grouped_tile
@@ -384,7 +384,7 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
         y = _mainloop(qa, qb, out_dtype, apply_factor, **tile)
     else:
         y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, **tile)
-    note_path("scaled_mm", f"{qa.fmt.value}x{qb.fmt.value}",
+    note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value),
               "triton decode-in-mainloop GEMM" if strategy == "mainloop"
               else "triton dequantize + cuBLAS bf16 GEMM")
     return y.reshape(*qa.shape[:-1], qb.rows)

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, _interpreting, note_path, register_kernel
+from ..backend import KernelUnsupported, _interpreting, mm_key, note_path, register_kernel
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import grouped_tile
 
@@ -222,7 +222,7 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise KernelUnsupported(f"out_dtype {out_dtype}")
     y, why = None, "path='triton'"
-    key = f"{qa.fmt.value}x{qb.fmt.value}"
+    key = mm_key(qa.fmt.value, qb.fmt.value)
     if path != "triton" and qa.device.type == "cuda" and qa.fmt == qb.fmt:
         blockwise = qa.fmt == QFormat.FP8_BLOCK
         torch_fn = _torch_blockwise if blockwise else _torch_tensorwise
