@@ -223,7 +223,7 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
     return {"model": model_name, "recipe": recipe, "wall_ms": wall * 1e3, "gpu_busy_ms": busy,
             "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
             "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
-            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:15])}
+            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30])}
 
 
 def _union_ms(spans: list[tuple[int, int]]) -> float:
