@@ -131,29 +131,27 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
 
     q_keys = ("BR", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES")
     rows_cfgs = cfgs(q_keys, [
-        (64, 64, 4, 8, 2), (64, 64, 4, 4, 2), (64, 64, 8, 4, 2), (32, 64, 4, 8, 2),
-        (64, 32, 4, 8, 2), (32, 32, 2, 16, 2), (32, 32, 4, 16, 2), (128, 32, 4, 8, 2),
-        (32, 128, 4, 8, 2), (64, 64, 2, 8, 2), (64, 128, 8, 4, 2), (128, 64, 8, 4, 2)])
+        (32, 32, 4, 16, 2), (32, 32, 2, 16, 2), (32, 32, 4, 8, 2), (32, 32, 4, 32, 2),
+        (32, 64, 4, 8, 2), (64, 32, 4, 8, 2), (64, 64, 4, 8, 2), (16, 64, 2, 16, 2)])
+    rc_keys = ("BR_rowcol", "BC_rowcol", "num_warps_rowcol", "PROGS_PER_SM_rowcol")
     plans = [
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
-        (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", cfgs(q_keys, [
-            (64, 64, 4, 8, 2), (64, 64, 4, 2, 2), (64, 64, 4, 4, 1), (32, 64, 4, 4, 2),
-            (64, 64, 8, 2, 2), (32, 128, 4, 4, 2), (64, 128, 8, 2, 2), (128, 64, 8, 2, 2)])),
-        (quant_nvfp4.CONFIG, "nvfp4/1x16@amax_given", cfgs(q_keys, [
-            (64, 64, 4, 8, 2), (32, 64, 4, 8, 2), (32, 128, 4, 8, 2), (64, 128, 8, 4, 2)])),
+        (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", rows_cfgs),
+        (quant_nvfp4.CONFIG, "nvfp4/1x16@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/col_rht", cfgs(
             ("AMAX_BR", "AMAX_BC", "AMAX_WARPS", "AMAX_PROGS_PER_SM"),
             [(64, 64, 4, 4), (64, 128, 4, 4), (32, 128, 4, 8), (64, 64, 4, 8), (128, 64, 8, 2)])),
-        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(q_keys, [
-            (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 64, 4, 4, 1), (64, 128, 8, 4, 2)])),
+        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(rc_keys, [
+            (64, 64, 4, 8), (32, 128, 4, 8), (128, 32, 4, 8), (64, 128, 8, 4), (128, 64, 8, 4),
+            (128, 128, 8, 2), (64, 64, 8, 4)])),
         (quant_mx.CONFIG, "mxfp4/1x32", cfgs(q_keys, [
             (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 128, 8, 4, 2)])),
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
         (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(("num_warps_rowcol",
                                                            "PROGS_PER_SM_rowcol"), [
-            (4, 4), (8, 2), (4, 8)])),
+            (8, 2), (4, 4), (8, 1), (16, 1), (4, 2)])),
     ]
     rows = []
     for cfg, name, options in plans:

@@ -223,9 +223,12 @@ def test_fp8_block_exact(shape, dtype, opts):
     assert_same(*both(lambda be: ms.quantize(x, "fp8_block", backend=be, **opts)))
 
 
-@pytest.mark.parametrize("pow2", [True, False])
-def test_fp8_block_rowcol_exact(pow2):
-    x = sample((128, 256), torch.bfloat16, spread=30)
+@pytest.mark.parametrize("pow2,shape", [(True, (128, 256)), (False, (128, 256)),
+                                        (True, (384, 128))])
+def test_fp8_block_rowcol_exact(pow2, shape):
+    """Both views of every tile, several row tiles too (the column view is the row code on
+    the transposed tile)."""
+    x = sample(shape, torch.bfloat16, spread=30)
     for row, col in [(("fp8_block", {"pow2_scales": pow2}), ("fp8_block", {"pow2_scales": pow2})),
                      (None, ("fp8_block", {"pow2_scales": pow2}))]:
         k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))

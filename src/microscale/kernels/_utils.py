@@ -31,6 +31,7 @@ with ``input_precision="ieee"`` (tf32 would change the bits).
 from __future__ import annotations
 
 import os
+import threading
 
 import torch
 import triton
@@ -265,7 +266,7 @@ def block_flag(mask, AXIS: tl.constexpr):
 
 
 @triton.jit
-def _rht_limit(D: tl.constexpr):
+def rht_limit(D: tl.constexpr):
     """``hadamard.rht_input_limit(D)`` = 2^(127 - ceil(log2(D)/2))."""
     if D >= 128:
         lim = 1.0633823966279327e37          # 2^123
@@ -279,7 +280,7 @@ def _rht_limit(D: tl.constexpr):
 
 
 @triton.jit
-def _saturate_to_input(y, IN_DTYPE: tl.constexpr):
+def saturate_to_input(y, IN_DTYPE: tl.constexpr):
     """Clamp an fp32 RHT result to the input dtype's ±max before rounding (bf16, fp16)."""
     if IN_DTYPE == 1:
         y = clamp_keep_nan(y, 3.3895313892515355e38)
@@ -291,17 +292,17 @@ def _saturate_to_input(y, IN_DTYPE: tl.constexpr):
 @triton.jit
 def rht_tile(v, m, R: tl.constexpr, C: tl.constexpr, D: tl.constexpr, IN_DTYPE: tl.constexpr):
     """Rotate each D-chunk of the rows of fp32 tile ``v`` by ``m`` [D, D]; round to input dtype."""
-    v = clamp_keep_nan(v, _rht_limit(D))
+    v = clamp_keep_nan(v, rht_limit(D))
     y = dot_fp32(tl.reshape(v, (R * C // D, D)), m, IN_DTYPE, D == 16 or D == 64)
-    return _saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
+    return saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
 
 
 @triton.jit
 def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
     """Rotate along axis 1 of ``v`` [G, D, C]: ``y[g] = mt @ v[g]`` with ``mt = Mᵀ``; round."""
-    v = clamp_keep_nan(v, _rht_limit(D))
+    v = clamp_keep_nan(v, rht_limit(D))
     y = dot_fp32(tl.broadcast_to(mt[None, :, :], (G, D, D)), v, IN_DTYPE, D == 16 or D == 64)
-    return _saturate_to_input(y, IN_DTYPE)
+    return saturate_to_input(y, IN_DTYPE)
 
 
 @triton.jit
@@ -369,10 +370,28 @@ _SM_CACHE: dict = {}
 
 
 def rht_matrix_on(d: int, device: torch.device) -> torch.Tensor:
-    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call)."""
+    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call).
+
+    On CUDA the cached copy is made from a helper thread. Allocations of the calling thread
+    may be routed to a CUDA-graph memory pool (``torch.compile(mode="reduce-overhead")`` warms
+    its graphs up inside their pool); a cached tensor living there would be overwritten by a
+    later replay, and Inductor refuses pools with untracked live tensors. Other threads'
+    allocations are never routed, so the matrix lands in ordinary memory. It cannot be made
+    while a graph is being captured (a host-to-device copy): warm up first, as every capture
+    must.
+    """
     key = (d, str(device))
     if key not in _M_CACHE:
-        _M_CACHE[key] = rht_matrix(d, device).contiguous()
+        if device.type != "cuda":
+            _M_CACHE[key] = rht_matrix(d, device).contiguous()
+        elif torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"the {d}-point RHT matrix is not yet on {device}: run the "
+                               "quantizer once before capturing a CUDA graph (a warm-up step)")
+        else:
+            worker = threading.Thread(target=lambda: _M_CACHE.__setitem__(
+                key, rht_matrix(d, device).contiguous()))
+            worker.start()
+            worker.join()
     return _M_CACHE[key]
 
 

@@ -50,9 +50,10 @@ from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_rows import _tile_max, nvfp4_rows_kernel
 from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
-                     check_views, e2m1_mag_code, e2m1_sr_mag_code, kernel_seed,
-                     nvfp4_block_scales, nvfp4_global_scales, pack16, persistent_grid, rht_cols,
-                     rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
+                     check_views, clamp_keep_nan, dot_fp32, e2m1_mag_code, e2m1_sr_mag_code,
+                     kernel_seed, nvfp4_block_scales, nvfp4_global_scales, pack16,
+                     persistent_grid, rht_cols, rht_limit, rht_matrix_on, rht_tile,
+                     saturate_to_input, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -61,7 +62,11 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # (the column view without transposes, below); bit-identical. "rows" measured 3-19% faster on
 # an H200 for every row+column pair training runs and for row views
 # (benchmarks/results/h200_20261123_quant_passes.log); "v3" for a column view alone with the RHT.
-CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
+# Rows-pass tile: 32x32 with 4 warps ran the pairs a training step asks for 21-38% faster than
+# 64x64 on an H200 at 16384x768 (64x64 needs 188-221 registers a thread: 12% occupancy,
+# latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
+CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
+          "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "rows")}
 
@@ -131,38 +136,59 @@ def _rot_cols(v, m_ptr, BR: tl.constexpr, BC: tl.constexpr, IN_DTYPE: tl.constex
 
 
 @triton.jit
+def _rot16(v, m, R: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """The RHT of the 16-chunks of the rows of fp32 ``v [R, C]``, in fp32, *not yet* rounded
+    to the input dtype (``rht_tile`` without its last step)."""
+    v = clamp_keep_nan(v, rht_limit(16))
+    return tl.reshape(dot_fp32(tl.reshape(v, (R * C // 16, 16)), m, IN_DTYPE, True), (R, C))
+
+
+@triton.jit
 def _nvfp4_amax_kernel(x_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
                        IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
                        ROW: tl.constexpr, ROW_RHT: tl.constexpr,
                        COL: tl.constexpr, COL_RHT: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """Each program loops over tiles keeping an elementwise running max (no cross-thread
-    reduction inside the loop), reduces it once, and does one atomic per view."""
-    acc_r = tl.zeros((BR // 16, 16, BC), dtype=tl.float32)
-    acc_rr = tl.zeros((BR, BC // 16, 16), dtype=tl.float32)
-    acc_c = tl.zeros((BR // 16, 16, BC), dtype=tl.float32)
+    """The amax of each requested view, x read once: plain ``max|x|``, or the max of the
+    rotated values (row view: x's rows; column view: the rows of the transposed tile).
+
+    Each program keeps elementwise running maxima (no cross-thread reduction in the loop),
+    reduces them once and does one atomic per view. Rotated values are rounded to the input
+    dtype only once, on the final max: clamping to the dtype's range and RNE rounding are
+    monotone and odd, so ``max |round(y)| = round(max |y|)`` and the result is the amax of
+    the rounded values, which the quantize pass sees (NaN reads as 0 either way).
+    """
+    i16 = tl.arange(0, 16)
+    m = tl.load(m_ptr + i16[:, None] * 16 + i16[None, :])
+    PLAIN: tl.constexpr = (ROW and not ROW_RHT) or (COL and not COL_RHT)
+    acc_p = tl.zeros((BR, BC), dtype=tl.float32)
+    acc_r = tl.zeros((BR, BC), dtype=tl.float32)
+    acc_c = tl.zeros((BC, BR), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
+        offs_r = r0 + tl.arange(0, BR)
         offs_c = c0 + tl.arange(0, BC)
-        xc = _load_cols(x_ptr, r0, offs_c, rows, cols, BR, BC)           # [BR/16, 16, BC]
-        if ROW:
-            if ROW_RHT:
-                v = _rot_rows(_load_rows(x_ptr, r0 + tl.arange(0, BR), c0, rows, cols, BR, BC),
-                              m_ptr, BR, BC, IN_DTYPE)
-                acc_rr = tl.maximum(acc_rr, _abs0(v))
-            else:
-                acc_r = tl.maximum(acc_r, _abs0(xc))
-        if COL:
-            v = xc
-            if COL_RHT:
-                v = _rot_cols(xc, m_ptr, BR, BC, IN_DTYPE)
-            acc_c = tl.maximum(acc_c, _abs0(v))
+        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
+        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+        if PLAIN:
+            acc_p = tl.maximum(acc_p, _abs0(x.to(tl.float32)))
+        if ROW and ROW_RHT:
+            acc_r = tl.maximum(acc_r, _abs0(_rot16(x.to(tl.float32), m, BR, BC, IN_DTYPE)))
+        if COL and COL_RHT:
+            acc_c = tl.maximum(acc_c, _abs0(_rot16(tl.trans(x).to(tl.float32), m, BC, BR,
+                                                   IN_DTYPE)))
+    plain = tl.max(tl.max(acc_p, axis=1), axis=0)
     if ROW:
         if ROW_RHT:
-            tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_rr, axis=2), axis=1), axis=0))
+            tl.atomic_max(amax_ptr, saturate_to_input(tl.max(tl.max(acc_r, axis=1), axis=0),
+                                                      IN_DTYPE))
         else:
-            tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_r, axis=2), axis=1), axis=0))
+            tl.atomic_max(amax_ptr, plain)
     if COL:
-        tl.atomic_max(amax_ptr + 1, tl.max(tl.max(tl.max(acc_c, axis=2), axis=1), axis=0))
+        if COL_RHT:
+            tl.atomic_max(amax_ptr + 1, saturate_to_input(tl.max(tl.max(acc_c, axis=1), axis=0),
+                                                          IN_DTYPE))
+        else:
+            tl.atomic_max(amax_ptr + 1, plain)
 
 
 @triton.jit
@@ -350,13 +376,15 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None):
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
-    n_tc = triton.cdiv(cols, cfg["BC"])
-    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
-    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     if CONFIG["PASS"] not in ("v3", "rows"):
         raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be 'v3' or "
                          f"'rows', got {CONFIG['PASS']!r}")
     rows_pass = CONFIG["PASS"] == "rows"
+    if not rows_pass:
+        cfg = {**CONFIG, **CONFIG["V3"]}
+    n_tc = triton.cdiv(cols, cfg["BC"])
+    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     kernel = nvfp4_rows_kernel if rows_pass else _nvfp4_quant_kernel
     bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]
