@@ -266,7 +266,7 @@ def block_flag(mask, AXIS: tl.constexpr):
 
 
 @triton.jit
-def rht_limit(D: tl.constexpr):
+def _rht_limit(D: tl.constexpr):
     """``hadamard.rht_input_limit(D)`` = 2^(127 - ceil(log2(D)/2))."""
     if D >= 128:
         lim = 1.0633823966279327e37          # 2^123
@@ -280,7 +280,7 @@ def rht_limit(D: tl.constexpr):
 
 
 @triton.jit
-def saturate_to_input(y, IN_DTYPE: tl.constexpr):
+def _saturate_to_input(y, IN_DTYPE: tl.constexpr):
     """Clamp an fp32 RHT result to the input dtype's ±max before rounding (bf16, fp16)."""
     if IN_DTYPE == 1:
         y = clamp_keep_nan(y, 3.3895313892515355e38)
@@ -292,17 +292,17 @@ def saturate_to_input(y, IN_DTYPE: tl.constexpr):
 @triton.jit
 def rht_tile(v, m, R: tl.constexpr, C: tl.constexpr, D: tl.constexpr, IN_DTYPE: tl.constexpr):
     """Rotate each D-chunk of the rows of fp32 tile ``v`` by ``m`` [D, D]; round to input dtype."""
-    v = clamp_keep_nan(v, rht_limit(D))
+    v = clamp_keep_nan(v, _rht_limit(D))
     y = dot_fp32(tl.reshape(v, (R * C // D, D)), m, IN_DTYPE, D == 16 or D == 64)
-    return saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
+    return _saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
 
 
 @triton.jit
 def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
     """Rotate along axis 1 of ``v`` [G, D, C]: ``y[g] = mt @ v[g]`` with ``mt = Mᵀ``; round."""
-    v = clamp_keep_nan(v, rht_limit(D))
+    v = clamp_keep_nan(v, _rht_limit(D))
     y = dot_fp32(tl.broadcast_to(mt[None, :, :], (G, D, D)), v, IN_DTYPE, D == 16 or D == 64)
-    return saturate_to_input(y, IN_DTYPE)
+    return _saturate_to_input(y, IN_DTYPE)
 
 
 @triton.jit

@@ -6,11 +6,7 @@ One launch. A program loads a ``[BR, BC]`` tile of x once and writes:
   (``scale_inv`` fp32 ``[rows, cols/128]``);
 * ``block=(1, 128)`` column view (``quantize_rowcol`` only): the same rule on ``xᵀ``, i.e. per
   128 consecutive *rows* of a column, written as ``data[cols, rows]`` and
-  ``scale_inv[cols, rows/128]`` -- the DeepSeek-V3 activation/gradient pair for wgrad. The
-  program transposes its input-dtype tile once (through shared memory) and runs the row-view
-  code on ``tileᵀ``, so both views store contiguous bytes. (Storing the column view straight
-  from the row-major tile wrote one byte per thread at a stride of ``rows`` and ran the pair
-  at 30% of the copy rate on an H200.);
+  ``scale_inv[cols, rows/128]`` -- the DeepSeek-V3 activation/gradient pair for wgrad;
 * ``block=(128, 128)`` (weights): one scale per tile (``scale_inv[rows/128, cols/128]``).
 
 The scale rule mirrors ``fp8_scale_from_amax`` operation by operation::
@@ -41,7 +37,7 @@ from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, e4m3_byte, 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
 
 CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 8,
-          "NUM_STAGES": 2, "num_warps_rowcol": 8, "PROGS_PER_SM_rowcol": 2}
+          "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4}
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
@@ -88,6 +84,21 @@ def _quant_1x128(v, nan, q_ptr, s_ptr, offs_r, offs_c, c0, nrows, ncols, R: tl.c
 
 
 @triton.jit
+def _quant_128x1(x, nan, q_ptr, s_ptr, offs_r, offs_c, r0, rows, cols, BR: tl.constexpr,
+                 BC: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
+                 POW2: tl.constexpr, E5M2: tl.constexpr):
+    """Column view of tile ``x`` [128, BC]: blocks of 128 along x's rows, stored as xᵀ
+    (``data[cols, rows]``, ``scale_inv[cols, rows/128]``) without transposing in registers."""
+    scale = _scale_from_vmax(tl.max(tl.abs(x), axis=0), FP8_MAX, IN_MAX, POW2)   # [BC]
+    data = _fp8_byte(x * scale[None, :], E5M2, nan)
+    c_ok = offs_c < cols
+    tl.store(q_ptr + offs_c[None, :] * rows + offs_r[:, None], data,
+             mask=(offs_r < rows)[:, None] & c_ok[None, :])
+    tl.store(s_ptr + offs_c * (rows // 128) + r0 // 128, tl.math.div_rn(1.0, scale),
+             mask=c_ok)                       # r0 < rows: the column view needs rows % 128 == 0
+
+
+@triton.jit
 def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc, n_tiles,
                       IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
                       FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr, POW2: tl.constexpr,
@@ -106,14 +117,13 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
         offs_r = r0 + tl.arange(0, BR)
         offs_c = c0 + tl.arange(0, BC)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
-        x_in = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
-        x, nan = split_nan(x_in.to(tl.float32))
+        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+        x, nan = split_nan(x.to(tl.float32))
         if MODE == 0:
             acc1 = tl.maximum(acc1, _quant_1x128(x, nan, qr_ptr, sr_ptr, offs_r, offs_c, c0, rows,
                                                  cols, BR, BC, FP8_MAX, IN_MAX, POW2, E5M2))
-            if COL:   # the column view: rows of the transposed input-dtype tile (coalesced)
-                xt, nan_t = split_nan(tl.trans(x_in).to(tl.float32))
-                _quant_1x128(xt, nan_t, qc_ptr, sc_ptr, offs_c, offs_r, r0, cols, rows, BC, BR,
+            if COL:
+                _quant_128x1(x, nan, qc_ptr, sc_ptr, offs_r, offs_c, r0, rows, cols, BR, BC,
                              FP8_MAX, IN_MAX, POW2, E5M2)
         else:
             acc2 = tl.maximum(acc2, _quant_128x128(x, nan, qr_ptr, sr_ptr, qc_ptr, sc_ptr, offs_r,

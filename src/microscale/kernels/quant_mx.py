@@ -1,13 +1,10 @@
 """Fused MX quantization kernels (MXFP8 E4M3/E5M2, MXFP4), bit-exact with ``quant.mx``.
 
 MX needs no tensor-wide scale, so one launch does everything: a program loops over
-``[BR, BC]`` tiles of x, loads each once and writes the row view (blocks of 32 along x's
-columns), the column view (blocks of 32 along x's rows, i.e. the quantized ``xᵀ`` that wgrad
-reads) or both, and folds the block maxima into the returned amax with one atomic max per
-program. The column view is the row-view code run on the transposed input-dtype tile (one
-shared-memory round trip), so every store is contiguous; quantizing columns in place, with
-one byte stored per thread at a stride of ``rows``, ran the MXFP8 pair at a third of the copy
-rate on an H200.
+``[BR, BC]`` tiles of x and writes the row view (the tile read as ``[BR, BC/32, 32]``, blocks
+of 32 along x's columns), the column view (read as ``[BR/32, 32, BC]``: blocks of 32 along
+x's rows, i.e. the quantized ``xᵀ`` that wgrad reads, with no transpose in registers) or
+both, and folds the block maxima into the returned amax with one atomic max per program.
 
 Per block of 32 with ``vmax = max|v|`` (SPEC §7), all integer work on the fp32 bits::
 
@@ -37,14 +34,12 @@ from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
                      check_views, e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
-                     floor_log2_sig, kernel_seed, pack16, persistent_grid,
+                     floor_log2_sig, kernel_seed, pack16, persistent_grid, rht_cols,
                      rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 
-# "*_rowcol": the tile when both views are written (the column view transposes the tile).
-CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
-          "BR_rowcol": 64, "BC_rowcol": 64, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 8}
+CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
@@ -107,28 +102,31 @@ def _words(codes, k, AXIS: tl.constexpr):
 
 
 @triton.jit
-def _mx_rows(v, m_ptr, seed, bits_ptr, q_ptr, s_ptr, offs_r, c0, nrows, ncols,
-             IN_DTYPE: tl.constexpr, R: tl.constexpr, C: tl.constexpr, ELEM: tl.constexpr,
-             CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
-    """Quantize the fp32 tile ``v [R, C]``: rows ``offs_r`` and columns ``c0 ..`` of an
-    ``[nrows, ncols]`` view, blocks of 32 along the columns. Stores the view's elements and
-    scale bytes; returns the block maxima ``[R, C/32]`` (for the amax)."""
-    blk = c0 // 32 + tl.arange(0, C // 32)
+def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
+                 IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
+                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
+    """Row view of a tile as ``[BR, BC/32, 32]``; returns per-row maxima for the amax."""
+    offs_r = r0 + tl.arange(0, BR)
+    blk = c0 // 32 + tl.arange(0, BC // 32)
     e = tl.arange(0, 32)
     col = blk[:, None] * 32 + e[None, :]
-    ok = (offs_r < nrows)[:, None] & (blk < ncols // 32)[None, :]
+    ok = (offs_r < rows)[:, None] & (blk < cols // 32)[None, :]
+    v = tl.load(x_ptr + offs_r[:, None, None] * cols + col[None, :, :], mask=ok[:, :, None],
+                other=0.0).to(tl.float32)
     if RHT_D > 0:
         i = tl.arange(0, RHT_D)
         m = tl.load(m_ptr + i[:, None] * RHT_D + i[None, :])
-        v = rht_tile(v, m, R, C, RHT_D, IN_DTYPE)
-    v, nan = split_nan(tl.reshape(v, (R, C // 32, 32)))
-    vmax = tl.max(tl.abs(v), axis=2)                                     # [R, C/32]
+        v = tl.reshape(rht_tile(tl.reshape(v, (BR, BC)), m, BR, BC, RHT_D, IN_DTYPE),
+                       (BR, BC // 32, 32))
+    v, nan = split_nan(v)
+    vmax = tl.max(tl.abs(v), axis=2)                                     # [BR, BC/32]
     k = _scale_exponent(vmax, ELEM, CEIL)
     if SR == 1:
-        bits = tl.load(bits_ptr + offs_r[:, None, None] * ncols + col[None, :, :],
+        bits = tl.load(bits_ptr + offs_r[:, None, None] * cols + col[None, :, :],
                        mask=ok[:, :, None], other=0).to(tl.int32)
     elif SR == 2:
-        base = offs_r[:, None] * (ncols // 16) + blk[None, :] * 2
+        seed = tl.load(seed_ptr)
+        base = offs_r[:, None] * (cols // 16) + blk[None, :] * 2
         a0, a1, a2, a3 = tl.randint4x(seed, base)
         b0, b1, b2, b3 = tl.randint4x(seed, base + 1)
         lo = (e < 16)[None, None, :]
@@ -141,15 +139,62 @@ def _mx_rows(v, m_ptr, seed, bits_ptr, q_ptr, s_ptr, offs_r, c0, nrows, ncols,
     out = _elements(v * exp2_int(-k)[:, :, None], bits, ELEM, SR > 0, nan)
     if ELEM == 2:
         w = tl.arange(0, 2)
-        idx = (offs_r[:, None] * (ncols // 8) + blk[None, :] * 4)[:, :, None, None] + \
+        idx = (offs_r[:, None] * (cols // 8) + blk[None, :] * 4)[:, :, None, None] + \
             (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
         tl.store(q_ptr + idx, _words(out, e[None, None, :], 2), mask=ok[:, :, None, None])
     else:
-        tl.store(q_ptr + offs_r[:, None, None] * ncols + col[None, :, :], out,
-                 mask=ok[:, :, None])
-    tl.store(s_ptr + offs_r[:, None] * (ncols // 32) + blk[None, :],
-             _scale_bytes(k, nan, 2, ELEM), mask=ok)
-    return vmax
+        tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], out, mask=ok[:, :, None])
+    tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], _scale_bytes(k, nan, 2, ELEM),
+             mask=ok)
+    return vmax                                       # block maxima, for the amax
+
+
+@triton.jit
+def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
+                 IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
+                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
+    """Column view of a tile as ``[BR/32, 32, BC]`` (blocks along x's rows), no transpose."""
+    offs_c = c0 + tl.arange(0, BC)
+    grp = r0 // 32 + tl.arange(0, BR // 32)
+    j = tl.arange(0, 32)
+    row = grp[:, None] * 32 + j[None, :]
+    ok = (grp < rows // 32)[:, None] & (offs_c < cols)[None, :]
+    v = tl.load(x_ptr + row[:, :, None] * cols + offs_c[None, None, :], mask=ok[:, None, :],
+                other=0.0).to(tl.float32)
+    if RHT_D > 0:
+        i = tl.arange(0, 32)
+        mt = tl.load(m_ptr + i[None, :] * 32 + i[:, None])
+        v = rht_cols(v, mt, BR // 32, 32, BC, IN_DTYPE)
+    v, nan = split_nan(v)
+    vmax = tl.max(tl.abs(v), axis=1)                                     # [G, BC]
+    k = _scale_exponent(vmax, ELEM, CEIL)
+    if SR == 1:
+        bits = tl.load(bits_ptr + offs_c[None, None, :] * rows + row[:, :, None],
+                       mask=ok[:, None, :], other=0).to(tl.int32)
+    elif SR == 2:
+        seed = tl.load(seed_ptr) + 1
+        base = offs_c[None, :] * (rows // 16) + grp[:, None] * 2
+        a0, a1, a2, a3 = tl.randint4x(seed, base)
+        b0, b1, b2, b3 = tl.randint4x(seed, base + 1)
+        lo = (j < 16)[None, :, None]
+        bits = select_byte(tl.where(lo, a0[:, None, :], b0[:, None, :]),
+                           tl.where(lo, a1[:, None, :], b1[:, None, :]),
+                           tl.where(lo, a2[:, None, :], b2[:, None, :]),
+                           tl.where(lo, a3[:, None, :], b3[:, None, :]), (j % 16)[None, :, None])
+    else:
+        bits = 0
+    out = _elements(v * exp2_int(-k)[:, None, :], bits, ELEM, SR > 0, nan)
+    if ELEM == 2:
+        w = tl.arange(0, 2)
+        idx = (offs_c[None, :] * (rows // 8) + grp[:, None] * 4)[:, :, None, None] + \
+            (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
+        tl.store(q_ptr + idx, _words(out, j[None, :, None], 1), mask=ok[:, :, None, None])
+    else:
+        tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], out,
+                 mask=ok[:, None, :])
+    tl.store(s_ptr + offs_c[None, :] * (rows // 32) + grp[:, None], _scale_bytes(k, nan, 1, ELEM),
+             mask=ok)
+    return vmax                                       # block maxima, for the amax
 
 
 @triton.jit
@@ -160,28 +205,20 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
                ROW_RHT_D: tl.constexpr, ROW_SR: tl.constexpr,
                COL: tl.constexpr, COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
                COL_RHT_D: tl.constexpr, COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """Each program loops over ``[BR, BC]`` tiles, loading each once: the row view quantizes
-    the tile's rows, the column view the rows of the transposed (input-dtype) tile, so both
-    run the same code and store contiguously. Elementwise maxima of the block maxima are kept
-    per view; one reduction and one atomic max per view and program at the end."""
+    """Each program loops over tiles keeping elementwise maxima of the block maxima; one
+    reduction and one atomic max per view and program at the end."""
     acc_r = tl.zeros((BR, BC // 32), dtype=tl.float32)
-    acc_c = tl.zeros((BC, BR // 32), dtype=tl.float32)
-    seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
-    seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
+    acc_c = tl.zeros((BR // 32, BC), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
-        offs_r = r0 + tl.arange(0, BR)
-        offs_c = c0 + tl.arange(0, BC)
-        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
-        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         if ROW:
-            acc_r = tl.maximum(acc_r, _mx_rows(
-                x.to(tl.float32), mr_ptr, seed_r, br_ptr, qr_ptr, sr_ptr, offs_r, c0, rows, cols,
+            acc_r = tl.maximum(acc_r, _mx_row_view(
+                x_ptr, mr_ptr, seed_ptr, br_ptr, qr_ptr, sr_ptr, r0, c0, rows, cols,
                 IN_DTYPE, BR, BC, ROW_ELEM, ROW_CEIL, ROW_RHT_D, ROW_SR))
         if COL:
-            acc_c = tl.maximum(acc_c, _mx_rows(
-                tl.trans(x).to(tl.float32), mc_ptr, seed_c, bc_ptr, qc_ptr, sc_ptr, offs_c, r0,
-                cols, rows, IN_DTYPE, BC, BR, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR))
+            acc_c = tl.maximum(acc_c, _mx_col_view(
+                x_ptr, mc_ptr, seed_ptr, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
+                IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR))
     if ROW:
         tl.atomic_max(amax_ptr, tl.max(tl.max(acc_r, axis=1), axis=0))
     if COL:
@@ -251,16 +288,15 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
     seed = kernel_seed(srs[0].opts, dev) if srs else x2  # x2: never read
     dummy = (x2, x2, x2, x2)
     off = (False, 0, False, 0, 0)
-    sfx = "_rowcol" if col is not None else ""
-    br, bc = CONFIG["BR" + sfx], CONFIG["BC" + sfx]
-    n_tc = triton.cdiv(cols, bc)
-    n_tiles = triton.cdiv(rows, br) * n_tc
-    grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM" + sfx]),)
+    cfg = CONFIG
+    n_tc = triton.cdiv(cols, cfg["BC"])
+    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     _mx_kernel[grid](x2, amax, seed, rows, cols, n_tc, n_tiles,
                      *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),
-                     IN_DTYPE_CODE[x.dtype], br, bc,
+                     IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
                      *(row.flags() if row else off), *(col.flags() if col else off),
-                     CONFIG["NUM_STAGES"], num_warps=CONFIG["num_warps" + sfx])
+                     cfg["NUM_STAGES"], num_warps=cfg["num_warps"])
     return amax
 
 

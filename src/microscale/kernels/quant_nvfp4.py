@@ -50,10 +50,9 @@ from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_rows import _tile_max, nvfp4_rows_kernel
 from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
-                     check_views, clamp_keep_nan, dot_fp32, e2m1_mag_code, e2m1_sr_mag_code,
-                     kernel_seed, nvfp4_block_scales, nvfp4_global_scales, pack16,
-                     persistent_grid, rht_cols, rht_limit, rht_matrix_on, rht_tile,
-                     saturate_to_input, select_byte, sign_nibble, split_nan, tile_coords)
+                     check_views, e2m1_mag_code, e2m1_sr_mag_code, kernel_seed,
+                     nvfp4_block_scales, nvfp4_global_scales, pack16, persistent_grid, rht_cols,
+                     rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -136,59 +135,38 @@ def _rot_cols(v, m_ptr, BR: tl.constexpr, BC: tl.constexpr, IN_DTYPE: tl.constex
 
 
 @triton.jit
-def _rot16(v, m, R: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
-    """The RHT of the 16-chunks of the rows of fp32 ``v [R, C]``, in fp32, *not yet* rounded
-    to the input dtype (``rht_tile`` without its last step)."""
-    v = clamp_keep_nan(v, rht_limit(16))
-    return tl.reshape(dot_fp32(tl.reshape(v, (R * C // 16, 16)), m, IN_DTYPE, True), (R, C))
-
-
-@triton.jit
 def _nvfp4_amax_kernel(x_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
                        IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
                        ROW: tl.constexpr, ROW_RHT: tl.constexpr,
                        COL: tl.constexpr, COL_RHT: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """The amax of each requested view, x read once: plain ``max|x|``, or the max of the
-    rotated values (row view: x's rows; column view: the rows of the transposed tile).
-
-    Each program keeps elementwise running maxima (no cross-thread reduction in the loop),
-    reduces them once and does one atomic per view. Rotated values are rounded to the input
-    dtype only once, on the final max: clamping to the dtype's range and RNE rounding are
-    monotone and odd, so ``max |round(y)| = round(max |y|)`` and the result is the amax of
-    the rounded values, which the quantize pass sees (NaN reads as 0 either way).
-    """
-    i16 = tl.arange(0, 16)
-    m = tl.load(m_ptr + i16[:, None] * 16 + i16[None, :])
-    PLAIN: tl.constexpr = (ROW and not ROW_RHT) or (COL and not COL_RHT)
-    acc_p = tl.zeros((BR, BC), dtype=tl.float32)
-    acc_r = tl.zeros((BR, BC), dtype=tl.float32)
-    acc_c = tl.zeros((BC, BR), dtype=tl.float32)
+    """Each program loops over tiles keeping an elementwise running max (no cross-thread
+    reduction inside the loop), reduces it once, and does one atomic per view."""
+    acc_r = tl.zeros((BR // 16, 16, BC), dtype=tl.float32)
+    acc_rr = tl.zeros((BR, BC // 16, 16), dtype=tl.float32)
+    acc_c = tl.zeros((BR // 16, 16, BC), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
-        offs_r = r0 + tl.arange(0, BR)
         offs_c = c0 + tl.arange(0, BC)
-        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
-        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
-        if PLAIN:
-            acc_p = tl.maximum(acc_p, _abs0(x.to(tl.float32)))
-        if ROW and ROW_RHT:
-            acc_r = tl.maximum(acc_r, _abs0(_rot16(x.to(tl.float32), m, BR, BC, IN_DTYPE)))
-        if COL and COL_RHT:
-            acc_c = tl.maximum(acc_c, _abs0(_rot16(tl.trans(x).to(tl.float32), m, BC, BR,
-                                                   IN_DTYPE)))
-    plain = tl.max(tl.max(acc_p, axis=1), axis=0)
+        xc = _load_cols(x_ptr, r0, offs_c, rows, cols, BR, BC)           # [BR/16, 16, BC]
+        if ROW:
+            if ROW_RHT:
+                v = _rot_rows(_load_rows(x_ptr, r0 + tl.arange(0, BR), c0, rows, cols, BR, BC),
+                              m_ptr, BR, BC, IN_DTYPE)
+                acc_rr = tl.maximum(acc_rr, _abs0(v))
+            else:
+                acc_r = tl.maximum(acc_r, _abs0(xc))
+        if COL:
+            v = xc
+            if COL_RHT:
+                v = _rot_cols(xc, m_ptr, BR, BC, IN_DTYPE)
+            acc_c = tl.maximum(acc_c, _abs0(v))
     if ROW:
         if ROW_RHT:
-            tl.atomic_max(amax_ptr, saturate_to_input(tl.max(tl.max(acc_r, axis=1), axis=0),
-                                                      IN_DTYPE))
+            tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_rr, axis=2), axis=1), axis=0))
         else:
-            tl.atomic_max(amax_ptr, plain)
+            tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_r, axis=2), axis=1), axis=0))
     if COL:
-        if COL_RHT:
-            tl.atomic_max(amax_ptr + 1, saturate_to_input(tl.max(tl.max(acc_c, axis=1), axis=0),
-                                                          IN_DTYPE))
-        else:
-            tl.atomic_max(amax_ptr + 1, plain)
+        tl.atomic_max(amax_ptr + 1, tl.max(tl.max(tl.max(acc_c, axis=2), axis=1), axis=0))
 
 
 @triton.jit
