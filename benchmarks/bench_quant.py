@@ -149,9 +149,12 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
             (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 128, 8, 4, 2)])),
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
-        (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(("num_warps_rowcol",
-                                                           "PROGS_PER_SM_rowcol"), [
-            (8, 2), (4, 4), (8, 1), (16, 1), (4, 2)])),
+        (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(
+            ("ROWCOL", "num_warps_rowcol", "PROGS_PER_SM_rowcol", "SUB_ROWS", "num_warps_sub",
+             "PROGS_PER_SM_sub"), [
+                ("tile", 4, 4, 32, 4, 8), ("tile", 8, 1, 32, 4, 8), ("sub", 4, 4, 32, 4, 8),
+                ("sub", 4, 4, 16, 4, 16), ("sub", 4, 4, 32, 8, 4), ("sub", 4, 4, 64, 8, 4),
+                ("sub", 4, 4, 16, 2, 16)])),
     ]
     rows = []
     for cfg, name, options in plans:
