@@ -84,6 +84,10 @@ def run_train_job(job: spec.RunSpec, setting: spec.Setting, ckpt: Path, deadline
     out = ckpt / job.name
     resumed = latest_checkpoint(out / "checkpoints", quiet=True)
     start_step = int(json.loads(resumed.read_text())["step"]) if resumed else 0
+    earlier = load_status(ckpt / "results" / job.name)
+    if start_step == 0 and earlier and earlier.get("step", 0) > 0:
+        log.warning("%s: its logs reach step %s but no checkpoint is on this disk (a new machine?): "
+                    "RESTARTING FROM STEP 0", job.name, earlier["step"])
     cfg = TrainConfig(**job.train_kwargs(setting), out=str(out), resume=True, device=device,
                       cache_dir=str(ckpt / "cache"), progress=False)
     monitor = _snapshot_monitor(job.snapshot_steps(setting), out / "snapshots") if job.snapshots else None
@@ -97,7 +101,11 @@ def run_train_job(job: spec.RunSpec, setting: spec.Setting, ckpt: Path, deadline
         log.error("%s diverged: %s", job.name, err)
         outcome = "diverged"
     piece = piece_record(trainer, start_step, t0, outcome)
-    return export_job(job, out, ckpt / "results", piece, start_step)
+    status = export_job(job, out, ckpt / "results", piece, start_step)
+    if status["done"]:               # 1.5 GB each at 125m: a finished run's are not kept
+        for path in (out / "checkpoints").glob("step_*"):
+            path.unlink()
+    return status
 
 
 def export_job(job: spec.RunSpec, out: Path, results: Path, piece: dict, start_step: int) -> dict:
@@ -135,8 +143,8 @@ def run_fidelity_job(setting: spec.Setting, ckpt: Path, device: str | None, dead
                               batches=setting.fidelity_batches, batch_size=setting.fidelity_batch_size,
                               draws=setting.fidelity_draws)
     measured = json.loads((out / "fidelity.json").read_text())["meta"]["snapshots"]
-    status = {"job": "fidelity", "done": True, "snapshots": measured, "of": [p.name for p in snaps],
-              "wall_s": round(time.time() - t0, 1)}
+    status = {"job": "fidelity", "done": set(measured) >= {p.name for p in snaps}, "snapshots": measured,
+              "of": [p.name for p in snaps], "wall_s": round(time.time() - t0, 1)}
     write_json(out / "status.json", status)
     return status
 
@@ -240,11 +248,15 @@ def cmd_run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     setting = SETTINGS[args.setting]
     corpus_evidence(setting, ckpt / "cache", results / "corpus")      # built once, before the children
-    done = done_jobs(results, *(Path(p) for p in args.repo_results))
+    done = done_jobs(results, *(Path(p) for p in args.repo_results)) - set((args.redo or "").split(","))
     wanted = [j for j in spec.JOBS if not args.only or j.name in args.only.split(",")]
     pending = [j for j in wanted if j.name not in done]
     log.info("queue: %d jobs, %d done, pending: %s", len(wanted), len(wanted) - len(pending),
              ", ".join(j.name for j in pending) or "none")
+    if any(j.kind == "fidelity" for j in pending) and "bf16_s0" not in {j.name for j in pending} and \
+            not any((ckpt / "bf16_s0" / "snapshots").glob("step_*.safetensors")):
+        log.warning("fidelity needs bf16_s0's weight snapshots, which are not on this disk (a new machine): "
+                    "add --redo bf16_s0 (ONLY=... REDO=bf16_s0) to retrain it with snapshots first")
     codes = schedule(pending, args, deadline, ckpt)
     table = queue_table(results, [Path(p) for p in args.repo_results], spec.JOBS)
     (out / "queue.md").write_text(table + "\n")
@@ -279,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=os.environ.get("OUT", "paper_out"))
     r.add_argument("--gpus", type=int, default=1, help="jobs at once, one per GPU (0 = one, no pinning)")
     r.add_argument("--only", default=None, help="comma-separated job names")
+    r.add_argument("--redo", default=None, help="comma-separated jobs to run again although done "
+                   "(e.g. bf16_s0, whose fidelity snapshots live on the device's disk only)")
     r.add_argument("--split", action=argparse.BooleanOptionalAction, default=True,
                    help="start a job that cannot finish in this call (resumed by the next)")
     r.add_argument("--min-start-s", type=float, default=150.0, help="no new job with less time left")

@@ -70,7 +70,7 @@ def write_outputs(rows: list[dict], meta: dict, out: Path) -> None:
 
 def run_on_snapshots(setting: spec.Setting, snapshots: list[Path], out: Path, *, cache_dir=None,
                      device=None, batches: int = 4, batch_size: int = 8, draws: int = 4,
-                     deadline: float | None = None) -> list[dict]:
+                     deadline: float | None = None, resume: bool = True) -> list[dict]:
     """Fidelity rows for every snapshot (newest first) and variant; files rewritten per snapshot."""
     import torch
     from safetensors.torch import load_file
@@ -81,18 +81,27 @@ def run_on_snapshots(setting: spec.Setting, snapshots: list[Path], out: Path, *,
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     data, fixed = _batches(setting, cache_dir, batches, batch_size, dev)
     make = lambda: build_model(setting.model, data.vocab_size, max_seq_len=setting.seq_len).to(dev)
-    rows, done, t0 = [], [], time.time()
+    rows, done, t0, earlier_wall = [], [], time.time(), 0.0
+    if resume and (out / "fidelity.json").exists():        # continue a job cut short by its deadline
+        earlier = json.loads((out / "fidelity.json").read_text())
+        rows, done = earlier["rows"], earlier["meta"]["snapshots"]
+        earlier_wall = earlier["meta"].get("wall_s", 0.0)
     meta = {"setting": dataclasses.asdict(setting), "batches": batches,
             "batch_size": batch_size, "seq_len": setting.seq_len, "draws": draws, "device": str(dev),
             "torch": torch.__version__, "corpus": data.describe(), "snapshots": done}
+    measured_here = 0
     for snap in sorted(snapshots, reverse=True):
-        if deadline is not None and done and time.time() + (time.time() - t0) / len(done) > deadline:
+        if snap.name in done:
+            continue
+        if deadline is not None and measured_here and \
+                time.time() + (time.time() - t0) / measured_here > deadline:
             break                                          # the next snapshot would not finish
         step = int(snap.stem.split("_")[-1])
         state = {k: v.to(dev) for k, v in load_file(str(snap)).items()}
         rows += grad_fidelity(make, state, fixed, variants(setting), draws=draws, step=step)
         done.append(snap.name)
-        meta["wall_s"] = round(time.time() - t0, 1)
+        measured_here += 1
+        meta["wall_s"] = round(earlier_wall + time.time() - t0, 1)
         write_outputs(rows, meta, out)
     return rows
 
@@ -111,7 +120,7 @@ def plot_fidelity(rows: list[dict], path: Path) -> None:
                            (axes[1, 0], "bias_rel", "bias |mean error| / |mean dW| (dashed: noise floor)")):
         for i, name in enumerate(names):
             pts = sorted((r["step"], r[key], r["bias_floor"]) for r in agg if r["variant"] == name)
-            color = f"C{i % 10}"
+            color = plt.cm.tab20(i % 20)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=color, label=name)
             if key == "bias_rel":
                 ax.plot([p[0] for p in pts], [p[2] for p in pts], ":", color=color)
@@ -123,7 +132,7 @@ def plot_fidelity(rows: list[dict], path: Path) -> None:
     for i, name in enumerate(names):
         pts = sorted((r["index"], r["rel_err"]) for r in rows
                      if r["variant"] == name and r["step"] == last and r["index"] >= 0)
-        axes[1, 1].plot([p[0] for p in pts], [p[1] for p in pts], ".-", color=f"C{i % 10}", label=name)
+        axes[1, 1].plot([p[0] for p in pts], [p[1] for p in pts], ".-", color=plt.cm.tab20(i % 20), label=name)
     axes[1, 1].set_title(f"per-layer rel. error at step {last} (layer index, depth order)", fontsize=10)
     axes[1, 1].set_yscale("log")
     axes[0, 0].legend(fontsize=7, ncol=2)

@@ -159,15 +159,23 @@ def plot_page(results: dict, out: Path) -> list[str]:
             by_variant.setdefault(variant_of(name), []).append(run)
     if not by_variant:
         return []
-    colors = {v: f"C{i % 10}" for i, v in enumerate(ORDER)}
+    colors = {v: plt.cm.tab20(i % 20) for i, v in enumerate(ORDER)}      # 11 variants: C0..C9 would repeat
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     for ax, key, title in ((axes[0], "val_loss", "validation loss"), (axes[1], "loss_avg", "training loss (EMA)")):
+        late = []
         for v, runs in by_variant.items():
             for run in runs:
                 ax.plot(*_curves(run, key), color=colors.get(v, "k"), alpha=0.25, lw=0.8)
             mean = _group_mean(runs, key)
             ax.plot(list(mean), list(mean.values()), color=colors.get(v, "k"), lw=1.6, label=f"{v} ({len(runs)})")
-        ax.set(title=title, xlabel="tokens", ylabel="loss")
+            late += [(t, x) for t, x in mean.items()]
+        if late:                                      # zoom on the last 80% of training, where runs differ
+            t_max = max(t for t, _ in late)
+            ys = [x for t, x in late if t >= 0.2 * t_max and math.isfinite(x)]
+            if ys and max(ys) > min(ys):
+                pad = 0.05 * (max(ys) - min(ys))
+                ax.set_ylim(min(ys) - pad, max(ys) + pad)
+        ax.set(title=f"{title} (zoomed on the last 80%)", xlabel="tokens", ylabel="loss")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "loss.png", dpi=110)

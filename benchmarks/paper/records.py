@@ -114,9 +114,9 @@ def queue_table(results: Path, repo_results: list[Path], jobs) -> str:
     """Markdown: each job's state, where its logs are, and its wall time so far."""
     lines = ["| job | state | logs | wall s |", "|---|---|---|---:|"]
     for job in jobs:
-        here = load_status(results / job.name)
-        there = next((s for s in (load_status(r / job.name) for r in repo_results) if s), None)
-        status, where = (here, "this call's results") if here else (there, "repo") if there else (None, "-")
+        found = [(s, where) for s, where in [(load_status(results / job.name), "this lease's results")] +
+                 [(load_status(r / job.name), "repo") for r in repo_results] if s]
+        status, where = next(((s, w) for s, w in found if s.get("done")), found[0] if found else (None, "-"))
         wall = f"{status['wall_s']:.0f}" if status and "wall_s" in status else ""
         lines.append(f"| {job.name} | {_state(status)} | {where} | {wall} |")
     return "\n".join(lines)

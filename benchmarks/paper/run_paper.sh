@@ -13,5 +13,5 @@ CKPT=${CKPT:-/root/paper}; BUDGET_S=${BUDGET_S:-560}
 GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 mkdir -p "$CKPT"
 python3 benchmarks/paper/driver.py run --budget-s "$BUDGET_S" --ckpt-dir "$CKPT" --out "$OUT" \
-  --gpus "$GPUS" --repo-results docs/results/paper_reproduction/runs ${ONLY:+--only "$ONLY"} \
+  --gpus "$GPUS" --repo-results docs/results/paper_reproduction/runs ${ONLY:+--only "$ONLY"} ${REDO:+--redo "$REDO"} \
   ${SETTING:+--setting "$SETTING"} 2>&1 | grep -v '^USDT' | tee "$OUT/driver.log"

@@ -371,7 +371,7 @@ class Trainer:
         tokens_per_step = cfg.batch_size * cfg.seq_len
         window = Window()
         record: dict = {}
-        t_start = time.perf_counter()
+        t_start, first = time.perf_counter(), self.step
         with open(self.out / "metrics.jsonl", "a", buffering=1) as sink:
             for s in range(self.step, cfg.steps):
                 t0 = time.perf_counter()
@@ -379,7 +379,7 @@ class Trainer:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 window.add(loss, tokens_per_step, time.perf_counter() - t0)
-                if s == self.step and self.recipe is not None:    # which kernels actually ran
+                if s == first and self.recipe is not None:    # which kernels actually ran (once)
                     from ..backend import explain
                     log.info("%s", explain(self.model))
                 self.train_time += window.last_dt
