@@ -1,6 +1,6 @@
 """Run the paper-reproduction queue in time-boxed pieces that resume from checkpoints.
 
-    python benchmarks/paper/driver.py run --budget-s 560 --ckpt-dir /root/paper --out $OUT
+    python benchmarks/paper/driver.py run --budget-s 555 --ckpt-dir /root/paper --out $OUT
     python benchmarks/paper/driver.py estimate          # the queue's device time (markdown)
     python benchmarks/paper/driver.py status --ckpt-dir /root/paper
 
@@ -53,6 +53,9 @@ from records import (
 log = logging.getLogger("paper")
 
 SETTINGS = {"paper": spec.SETTING,
+            # a few minutes on one GPU: compile, CUDA graph, evals, snapshots and fidelity at 125m
+            "check": spec.SETTING.scaled(steps=120, warmup=10, eval_every=40, eval_batches=4, ckpt_every=0,
+                                         fidelity_batches=1, fidelity_draws=2),
             "smoke": spec.SETTING.scaled(model="micro", steps=12, batch_size=2, seq_len=64, warmup=2,
                                          max_bytes=3_000_000, eval_every=4, eval_batches=2, log_every=1,
                                          ckpt_every=0, compile="off", cuda_graph=False, fidelity_batches=1,
@@ -175,11 +178,11 @@ def done_jobs(*roots: Path) -> set[str]:
 def _left_s(job: spec.RunSpec, setting: spec.Setting, ckpt: Path) -> float:
     """Estimated seconds to finish ``job`` from its checkpoint (spec's throughput figures)."""
     if job.kind == "fidelity":
-        return spec.FIDELITY_S if setting is spec.SETTING else 30.0
+        return spec.FIDELITY_S
     status = load_status(ckpt / "results" / job.name) or {}
     step = status.get("step", 0) if (ckpt / job.name / "checkpoints").is_dir() else 0
-    full = spec.estimate(job, setting, piece_s=1e9)["total_s"] if setting is spec.SETTING else 30.0
-    return full * (1 - step / setting.steps) + spec.STARTUP_S * (setting is spec.SETTING)
+    full = spec.estimate(job, setting, piece_s=1e9)["total_s"] - spec.STARTUP_S
+    return full * (1 - step / setting.steps) + spec.STARTUP_S
 
 
 def _ready(job: spec.RunSpec, ckpt: Path, running: set[str]) -> bool:
@@ -283,11 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--setting", choices=sorted(SETTINGS), default="paper")
     common.add_argument("--ckpt-dir", default="/root/paper", help="run dirs + checkpoints (device disk)")
     common.add_argument("--device", default=None, help="torch device for the children (default: cuda if any)")
-    common.add_argument("--save-margin-s", type=float, default=45.0, help="reserved for the last checkpoint")
+    common.add_argument("--save-margin-s", type=float, default=30.0, help="reserved for the last checkpoint")
     common.add_argument("--repo-results", action="append", default=[],
                         help="results dir(s) holding jobs done in earlier calls (skipped)")
     r = sub.add_parser("run", parents=[common], help="one device call: continue the queue")
-    r.add_argument("--budget-s", type=float, default=560.0, help="wall seconds for this call")
+    r.add_argument("--budget-s", type=float, default=555.0, help="wall seconds for this call")
     r.add_argument("--out", default=os.environ.get("OUT", "paper_out"))
     r.add_argument("--gpus", type=int, default=1, help="jobs at once, one per GPU (0 = one, no pinning)")
     r.add_argument("--only", default=None, help="comma-separated job names")
@@ -303,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--deadline", type=float, required=True, help="absolute time.time() to stop by")
     o.set_defaults(func=cmd_one)
     e = sub.add_parser("estimate", parents=[common], help="device time of the queue")
-    e.add_argument("--budget-s", type=float, default=560.0)
+    e.add_argument("--budget-s", type=float, default=555.0)
     e.set_defaults(func=cmd_estimate)
     s = sub.add_parser("status", parents=[common], help="the queue's state")
     s.set_defaults(func=cmd_status)

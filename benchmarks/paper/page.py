@@ -294,7 +294,7 @@ def render(results: dict, rows: list[dict], sigma, verdicts, plots: list[str]) -
               f"triton {', '.join(env['triton'])}; Python {', '.join(env['python'])}. Pieces (device calls per run, "
               f"summed): {env['pieces']}, from {env['first']} to {env['last']}; wall time of all pieces "
               f"{env['wall_s'] / 3600:.2f} h."), "", "Queue driver (one device call each):", "",
-              "```bash", "BUDGET_S=560 CKPT=/root/paper bash benchmarks/paper/run_paper.sh", "```", "",
+              "```bash", "timeout 590 env BUDGET_S=555 CKPT=/root/paper bash benchmarks/paper/run_paper.sh", "```", "",
               "Each run, as one harness command (the driver runs it in resumed pieces):", "", "```bash"]
     lines += [harness_command(results["runs"][n]["config"]) + f" --out runs/{n}" for n in done
               if results["runs"][n]["config"]]

@@ -155,7 +155,7 @@ SAVE_S = 10                 # one 1.5 GB checkpoint (weights + AdamW) with its S
 FIDELITY_S = 420            # the fidelity job: 4 snapshots x 11 variants, eager
 
 
-def estimate(job: RunSpec, setting: Setting = SETTING, piece_s: float = 540.0) -> dict:
+def estimate(job: RunSpec, setting: Setting = SETTING, piece_s: float = 555.0) -> dict:
     """Seconds of device time for one job, split into device calls of ``piece_s``."""
     if job.kind == "fidelity":
         return {"train_s": 0.0, "pieces": 1, "total_s": float(FIDELITY_S)}
@@ -167,7 +167,7 @@ def estimate(job: RunSpec, setting: Setting = SETTING, piece_s: float = 540.0) -
             "total_s": train_s + evals_s + pieces * (STARTUP_S + SAVE_S)}
 
 
-def estimate_table(setting: Setting = SETTING, piece_s: float = 540.0) -> str:
+def estimate_table(setting: Setting = SETTING, piece_s: float = 555.0) -> str:
     """A markdown table of the queue's device time (see :func:`estimate`)."""
     lines = ["| job | recipe | x bf16 tok/s | train s | pieces | device s |", "|---|---|---:|---:|---:|---:|"]
     total = 0.0
