@@ -150,3 +150,21 @@ def test_page_is_generated_from_the_logs(tmp_path):
     assert "microscale train --recipe nvfp4 --model micro --steps 320" in text
     assert summary["verdicts"][2]["verdict"] == "reproduced"
     assert json.loads((out / "results.json").read_text())["sigma"] == pytest.approx(0.002)
+
+
+def test_choose_prefers_a_job_that_fits_and_waits_for_snapshots(tmp_path):
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(setting="paper", split=True, min_start_s=150.0)
+    pending = [spec.find(n) for n in ("fidelity", "nvfp4_s0", "bf16_s1")]
+    # no bf16_s0 snapshots yet: fidelity is not ready; nvfp4 (~550 s) does not fit in 400 s, bf16 does
+    assert driver.choose(pending, 400.0, args, tmp_path, set()).name == "bf16_s1"
+    assert driver.choose(pending, 200.0, args, tmp_path, set()).name == "nvfp4_s0"     # split: start it
+    assert driver.choose(pending, 100.0, args, tmp_path, set()) is None                 # too little left
+    assert driver.choose(pending, 200.0, SimpleNamespace(**{**vars(args), "split": False}), tmp_path, set()) is None
+    (tmp_path / "bf16_s0" / "snapshots").mkdir(parents=True)
+    (tmp_path / "bf16_s0" / "snapshots" / "step_000010.safetensors").write_bytes(b"")
+    (tmp_path / "results" / "bf16_s0").mkdir(parents=True)
+    (tmp_path / "results" / "bf16_s0" / "status.json").write_text(json.dumps({"done": True}))
+    assert driver.choose(pending, 500.0, args, tmp_path, set()).name == "fidelity"
+    assert driver.choose(pending, 500.0, args, tmp_path, {"bf16_s0"}).name == "bf16_s1"

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2] / "src")]  # this checkout
 import spec
 
 FIELDS = ("variant", "recipe", "step", "layer", "index", "cos", "rel_err", "bias_rel", "bias_proj",
