@@ -131,6 +131,21 @@ def fidelity_md(fid: dict | None) -> str:
     return "\n".join(lines)
 
 
+_EVIDENCE = {2: ["nvfp4", "nvfp4_no_sr", "nvfp4_no_rht", "nvfp4_no_2d", "nvfp4_base", "nvfp4_all_blocks"],
+             3: ["nvfp4", "mxfp4"], 4: ["nvfp4", "nvfp4_bf16_decay"], 5: ["nvfp4", "mxfp4", "mxfp8", "fp8_blockwise"]}
+
+
+def fidelity_evidence(fid: dict | None, claim: int) -> str:
+    """The gradient-fidelity numbers behind a claim (ALL rows of the last snapshot), or ''."""
+    if not fid or not fid.get("rows") or claim not in _EVIDENCE:
+        return ""
+    last = max(r["step"] for r in fid["rows"])
+    rows = {r["variant"]: r for r in fid["rows"] if r["step"] == last and r["layer"] == "ALL"}
+    parts = [f"{n} {rows[n]['rel_err']:.3f} (bias {rows[n]['bias_rel']:.3f} vs floor {rows[n]['bias_floor']:.3f})"
+             for n in _EVIDENCE[claim] if n in rows]
+    return f" Gradient fidelity at step {last}, dW rel. error of all layers: " + "; ".join(parts) + "." if parts else ""
+
+
 # --------------------------------------------------------------------------- plots
 def _curves(run: dict, key: str) -> tuple[list[float], list[float]]:
     pts = [(r["tokens"], r[key]) for r in run["records"] if key in r and math.isfinite(r[key])]
@@ -286,7 +301,8 @@ def render(results: dict, rows: list[dict], sigma, verdicts, plots: list[str]) -
              "(sigma · sqrt(1/n_a + 1/n_b))."), ""]
     lines += [f"![{p}]({p})" for p in plots] + ["", "## The paper's claims", "",
                                                "Rules: `benchmarks/paper/claims.py` (|z| ≥ 2 separates from noise).", ""]
-    lines += [f"{v.claim}. **{v.title}: {v.verdict}.** {v.detail}" for v in verdicts]
+    lines += [f"{v.claim}. **{v.title}: {v.verdict}.** {v.detail.rstrip('.')}." + fidelity_evidence(results["fidelity"], v.claim)
+              for v in verdicts]
     lines += ["", "## Gradient fidelity", "", fidelity_md(results["fidelity"]), ""]
     if results["fidelity"]:
         lines += ["![fidelity](fidelity.png)", ""]

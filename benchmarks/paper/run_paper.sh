@@ -6,13 +6,18 @@
 # $OUT gets paper_runs.tgz (unpack into docs/results/paper_reproduction/runs/), driver.log,
 # queue.md and env.txt. Jobs already done in the committed runs/ are skipped. Checkpoints stay
 # in $CKPT: they survive only while this machine is held, so call again promptly (30 s warm);
-# LAST=1 (a session's last call) starts no job that cannot finish in this call.
+# LAST=1 (a session's last call) starts no job that cannot finish in this call. SETTING=check
+# (or smoke) runs a scaled-down queue to check the path; it ignores the committed runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source benchmarks/gpu_env.sh                       # $OUT, PYTHONPATH=src, env.txt
 CKPT=${CKPT:-/root/paper}; BUDGET_S=${BUDGET_S:-555}
 GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 mkdir -p "$CKPT"
+extra=(--repo-results docs/results/paper_reproduction/runs)        # jobs committed as done: skipped
+[ -n "${SETTING:-}" ] && extra=(--setting "$SETTING")
+[ -n "${ONLY:-}" ] && extra+=(--only "$ONLY")
+[ -n "${REDO:-}" ] && extra+=(--redo "$REDO")
+[ -n "${LAST:-}" ] && extra+=(--no-split)
 python3 benchmarks/paper/driver.py run --budget-s "$BUDGET_S" --ckpt-dir "$CKPT" --out "$OUT" \
-  --gpus "$GPUS" --repo-results docs/results/paper_reproduction/runs ${ONLY:+--only "$ONLY"} ${REDO:+--redo "$REDO"} ${LAST:+--no-split} \
-  ${SETTING:+--setting "$SETTING"} 2>&1 | grep -v '^USDT' | tee "$OUT/driver.log"
+  --gpus "$GPUS" "${extra[@]}" 2>&1 | grep --line-buffered -v '^USDT' | tee "$OUT/driver.log"
