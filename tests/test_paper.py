@@ -146,7 +146,7 @@ def test_page_is_generated_from_the_logs(tmp_path):
     text = (out / "README.md").read_text()
     assert {p.name for p in out.iterdir()} == {"README.md", "results.json", "loss.png", "rel_gap.png"}
     assert "Pending: fp8_blockwise" in text and "5. **FP8 blockwise and MXFP8" in text and "not yet run" in text
-    assert "| nvfp4 | 3 | 1.0200 | 0.0040 | +2.00% |" in text
+    assert "| nvfp4 | 3 | 1.0200 ± 0.0020 | 0.0040 | +2.00% |" in text
     assert "microscale train --recipe nvfp4 --model micro --steps 320" in text
     assert summary["verdicts"][2]["verdict"] == "reproduced"
     assert json.loads((out / "results.json").read_text())["sigma"] == pytest.approx(0.002)

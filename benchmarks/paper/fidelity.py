@@ -1,6 +1,7 @@
 """Gradient fidelity of every variant of the queue on snapshots of the bf16 run (issue 14, item 3).
 
     python benchmarks/paper/fidelity.py --snapshots /root/paper/bf16_s0/snapshots --out DIR
+    python benchmarks/paper/fidelity.py --snapshots runs/my_bf16_run/checkpoints --out DIR
     python benchmarks/paper/fidelity.py --setting smoke --train-first --out /tmp/fid   # CPU demo
 
 For each snapshot (weights of bf16_s0 at 10%, 40%, the decay start and the end of training) and
@@ -73,7 +74,6 @@ def run_on_snapshots(setting: spec.Setting, snapshots: list[Path], out: Path, *,
                      deadline: float | None = None, resume: bool = True) -> list[dict]:
     """Fidelity rows for every snapshot (newest first) and variant; files rewritten per snapshot."""
     import torch
-    from safetensors.torch import load_file
 
     from microscale.analysis.fidelity import grad_fidelity
     from microscale.train.model import build_model
@@ -97,13 +97,32 @@ def run_on_snapshots(setting: spec.Setting, snapshots: list[Path], out: Path, *,
                 time.time() + (time.time() - t0) / measured_here > deadline:
             break                                          # the next snapshot would not finish
         step = int(snap.stem.split("_")[-1])
-        state = {k: v.to(dev) for k, v in load_file(str(snap)).items()}
+        state = _load_state(snap, make, dev)
         rows += grad_fidelity(make, state, fixed, variants(setting), draws=draws, step=step)
         done.append(snap.name)
         measured_here += 1
         meta["wall_s"] = round(earlier_wall + time.time() - t0, 1)
         write_outputs(rows, meta, out)
     return rows
+
+
+def find_snapshots(directory: Path) -> list[Path]:
+    """Weight snapshots (``step_*.safetensors``) or, in a harness checkpoints dir, its ``step_*.json``."""
+    checkpoints = sorted(Path(directory).glob("step_*.json"))
+    return checkpoints or sorted(Path(directory).glob("step_*.safetensors"))
+
+
+def _load_state(path: Path, make, device) -> dict:
+    """A snapshot's tensors, or the model state of a harness checkpoint (its JSON)."""
+    if path.suffix == ".json":
+        from microscale.train.checkpoint import load_checkpoint
+
+        model = make()
+        load_checkpoint(path, model, None, restore_rng=False)
+        return model.state_dict()
+    from safetensors.torch import load_file
+
+    return {k: v.to(device) for k, v in load_file(str(path)).items()}
 
 
 def plot_fidelity(rows: list[dict], path: Path) -> None:
@@ -152,7 +171,8 @@ def _train_first(setting: spec.Setting, work: Path) -> list[Path]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--snapshots", default=None, help="dir of step_*.safetensors (bf16_s0's snapshots)")
+    p.add_argument("--snapshots", default=None,
+                   help="dir of step_*.safetensors (bf16_s0's snapshots) or a harness run's checkpoints/ dir")
     p.add_argument("--setting", default="paper", help="paper or smoke (driver.SETTINGS)")
     p.add_argument("--train-first", action="store_true", help="train bf16_s0 of the setting first (CPU demo)")
     p.add_argument("--out", required=True)
@@ -166,8 +186,7 @@ def main(argv=None) -> int:
 
     setting, out = driver.SETTINGS[args.setting], Path(args.out)
     cache = args.cache_dir or (str(out / "work" / "cache") if args.train_first else None)
-    snaps = _train_first(setting, out / "work") if args.train_first else \
-        sorted(Path(args.snapshots).glob("step_*.safetensors"))
+    snaps = _train_first(setting, out / "work") if args.train_first else find_snapshots(Path(args.snapshots))
     if not snaps:
         raise SystemExit(f"no snapshots found (--snapshots {args.snapshots})")
     run_on_snapshots(setting, snaps, out, cache_dir=cache, device=args.device,

@@ -102,11 +102,12 @@ def _fmt(x, spec_: str = ".4f") -> str:
 
 
 def table_md(rows: list[dict]) -> str:
-    lines = [("| variant | seeds | final val loss (mean) | seed spread (max − min) | gap vs bf16 | z vs bf16 | "
+    lines = [("| variant | seeds | final val loss (mean ± seed std) | seed spread (max − min) | gap vs bf16 | z vs bf16 | "
              "tokens/s (median) | wall s |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         gap = f"{r['gap']:+.2%}" if "gap" in r else ("0" if r["variant"] == "bf16" else "–")
-        lines.append(f"| {r['variant']} | {r['seeds']} | {_fmt(r['mean'])} | {_fmt(r['spread'])} | {gap} | "
+        mean = _fmt(r["mean"]) + (f" ± {r['std']:.4f}" if r["std"] is not None else "")
+        lines.append(f"| {r['variant']} | {r['seeds']} | {mean} | {_fmt(r['spread'])} | {gap} | "
                      f"{_fmt(r.get('z_vs_bf16'), '+.1f')} | {_fmt(r['tok_per_s'], ',.0f')} | {r['wall_s']:.0f} |")
     return "\n".join(lines)
 
@@ -177,19 +178,7 @@ def plot_page(results: dict, out: Path) -> list[str]:
     colors = {v: plt.cm.tab20(i % 20) for i, v in enumerate(ORDER)}      # 11 variants: C0..C9 would repeat
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     for ax, key, title in ((axes[0], "val_loss", "validation loss"), (axes[1], "loss_avg", "training loss (EMA)")):
-        late = []
-        for v, runs in by_variant.items():
-            for run in runs:
-                ax.plot(*_curves(run, key), color=colors.get(v, "k"), alpha=0.25, lw=0.8)
-            mean = _group_mean(runs, key)
-            ax.plot(list(mean), list(mean.values()), color=colors.get(v, "k"), lw=1.6, label=f"{v} ({len(runs)})")
-            late += [(t, x) for t, x in mean.items()]
-        if late:                                      # zoom on the last 80% of training, where runs differ
-            t_max = max(t for t, _ in late)
-            ys = [x for t, x in late if t >= 0.2 * t_max and math.isfinite(x)]
-            if ys and max(ys) > min(ys):
-                pad = 0.05 * (max(ys) - min(ys))
-                ax.set_ylim(min(ys) - pad, max(ys) + pad)
+        _loss_panel(ax, by_variant, key, colors)
         ax.set(title=f"{title} (zoomed on the last 80%)", xlabel="tokens", ylabel="loss")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
@@ -206,6 +195,23 @@ def plot_page(results: dict, out: Path) -> list[str]:
     fig.savefig(out / "rel_gap.png", dpi=110)
     plt.close(fig)
     return ["loss.png", "rel_gap.png"]
+
+
+def _loss_panel(ax, by_variant: dict, key: str, colors: dict) -> None:
+    """Each run thin, each variant's mean bold; y zoomed on the last 80% of training."""
+    late = []
+    for v, runs in by_variant.items():
+        for run in runs:
+            ax.plot(*_curves(run, key), color=colors.get(v, "k"), alpha=0.25, lw=0.8)
+        mean = _group_mean(runs, key)
+        ax.plot(list(mean), list(mean.values()), color=colors.get(v, "k"), lw=1.6, label=f"{v} ({len(runs)})")
+        late += list(mean.items())
+    if late:
+        t_max = max(t for t, _ in late)
+        ys = [x for t, x in late if t >= 0.2 * t_max and math.isfinite(x)]
+        if ys and max(ys) > min(ys):
+            pad = 0.05 * (max(ys) - min(ys))
+            ax.set_ylim(min(ys) - pad, max(ys) + pad)
 
 
 def _rel_gap_panel(ax, by_variant: dict, key: str, colors: dict) -> None:
