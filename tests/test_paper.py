@@ -168,3 +168,12 @@ def test_choose_prefers_a_job_that_fits_and_waits_for_snapshots(tmp_path):
     (tmp_path / "results" / "bf16_s0" / "status.json").write_text(json.dumps({"done": True}))
     assert driver.choose(pending, 500.0, args, tmp_path, set()).name == "fidelity"
     assert driver.choose(pending, 500.0, args, tmp_path, {"bf16_s0"}).name == "bf16_s1"
+
+
+def test_setting_overrides():
+    from types import SimpleNamespace
+
+    s = driver.resolve_setting(SimpleNamespace(setting="paper", set=["cuda_graph=false", "lr=2e-3", "max_bytes=none"]))
+    assert s.cuda_graph is False and s.lr == 2e-3 and s.max_bytes is None and s.steps == spec.SETTING.steps
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        driver.resolve_setting(SimpleNamespace(setting="paper", set=["nope=1"]))

@@ -62,6 +62,29 @@ SETTINGS = {"paper": spec.SETTING,
                                          fidelity_batch_size=2, fidelity_draws=2)}
 
 
+def _parse(field, text: str):
+    kind = str(field.type)
+    if text.lower() == "none" and "None" in kind:
+        return None
+    if kind.startswith("bool"):
+        if text.lower() not in ("0", "1", "false", "true"):
+            raise ValueError(f"--set {field.name}: expected true/false, got {text!r}")
+        return text.lower() in ("1", "true")
+    return int(text) if kind.startswith("int") else float(text) if kind.startswith("float") else text
+
+
+def resolve_setting(args) -> spec.Setting:
+    """``--setting`` with the ``--set KEY=VALUE`` overrides applied (e.g. ``cuda_graph=false``)."""
+    fields = {f.name: f for f in spec.Setting.__dataclass_fields__.values()}
+    changes = {}
+    for item in getattr(args, "set", None) or []:
+        key, _, value = item.partition("=")
+        if key not in fields or not _:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(fields)}")
+        changes[key] = _parse(fields[key], value)
+    return SETTINGS[args.setting].scaled(**changes)
+
+
 # --------------------------------------------------------------------------- the child: one job
 def _snapshot_monitor(steps: tuple[int, ...], directory: Path):
     """A trainer monitor that saves the weights at ``steps`` (for the fidelity job)."""
@@ -153,7 +176,7 @@ def run_fidelity_job(setting: spec.Setting, ckpt: Path, device: str | None, dead
 
 
 def cmd_one(args) -> int:
-    setting, ckpt = SETTINGS[args.setting], Path(args.ckpt_dir)
+    setting, ckpt = resolve_setting(args), Path(args.ckpt_dir)
     job = spec.find(args.job)
     if job.kind == "fidelity":
         status = run_fidelity_job(setting, ckpt, args.device, args.deadline)
@@ -195,7 +218,7 @@ def _ready(job: spec.RunSpec, ckpt: Path, running: set[str]) -> bool:
 
 def choose(pending: list[spec.RunSpec], left: float, args, ckpt: Path, running: set[str]):
     """The first ready job that fits in ``left`` seconds, else (``--split``) the first ready one."""
-    setting = SETTINGS[args.setting]
+    setting = resolve_setting(args)
     ready = [j for j in pending if _ready(j, ckpt, running)]
     for job in ready:
         if _left_s(job, setting, ckpt) <= left:
@@ -208,7 +231,8 @@ def choose(pending: list[spec.RunSpec], left: float, args, ckpt: Path, running: 
 def _launch(job: spec.RunSpec, args, deadline: float, gpu: int | None) -> subprocess.Popen:
     cmd = [sys.executable, str(Path(__file__).resolve()), "one", job.name, "--setting", args.setting,
            "--ckpt-dir", args.ckpt_dir, "--deadline", str(deadline), "--save-margin-s",
-           str(args.save_margin_s)] + (["--device", args.device] if args.device else [])
+           str(args.save_margin_s)] + (["--device", args.device] if args.device else []) + \
+        [f"--set={item}" for item in args.set or []]
     env = dict(os.environ)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -249,7 +273,7 @@ def cmd_run(args) -> int:
     ckpt, out = Path(args.ckpt_dir), Path(args.out)
     results = ckpt / "results"
     out.mkdir(parents=True, exist_ok=True)
-    setting = SETTINGS[args.setting]
+    setting = resolve_setting(args)
     corpus_evidence(setting, ckpt / "cache", results / "corpus")      # built once, before the children
     done = done_jobs(results, *(Path(p) for p in args.repo_results)) - set((args.redo or "").split(","))
     wanted = [j for j in spec.JOBS if not args.only or j.name in args.only.split(",")]
@@ -270,7 +294,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_estimate(args) -> int:
-    print(spec.estimate_table(SETTINGS[args.setting], args.budget_s))
+    print(spec.estimate_table(resolve_setting(args), args.budget_s))
     return 0
 
 
@@ -286,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--setting", choices=sorted(SETTINGS), default="paper")
     common.add_argument("--ckpt-dir", default="/root/paper", help="run dirs + checkpoints (device disk)")
     common.add_argument("--device", default=None, help="torch device for the children (default: cuda if any)")
+    common.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a Setting field, e.g. cuda_graph=false (a fallback; recorded per run)")
     common.add_argument("--save-margin-s", type=float, default=30.0, help="reserved for the last checkpoint")
     common.add_argument("--repo-results", action="append", default=[],
                         help="results dir(s) holding jobs done in earlier calls (skipped)")

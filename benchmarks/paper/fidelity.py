@@ -173,7 +173,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--snapshots", default=None,
                    help="dir of step_*.safetensors (bf16_s0's snapshots) or a harness run's checkpoints/ dir")
-    p.add_argument("--setting", default="paper", help="paper or smoke (driver.SETTINGS)")
+    p.add_argument("--setting", default="paper", help="paper, check or smoke (driver.SETTINGS)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a Setting field")
     p.add_argument("--train-first", action="store_true", help="train bf16_s0 of the setting first (CPU demo)")
     p.add_argument("--out", required=True)
     p.add_argument("--cache-dir", default=None)
@@ -184,7 +185,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     import driver
 
-    setting, out = driver.SETTINGS[args.setting], Path(args.out)
+    setting, out = driver.resolve_setting(args), Path(args.out)
     cache = args.cache_dir or (str(out / "work" / "cache") if args.train_first else None)
     snaps = _train_first(setting, out / "work") if args.train_first else find_snapshots(Path(args.snapshots))
     if not snaps:

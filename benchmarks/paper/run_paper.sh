@@ -19,5 +19,6 @@ extra=(--repo-results docs/results/paper_reproduction/runs)        # jobs commit
 [ -n "${ONLY:-}" ] && extra+=(--only "$ONLY")
 [ -n "${REDO:-}" ] && extra+=(--redo "$REDO")
 [ -n "${LAST:-}" ] && extra+=(--no-split)
+for kv in ${SET:-}; do extra+=("--set=$kv"); done                  # e.g. SET="cuda_graph=false"
 python3 benchmarks/paper/driver.py run --budget-s "$BUDGET_S" --ckpt-dir "$CKPT" --out "$OUT" \
   --gpus "$GPUS" "${extra[@]}" 2>&1 | grep --line-buffered -v '^USDT' | tee "$OUT/driver.log"
