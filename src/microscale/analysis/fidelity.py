@@ -24,7 +24,11 @@ Per linear layer ``l``, batch ``b`` and stochastic-rounding draw ``d`` (the erro
 Stochastic rounding is unbiased per element, so with SR the mean error over draws shrinks like
 1/sqrt(draws); round-to-nearest gives the same error every draw, so its bias stays at the error
 itself. That is the paper's argument for SR on gradients, measured. Recipes without stochastic
-rounding are drawn once per batch (more draws would be identical).
+rounding are drawn once per batch (more draws would be identical). The measurement is end to
+end, so the part of the error that is the same in every draw (the round-to-nearest operands:
+fprop's x and W, the backward's RNE operands) stays in the bias however many draws are taken:
+read SR's effect as the difference between a recipe's bias and its error, and between ``nvfp4``
+and ``nvfp4_no_sr``, not as a bias of zero.
 
 Aggregates: ``ALL`` treats the gradients of all layers as one vector (same formulas on the
 concatenation); ``MEAN`` is the unweighted mean of the per-layer values. Rows also carry
