@@ -26,14 +26,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import microscale as ms  # noqa: E402
-from bench_gemm import bench_ms  # noqa: E402
+from bench_gemm import bench_ms as _bench_ms
+
+import microscale as ms
+
+
+def bench_ms(fn, device) -> float:
+    """Median ms with a short budget (hundreds of timings in one device call)."""
+    try:
+        import common
+        return common.bench_ms(fn, warmup_ms=10, rep_ms=40)
+    except ImportError:
+        return _bench_ms(fn, device)
 
 MODELS = {"50m": (640, 896, 2560), "125m": (768, 1280, 3072)}   # d, qkv out, ffn
 
@@ -159,10 +169,10 @@ def mxfp8_configs(device, shapes):
                 t = timer(lambda c=cfg: gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, torch.bfloat16, c),
                           device)
                 row.update(ms=t, ratio=t_bf16 / t, tflops=2 * m * n * k / t / 1e9)
-                print(f"  {str(cfg):<40}{t:>9.3f} ms{t_bf16 / t:>7.2f}x bf16{row['tflops']:>8.0f} TF/s")
+                print(f"  {cfg!s:<40}{t:>9.3f} ms{t_bf16 / t:>7.2f}x bf16{row['tflops']:>8.0f} TF/s")
             except Exception as err:  # noqa: BLE001
                 row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
-                print(f"  {str(cfg):<40}  error: {row['error']}")
+                print(f"  {cfg!s:<40}  error: {row['error']}")
             out.append(row)
     return out
 

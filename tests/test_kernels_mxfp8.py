@@ -151,6 +151,14 @@ def test_nan_code_and_nan_scale_reach_the_output():
 
 
 @needs_kernels
+def test_per_shape_default_config():
+    """64x128 tiles, or 64x64 where 64x128 would not give every SM two CTAs (wgrad shapes)."""
+    assert gemm_mxfp8.config_for(8192, 8192, 8192) == gemm_mxfp8.DEFAULT_CONFIG
+    assert gemm_mxfp8.config_for(16384, 640, 2560) == gemm_mxfp8.DEFAULT_CONFIG
+    assert gemm_mxfp8.config_for(640, 2560, 16384).bn == 64
+
+
+@needs_kernels
 def test_kernel_rejects_what_it_cannot_run():
     qa = _q((16, 64), E4, 8)
     with pytest.raises(KernelUnsupported):

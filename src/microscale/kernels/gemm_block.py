@@ -36,6 +36,12 @@ BLOCK_PATHS = ("auto", "native", "fp8", "dequant", "mainloop")
 _MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 
 
+def _sms(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 132
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _native_candidate(qa: QuantizedTensor, qb: QuantizedTensor) -> bool:
     return (qa.fmt == qb.fmt and qa.fmt in (QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3)
             and blackwell.has_native_block_scaling(qa.device))
@@ -53,7 +59,7 @@ def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None):
     """The Hopper paths: FP8 tensor cores (MXFP8) or bf16 emulation; returns [rows_a, rows_b]."""
     if path == "fp8":
         cfg = gemm_mxfp8.MXFP8Config(**config) if config else \
-            gemm_mxfp8.DEFAULT_CONFIG
+            gemm_mxfp8.config_for(qa.rows, qb.rows, qa.cols, _sms(qa.device))
         y = gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, out_dtype, cfg)
         note_path("scaled_mm", key, f"triton MXFP8 on FP8 tensor cores ({cfg})")
         return y

@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "SWEEP_CONFIGS",
     "MXFP8Config",
+    "config_for",
     "has_fp8_tensor_cores",
     "regroup_mx",
     "scaled_mm_mxfp8_fp8",
@@ -110,6 +111,15 @@ SWEEP_CONFIGS = (
     MXFP8Config(bm=128, bn=128, ch=4, num_warps=8, num_stages=3),
     MXFP8Config(bm=64, bn=256, ch=4, num_warps=8, num_stages=3),
 )
+
+
+def config_for(m: int, n: int, k: int, sms: int = 132) -> MXFP8Config:
+    """The per-shape default: :data:`DEFAULT_CONFIG`, or 64×64 tiles when 64×128 ones would
+    not fill two CTAs per SM (e.g. a wgrad ``[640, T]·[2560, T]ᵀ``: 200 tiles of 64×128 on
+    132 SMs). The per-shape table (``gemm_paths``) overrides it where measured."""
+    if -(-m // DEFAULT_CONFIG.bm) * -(-n // DEFAULT_CONFIG.bn) < 2 * sms:
+        return replace(DEFAULT_CONFIG, bn=64)
+    return DEFAULT_CONFIG
 
 
 def has_fp8_tensor_cores(device: torch.device) -> bool:
