@@ -88,6 +88,24 @@ def test_regroup_kernel_matches_reference(fmt, rows, k, group):
         assert all(torch.equal(a, b) for a, b in zip(_bytes(got), _bytes(want)))
 
 
+@needs_kernels
+@pytest.mark.parametrize("regroup", [False, True])
+def test_prepare_decodes_scales_exactly(regroup):
+    """The fp32 scale bits the GEMM loads are e8m0_decode of the (regrouped) bytes, bit for bit
+    (byte 0: the subnormal 2^-127; 0xFF: NaN)."""
+    from microscale.formats import e8m0_decode
+    q = _q((40, 160), E4, 18)
+    scale = q.scale.clone()
+    scale[0, :3] = torch.tensor([0, 255, 254], dtype=torch.uint8)
+    q = replace(q, scale=scale)
+    q2, bits = gemm_mxfp8.prepare_mx(q, 64, regroup)
+    want = e8m0_decode(q2.scale)
+    got = bits.view(torch.float32)
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    assert torch.equal(got[~torch.isnan(want)], want[~torch.isnan(want)])
+    assert regroup or q2 is q
+
+
 # ----------------------------------------------------------------------------- the GEMM kernel
 CONFIGS = {
     "adaptive_regroup": dict(bm=16, bn=32, ch=4),

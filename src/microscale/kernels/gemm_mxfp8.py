@@ -44,8 +44,12 @@ chain is at most BK long and starts from a fresh accumulator, and all sums acros
 fp32 on the CUDA cores: the error is that of one BK-long chunk, not of K.
 
 Layout consumed (``tensor.py``): codes fp8 ``[rows, K]`` row-major (K contiguous), scales uint8
-``[rows, K/32]``; K a multiple of 32. Byte 0 decodes to 2^-127 and 0xFF to NaN, like
-``formats.e8m0_decode``; an E4M3 NaN code (0x7F) reaches the output as NaN. The tile configs
+``[rows, K/32]``; K a multiple of 32. The same memory-bound pass that regroups (:func:`prepare_mx`)
+also writes each operand's scales as fp32 (exactly ``formats.e8m0_decode``: byte 0 is 2^-127,
+0xFF NaN): a flush then costs, per thread, its 64 FMUL+FFMA and one load per row/column of
+its accumulator fragment instead of a byte load plus ~5 decode ops each (2708 → 1876 SASS
+instructions for the default config, Triton 3.6, sm_90). An E4M3 NaN code (0x7F) reaches
+the output as NaN. The tile configs
 (:class:`MXFP8Config`) are chosen per shape by ``gemm_paths``; ``benchmarks/bench_gemm_sweep.py``
 sweeps them.
 """
@@ -70,6 +74,7 @@ __all__ = [
     "MXFP8Config",
     "config_for",
     "has_fp8_tensor_cores",
+    "prepare_mx",
     "regroup_mx",
     "scaled_mm_mxfp8_fp8",
 ]
@@ -87,10 +92,12 @@ class MXFP8Config:
     num_stages: int = 4
     adaptive: bool = True      # take the one-chain path on K steps whose scales agree
     regroup: bool = True       # rewrite both operands first so that they mostly agree
+    tma: bool = False          # TMA descriptors for the code tiles (GPU; the interpreter ignores it)
 
     def __str__(self) -> str:
         return (f"{self.bm}x{self.bn}x{32 * self.ch} w{self.num_warps} s{self.num_stages}"
-                f"{' adaptive' if self.adaptive else ''}{' regroup' if self.regroup else ''}")
+                f"{' adaptive' if self.adaptive else ''}{' regroup' if self.regroup else ''}"
+                f"{' tma' if self.tma else ''}")
 
 
 # Default: one warpgroup on a 64×128 tile. Compiled for sm_90 (Triton 3.9, locally) it holds
@@ -110,6 +117,8 @@ SWEEP_CONFIGS = (
     MXFP8Config(bm=128, bn=64, ch=4, num_warps=4, num_stages=4),
     MXFP8Config(bm=128, bn=128, ch=4, num_warps=8, num_stages=3),
     MXFP8Config(bm=64, bn=256, ch=4, num_warps=8, num_stages=3),
+    replace(DEFAULT_CONFIG, tma=True),
+    replace(DEFAULT_CONFIG, tma=True, bn=64),
 )
 
 
@@ -131,28 +140,35 @@ def has_fp8_tensor_cores(device: torch.device) -> bool:
 
 # ----------------------------------------------------------------------------- kernel
 @triton.jit
-def _e8m0_f32(s):
-    """UE8M0 bytes to fp32 ``2^(s-127)``: the fp32 with exponent field s (0: 2^-127, 255: NaN)."""
-    f = (s.to(tl.uint32) << 23).to(tl.float32, bitcast=True)
-    f = tl.where(s == 0, 5.877471754111438e-39, f)
-    return tl.where(s == 255, float("nan"), f)
+def _e8m0_bits(e):
+    """UE8M0 bytes (int32) to the fp32 bit pattern of ``2^(e-127)``: exponent field e; byte 0
+    is the subnormal 2^-127 (0x00400000), byte 255 a quiet NaN (0x7FC00000)."""
+    bits = e << 23
+    bits = tl.where(e == 0, 0x00400000, bits)
+    return tl.where(e == 255, 0x7FC00000, bits)
 
 
 @triton.jit
-def _chunk(ptr, offs_r, rmask, stride_r, k, K, E5M2: tl.constexpr, DOT_F32: tl.constexpr):
+def _chunk(ptr, row0, offs_r, rmask, stride_r, k, K, E5M2: tl.constexpr,
+           DOT_F32: tl.constexpr, TMA: tl.constexpr):
     """One [R, 32] tile of FP8 codes at K offset k (zeros past the edges).
 
-    On the GPU ``ptr`` is typed fp8 so that the loaded tile goes from shared memory straight
-    into the MMA (a bitcast in registers would cost a round trip through registers); the
-    interpreter gets uint8 bytes and fp32 values (its fp8 conversion misreads NaN/Inf).
+    With TMA, ``ptr`` is a tensor descriptor and the copy engine fetches the box (zero fill
+    past the edges, no per-thread address or mask arithmetic). Otherwise ``ptr`` is typed fp8
+    on the GPU, so that the tile goes from shared memory straight into the MMA (a bitcast in
+    registers would cost a round trip); the interpreter gets uint8 bytes and fp32 values (its
+    fp8 conversion misreads NaN/Inf).
     """
-    offs_k = k + tl.arange(0, 32)
-    v = tl.load(ptr + offs_r[:, None] * stride_r + offs_k[None, :],
-                mask=rmask[:, None] & (offs_k[None, :] < K), other=0.0)
-    if DOT_F32:
-        raw = v.to(tl.uint8)
-        return _interpreter_f32(raw.to(tl.float8e5 if E5M2 else tl.float8e4nv, bitcast=True),
-                                raw, E5M2)
+    if TMA:
+        v = ptr.load([row0, k])
+    else:
+        offs_k = k + tl.arange(0, 32)
+        v = tl.load(ptr + offs_r[:, None] * stride_r + offs_k[None, :],
+                    mask=rmask[:, None] & (offs_k[None, :] < K), other=0.0)
+        if DOT_F32:
+            raw = v.to(tl.uint8)
+            v = _interpreter_f32(raw.to(tl.float8e5 if E5M2 else tl.float8e4nv, bitcast=True),
+                                 raw, E5M2)
     return v
 
 
@@ -163,9 +179,9 @@ def _or(x, y):
 
 @triton.jit
 def _scale_vec(s_ptr, offs_r, rmask, stride_r, kb, KS):
-    """The scale bytes of K chunk kb for each row (int32 ``[R]``; 0 past the edges)."""
+    """The fp32 scale bits of K chunk kb for each row (int32 ``[R]``; 0 past the edges)."""
     kmask = (offs_r * 0 + kb) < KS          # a vector mask (the interpreter wants one)
-    return tl.load(s_ptr + offs_r * stride_r + kb, mask=rmask & kmask, other=0).to(tl.int32)
+    return tl.load(s_ptr + offs_r * stride_r + kb, mask=rmask & kmask, other=0)
 
 
 @triton.jit
@@ -185,8 +201,8 @@ def _changes(s_ptr, offs_r, rmask, stride_r, kb0, KS, CH: tl.constexpr):
 def _flush(acc, part, sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, stride_sam, stride_sbn,
            kb, KS):
     """``acc + part · 2^(ea_kb) ⊗ 2^(eb_kb)``: a finished MMA chain joins the fp32 total."""
-    sa = _e8m0_f32(_scale_vec(sa_ptr, offs_m, mmask, stride_sam, kb, KS))
-    sb = _e8m0_f32(_scale_vec(sb_ptr, offs_n, nmask, stride_sbn, kb, KS))
+    sa = _scale_vec(sa_ptr, offs_m, mmask, stride_sam, kb, KS).to(tl.float32, bitcast=True)
+    sb = _scale_vec(sb_ptr, offs_n, nmask, stride_sbn, kb, KS).to(tl.float32, bitcast=True)
     return acc + (part * sa[:, None]) * sb[None, :]
 
 
@@ -195,7 +211,7 @@ def _mxfp8_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K, KS,
                   stride_am, stride_sam, stride_bn, stride_sbn, stride_ym,
                   A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                   BN: tl.constexpr, CH: tl.constexpr, GROUP_M: tl.constexpr,
-                  ADAPTIVE: tl.constexpr, DOT_F32: tl.constexpr):
+                  ADAPTIVE: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr):
     """y = A Bᵀ for MXFP8 A [M, K], B [N, K]; one K step = CH chunks of 32.
 
     Each K step starts a fresh MMA chain; before chunk c the chain is flushed (scaled into
@@ -213,12 +229,14 @@ def _mxfp8_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K, KS,
         if ADAPTIVE:
             change = _changes(sa_ptr, offs_m, mmask, stride_sam, kb0, KS, CH) | \
                 _changes(sb_ptr, offs_n, nmask, stride_sbn, kb0, KS, CH)
-        a = _chunk(a_ptr, offs_m, mmask, stride_am, k0, K, A_E5M2, DOT_F32)
-        b = _chunk(b_ptr, offs_n, nmask, stride_bn, k0, K, B_E5M2, DOT_F32)
+        a = _chunk(a_ptr, pid_m * BM, offs_m, mmask, stride_am, k0, K, A_E5M2, DOT_F32, TMA)
+        b = _chunk(b_ptr, pid_n * BN, offs_n, nmask, stride_bn, k0, K, B_E5M2, DOT_F32, TMA)
         part = tl.dot(a, tl.trans(b))
         for c in tl.static_range(1, CH):
-            a = _chunk(a_ptr, offs_m, mmask, stride_am, k0 + 32 * c, K, A_E5M2, DOT_F32)
-            b = _chunk(b_ptr, offs_n, nmask, stride_bn, k0 + 32 * c, K, B_E5M2, DOT_F32)
+            a = _chunk(a_ptr, pid_m * BM, offs_m, mmask, stride_am, k0 + 32 * c, K, A_E5M2,
+                       DOT_F32, TMA)
+            b = _chunk(b_ptr, pid_n * BN, offs_n, nmask, stride_bn, k0 + 32 * c, K, B_E5M2,
+                       DOT_F32, TMA)
             if ADAPTIVE:
                 if ((change >> c) & 1) != 0:
                     acc = _flush(acc, part, sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask,
@@ -237,9 +255,11 @@ def _mxfp8_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K, KS,
 
 
 @triton.jit
-def _regroup_kernel(x_ptr, s_ptr, y_ptr, t_ptr, R, K, KS, stride_xr, stride_sr, MB: tl.constexpr,
-                    BR: tl.constexpr, CH: tl.constexpr):
-    """One (row block, group of CH·32 elements): ``quant/mx_regroup.py`` on uint8 bytes."""
+def _prepare_kernel(x_ptr, s_ptr, y_ptr, t_ptr, f_ptr, R, K, KS, stride_xr, stride_sr,
+                    stride_fr, MB: tl.constexpr, BR: tl.constexpr, CH: tl.constexpr,
+                    REGROUP: tl.constexpr):
+    """One (row block, group of CH·32 elements): with REGROUP, ``quant/mx_regroup.py`` on the
+    bytes (codes to y, scale bytes to t); always the fp32 scale bits of the result to f."""
     offs_r = tl.program_id(0) * BR + tl.arange(0, BR)
     kb0 = tl.program_id(1) * CH
     rmask = offs_r < R
@@ -247,27 +267,31 @@ def _regroup_kernel(x_ptr, s_ptr, y_ptr, t_ptr, R, K, KS, stride_xr, stride_sr, 
     smask = rmask[:, None] & ((kb0 + cols) < KS)[None, :]
     e = tl.load(s_ptr + offs_r[:, None] * stride_sr + kb0 + cols[None, :], mask=smask,
                 other=0).to(tl.int32)
-    e_max = tl.max(e, axis=1)
-    offs_k = kb0 * 32 + tl.arange(0, 32 * CH)
-    xmask = rmask[:, None] & (offs_k < K)[None, :]
-    x_ptrs = offs_r[:, None] * stride_xr + offs_k[None, :]
-    c = tl.load(x_ptr + x_ptrs, mask=xmask, other=0).to(tl.int32)
-    e_el = tl.reshape(tl.broadcast_to(e[:, :, None], (BR, CH, 32)), (BR, 32 * CH))
-    d = e_max[:, None] - e_el
-    sign, mag = c & 0x80, c & 0x7F
-    f, m = mag >> MB, mag & ((1 << MB) - 1)
-    normal = f > d
-    sig = tl.where(f > 0, m | (1 << MB), m)
-    sh = tl.minimum(tl.maximum(tl.where(f > 0, d - f + 1, d), 0), 15)
-    lost = sig & ((1 << sh) - 1)
-    shifted = tl.where(normal, c - (d << MB), sign | (sig >> sh))
-    special = (mag == 0x7F) if MB == 3 else ((mag >> 2) == 0x1F)
-    exact = (normal | (lost == 0)) & ((d == 0) | (special == 0))
-    ok = (tl.min(exact.to(tl.int32), axis=1) == 1) & (tl.max((e == 255).to(tl.int32), axis=1) == 0)
-    out = tl.where(ok[:, None] & (d != 0), shifted, c)
-    tl.store(y_ptr + x_ptrs, out.to(tl.uint8), mask=xmask)
-    e_out = tl.where(ok[:, None], e_max[:, None] + 0 * e, e)
-    tl.store(t_ptr + offs_r[:, None] * stride_sr + kb0 + cols[None, :], e_out.to(tl.uint8),
+    if REGROUP:
+        e_max = tl.max(e, axis=1)
+        offs_k = kb0 * 32 + tl.arange(0, 32 * CH)
+        xmask = rmask[:, None] & (offs_k < K)[None, :]
+        x_ptrs = offs_r[:, None] * stride_xr + offs_k[None, :]
+        c = tl.load(x_ptr + x_ptrs, mask=xmask, other=0).to(tl.int32)
+        e_el = tl.reshape(tl.broadcast_to(e[:, :, None], (BR, CH, 32)), (BR, 32 * CH))
+        d = e_max[:, None] - e_el
+        sign, mag = c & 0x80, c & 0x7F
+        f, m = mag >> MB, mag & ((1 << MB) - 1)
+        normal = f > d
+        sig = tl.where(f > 0, m | (1 << MB), m)
+        sh = tl.minimum(tl.maximum(tl.where(f > 0, d - f + 1, d), 0), 15)
+        lost = sig & ((1 << sh) - 1)
+        shifted = tl.where(normal, c - (d << MB), sign | (sig >> sh))
+        special = (mag == 0x7F) if MB == 3 else ((mag >> 2) == 0x1F)
+        exact = (normal | (lost == 0)) & ((d == 0) | (special == 0))
+        ok = (tl.min(exact.to(tl.int32), axis=1) == 1) & \
+            (tl.max((e == 255).to(tl.int32), axis=1) == 0)
+        tl.store(y_ptr + x_ptrs, tl.where(ok[:, None] & (d != 0), shifted, c).to(tl.uint8),
+                 mask=xmask)
+        e = tl.where(ok[:, None], e_max[:, None] + 0 * e, e)
+        tl.store(t_ptr + offs_r[:, None] * stride_sr + kb0 + cols[None, :], e.to(tl.uint8),
+                 mask=smask)
+    tl.store(f_ptr + offs_r[:, None] * stride_fr + kb0 + cols[None, :], _e8m0_bits(e),
              mask=smask)
 
 
@@ -281,20 +305,42 @@ def _check_operand(q: QuantizedTensor) -> None:
         raise KernelUnsupported("codes and scales must be contiguous along K")
 
 
-def regroup_mx(q: QuantizedTensor, group: int = 128, block_rows: int = 32) -> QuantizedTensor:
-    """Triton twin of ``quant.mx_regroup.regroup_mx_reference`` (bit-exact); any K % 32 == 0
-    (a last partial group is regrouped over the chunks it has)."""
+def prepare_mx(q: QuantizedTensor, group: int = 128, regroup: bool = True,
+               block_rows: int = 32) -> tuple[QuantizedTensor, torch.Tensor]:
+    """``(q regrouped or as is, its scales as fp32 bit patterns int32 [rows, K/32])``.
+
+    One memory-bound pass: the GEMM then loads each flush's scales as fp32 (one load per
+    row/column instead of a load and ~5 integer ops to decode the byte). With ``regroup``, the
+    Triton twin of ``quant.mx_regroup.regroup_mx_reference`` (bit-exact; a last partial group
+    is regrouped over the chunks it has).
+    """
     _check_operand(q)
-    if group % 32 or (group // 32) & (group // 32 - 1):
+    ch = group // 32
+    if group % 32 or ch & (ch - 1):
         raise KernelUnsupported(f"regroup: group {group} must be 32 times a power of two")
     x = q.data.view(torch.uint8)
     rows, k = x.shape
-    y, t = torch.empty_like(x), torch.empty_like(q.scale)
+    y, t = (torch.empty_like(x), torch.empty_like(q.scale)) if regroup else (x, q.scale)
+    f = torch.empty(q.scale.shape, dtype=torch.int32, device=x.device)
     grid = (triton.cdiv(rows, block_rows), triton.cdiv(k, group))
-    _regroup_kernel[grid](x, q.scale, y, t, rows, k, q.scale.shape[1], x.stride(0),
-                          q.scale.stride(0), MB=MANTISSA_BITS[q.fmt], BR=block_rows,
-                          CH=group // 32, num_warps=4)
-    return replace(q, data=y.view(q.data.dtype), scale=t)
+    _prepare_kernel[grid](x, q.scale, y, t, f, rows, k, q.scale.shape[1], x.stride(0),
+                          q.scale.stride(0), f.stride(0), MB=MANTISSA_BITS[q.fmt],
+                          BR=block_rows, CH=ch, REGROUP=regroup, num_warps=4)
+    return (replace(q, data=y.view(q.data.dtype), scale=t) if regroup else q), f
+
+
+def regroup_mx(q: QuantizedTensor, group: int = 128) -> QuantizedTensor:
+    """The regrouped tensor alone (see :func:`prepare_mx`)."""
+    return prepare_mx(q, group, regroup=True)[0]
+
+
+def _tma_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """TMA needs 16-byte aligned bases and row strides, and a Triton that has descriptors."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return all(t.data_ptr() % 16 == 0 and t.stride(0) % 16 == 0 for t in (a, b))
 
 
 def scaled_mm_mxfp8_fp8(qa: QuantizedTensor, qb: QuantizedTensor,
@@ -309,20 +355,26 @@ def scaled_mm_mxfp8_fp8(qa: QuantizedTensor, qb: QuantizedTensor,
         raise KernelUnsupported(f"out_dtype {out_dtype}")
     if cfg.ch not in (1, 2, 4, 8):
         raise ValueError(f"MXFP8Config.ch must be 1, 2, 4 or 8, got {cfg.ch}")
-    if cfg.adaptive and cfg.regroup and cfg.ch > 1:       # one chunk per step: nothing to unify
-        qa, qb = regroup_mx(qa, 32 * cfg.ch), regroup_mx(qb, 32 * cfg.ch)
+    regroup = cfg.adaptive and cfg.regroup and cfg.ch > 1    # one chunk per step: nothing to unify
+    qa, sa = prepare_mx(qa, 32 * cfg.ch, regroup)
+    qb, sb = prepare_mx(qb, 32 * cfg.ch, regroup)
     interp = _interpreting()
     a, b = qa.data, qb.data
-    if interp:                       # the interpreter gets bytes (see _chunk)
-        a, b = a.view(torch.uint8), b.view(torch.uint8)
     m, k = a.shape
     n = b.shape[0]
+    tma = cfg.tma and not interp and _tma_ok(a, b)
+    if interp:                       # the interpreter gets bytes (see _chunk)
+        a, b = a.view(torch.uint8), b.view(torch.uint8)
+    elif tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        a = TensorDescriptor(a, [m, k], [a.stride(0), 1], [cfg.bm, 32])
+        b = TensorDescriptor(b, [n, k], [b.stride(0), 1], [cfg.bn, 32])
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
     grid = (triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn),)
-    _mxfp8_kernel[grid](a, qa.scale, b, qb.scale, y, m, n, k, k // 32, a.stride(0),
-                        qa.scale.stride(0), b.stride(0), qb.scale.stride(0), y.stride(0),
+    _mxfp8_kernel[grid](a, sa, b, sb, y, m, n, k, k // 32, a.stride(0), sa.stride(0),
+                        b.stride(0), sb.stride(0), y.stride(0),
                         A_E5M2=qa.fmt == QFormat.MXFP8_E5M2, B_E5M2=qb.fmt == QFormat.MXFP8_E5M2,
                         BM=cfg.bm, BN=cfg.bn, CH=cfg.ch, GROUP_M=cfg.group_m,
-                        ADAPTIVE=cfg.adaptive, DOT_F32=interp, num_warps=cfg.num_warps,
+                        ADAPTIVE=cfg.adaptive, DOT_F32=interp, TMA=tma, num_warps=cfg.num_warps,
                         num_stages=cfg.num_stages)
     return y
