@@ -43,6 +43,13 @@ reason DeepSeek-V3 promotes every 128 K, and cuBLAS's blockwise FP8 does too). H
 chain is at most BK long and starts from a fresh accumulator, and all sums across K steps are
 fp32 on the CUDA cores: the error is that of one BK-long chunk, not of K.
 
+**Expected speed (not yet measured; ``benchmarks/results/gemm_notes.md``).** From the sm_90
+SASS, a one-chain K step costs ~620 issue slots per thread against 256 tensor-core clocks, so
+even with two CTAs per SM overlapping, the kernel is ALU-bound near 40% of FP8 peak: ~1.0×
+bf16 at 8192³ on data that regroups, ~0.6× on data that does not. The 1.4× target needs the
+flush off the MMA's critical path (warp-specialised ping-pong, not available in Triton 3.6 on
+Hopper) or cuBLASLt's 1×128 blockwise FP8 on operands quantized with shared 128-exponents.
+
 Layout consumed (``tensor.py``): codes fp8 ``[rows, K]`` row-major (K contiguous), scales uint8
 ``[rows, K/32]``; K a multiple of 32. The same memory-bound pass that regroups (:func:`prepare_mx`)
 also writes each operand's scales as fp32 (exactly ``formats.e8m0_decode``: byte 0 is 2^-127,
