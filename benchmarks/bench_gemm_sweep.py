@@ -117,7 +117,7 @@ def run_shape(m, n, k, device, cands):
             row = {"family": family, "variant": name, "path": path, "config": config}
             try:
                 fn(qa, qb)
-                t = timer(lambda fn=fn: fn(qa, qb), device)
+                t = timer(lambda fn=fn, qa=qa, qb=qb: fn(qa, qb), device)
                 row.update(ms=t, ratio=t_bf16 / t)
             except Exception as err:  # noqa: BLE001 -- a row reports its failure and goes on
                 row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:100]}"
@@ -157,8 +157,8 @@ def mxfp8_configs(device, shapes):
         a = torch.randn(m, k, device=device, generator=g, dtype=torch.bfloat16)
         b = torch.randn(n, k, device=device, generator=g, dtype=torch.bfloat16)
         qa, qb = (ms.quantize(t, "mxfp8_e4m3", backend="reference") for t in (a, b))
-        t_bf16 = timer(lambda: a @ b.t(), device)
-        t_rg = timer(lambda: gemm_mxfp8.regroup_mx(qa), device)
+        t_bf16 = timer(lambda a=a, b=b: a @ b.t(), device)
+        t_rg = timer(lambda qa=qa: gemm_mxfp8.regroup_mx(qa), device)
         cheap = _cheap_share(gemm_mxfp8.regroup_mx(qa), gemm_mxfp8.regroup_mx(qb))
         print(f"\nM={m} N={n} K={k}: bf16 {t_bf16:.3f} ms; regroup pass (A) {t_rg:.3f} ms; "
               f"one-chain K steps after regroup (64x128 tiles) {cheap:.1%}")
@@ -166,8 +166,8 @@ def mxfp8_configs(device, shapes):
             row = {"shape": f"{m}x{n}x{k}", "config": str(cfg), "bf16_ms": t_bf16,
                    "regroup_ms": t_rg, "cheap_share": cheap}
             try:
-                t = timer(lambda c=cfg: gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, torch.bfloat16, c),
-                          device)
+                t = timer(lambda c=cfg, qa=qa, qb=qb: gemm_mxfp8.scaled_mm_mxfp8_fp8(
+                    qa, qb, torch.bfloat16, c), device)
                 row.update(ms=t, ratio=t_bf16 / t, tflops=2 * m * n * k / t / 1e9)
                 print(f"  {cfg!s:<40}{t:>9.3f} ms{t_bf16 / t:>7.2f}x bf16{row['tflops']:>8.0f} TF/s")
             except Exception as err:  # noqa: BLE001

@@ -29,12 +29,13 @@ def _torch_helpers(*names):
     spec = importlib.util.find_spec("torch.testing._internal.common_quantized")
     if spec is None or spec.origin is None:
         return None
-    tree = ast.parse(open(spec.origin).read())
+    with open(spec.origin) as f:
+        tree = ast.parse(f.read())
     ns = {"torch": torch}
     nodes = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
     if {n.name for n in nodes} != set(names):
         return None
-    exec(compile(ast.Module(nodes, []), spec.origin, "exec"), ns)
+    exec(compile(ast.Module(nodes, []), spec.origin, "exec"), ns)  # noqa: S102 (torch's file)
     return [ns[n] for n in names]
 
 

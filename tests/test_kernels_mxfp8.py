@@ -108,10 +108,10 @@ def test_prepare_decodes_scales_exactly(regroup):
 
 # ----------------------------------------------------------------------------- the GEMM kernel
 CONFIGS = {
-    "adaptive_regroup": dict(bm=16, bn=32, ch=4),
-    "adaptive": dict(bm=32, bn=16, ch=2, regroup=False),
-    "per_chunk": dict(bm=16, bn=16, ch=4, adaptive=False, regroup=False),
-    "one_chunk": dict(bm=16, bn=32, ch=1),
+    "adaptive_regroup": {"bm": 16, "bn": 32, "ch": 4},
+    "adaptive": {"bm": 32, "bn": 16, "ch": 2, "regroup": False},
+    "per_chunk": {"bm": 16, "bn": 16, "ch": 4, "adaptive": False, "regroup": False},
+    "one_chunk": {"bm": 16, "bn": 32, "ch": 1},
 }
 
 
