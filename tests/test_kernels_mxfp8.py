@@ -186,11 +186,19 @@ def test_kernel_rejects_what_it_cannot_run():
 
 
 # ----------------------------------------------------------------------------- dispatch + table
+_TC_RULE = {"family": "mxfp8", "m": [None, None], "n": [None, None], "k": [None, None],
+            "path": "fp8"}
+
+
 @needs_kernels
 def test_dispatch_notes_the_path_and_forced_paths_agree():
     qa, qb = _q((24, 64), E5, 10), _q((40, 64), E4, 11)
     ref = scaled_mm_reference(qa, qb)
-    y = ms.scaled_mm(qa, qb, backend="triton")
+    gemm_paths.set_table([_TC_RULE])
+    try:
+        y = ms.scaled_mm(qa, qb, backend="triton")
+    finally:
+        gemm_paths.set_table(None)
     assert "FP8 tensor cores" in backend.explain()[("scaled_mm", "mxfp8_e5m2xmxfp8_e4m3")]
     assert _rel(y, ref) < TOL
     for path in ("dequant", "mainloop"):
@@ -216,8 +224,16 @@ def test_path_table_defaults_rules_and_file(tmp_path, monkeypatch):
     choose = gemm_paths.choose_path
     assert choose("fp8", 8192, 640, 640)[0] == "torch"
     assert choose("fp4", 16384, 2560, 640)[0] == "dequant"
-    assert choose("mxfp8", 16384, 2560, 640)[0] == "fp8"
+    assert choose("mxfp8", 16384, 2560, 640)[0] == "dequant"      # until measured on a GPU
     assert choose("mxfp8", 16384, 2560, 640, fp8_tensor_cores=False)[0] == "dequant"
+    tc = {"family": "mxfp8", "m": [None, None], "n": [None, None], "k": [None, None],
+          "path": "fp8"}
+    try:
+        gemm_paths.set_table([tc])
+        assert choose("mxfp8", 16384, 2560, 640) == ("fp8", {}, "table rule 0")
+        assert choose("mxfp8", 16384, 2560, 640, fp8_tensor_cores=False)[0] == "dequant"
+    finally:
+        gemm_paths.set_table(None)
     rule = {"family": "fp8", "m": [None, 16384], "n": [None, 1024], "k": [None, None],
             "path": "triton", "config": {"bm": 64}}
     try:
@@ -271,7 +287,11 @@ def test_gpu_dispatch_takes_the_fp8_kernel_on_hopper():
     if torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("no FP8 tensor cores")
     qa, qb = _q((2048, 1024), E4, 14, device="cuda"), _q((1536, 1024), E4, 15, device="cuda")
-    y = ms.scaled_mm(qa, qb, out_dtype=torch.bfloat16)
+    gemm_paths.set_table([_TC_RULE])          # the kernel is opt-in until measured
+    try:
+        y = ms.scaled_mm(qa, qb, out_dtype=torch.bfloat16)
+    finally:
+        gemm_paths.set_table(None)
     path = backend.explain()[("scaled_mm", "mxfp8_e4m3xmxfp8_e4m3")]
     assert "FP8 tensor cores" in path or "native" in path
     assert _rel(y, scaled_mm_reference(qa, qb)) < TOL
