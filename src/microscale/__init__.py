@@ -38,6 +38,7 @@ _LAZY = {
     "analyze": "microscale.analysis.analyze",
     "QuantMonitor": "microscale.analysis.monitor",
     "explain": "microscale.backend",
+    "grouped_mm": "microscale.nn.grouped",
     "set_strict": "microscale.backend",
 }
 

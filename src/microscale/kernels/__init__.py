@@ -3,12 +3,13 @@ name and signature of the reference op it replaces (see :mod:`microscale.backend
 
 Importing this package registers them. Quantization kernels live in ``quant_nvfp4``,
 ``quant_mx``, ``quant_fp8`` and ``quant_fp8_tensor``; the GEMM kernels (``gemm_fp4``,
-``gemm_fp8``) register themselves when present.
+``gemm_fp8``) register themselves when present; ``grouped`` is the sync-free MoE path.
 """
 
 import importlib
 
 from . import quant_fp8, quant_fp8_tensor, quant_mx, quant_nvfp4  # noqa: F401  (registration)
+from . import grouped  # noqa: F401,E402  (the sync-free MoE path; registers itself)
 
 for _name in ("microscale.kernels.gemm_fp4", "microscale.kernels.gemm_fp8"):
     try:
