@@ -39,6 +39,8 @@ _LAZY = {
     "QuantMonitor": "microscale.analysis.monitor",
     "explain": "microscale.backend",
     "grouped_mm": "microscale.nn.grouped",
+    "GroupedLinear": "microscale.nn.experts",
+    "QuantizedExperts": "microscale.nn.experts",
     "set_strict": "microscale.backend",
 }
 

@@ -39,16 +39,29 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .backend import dispatch, mm_key, rowcol_key
-from .ops import _layout, parse_view_spec, quantize_views
-from .ops import reference_quantizer, view_spec
+from .ops import (
+    _layout,
+    parse_view_spec,
+    quantize_views,
+    reference_quantizer,
+    view_spec,
+)
+from .quant.fp8 import fp8_scale_from_amax
 from .quant.grouped import group_layout, padded_bound
 from .quant.nvfp4 import nvfp4_alpha, nvfp4_global_scales
-from .quant.fp8 import fp8_scale_from_amax
 from .tensor import QFormat, QuantizedTensor
 
-__all__ = ["GroupedQ", "quantize_grouped", "quantize_experts", "grouped_gemm", "grouped_factor",
-           "quantize_grouped_reference", "grouped_mm_reference", "partial_values",
-           "delayed_scaling_update_grouped_"]
+__all__ = [
+    "GroupedQ",
+    "delayed_scaling_update_grouped_",
+    "grouped_factor",
+    "grouped_gemm",
+    "grouped_mm_reference",
+    "partial_values",
+    "quantize_experts",
+    "quantize_grouped",
+    "quantize_grouped_reference",
+]
 
 
 @dataclass(frozen=True)

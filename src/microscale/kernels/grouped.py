@@ -32,7 +32,7 @@ from ..ops_grouped import _as_2d, partial_values
 from ..quant.grouped import group_layout, quantize_segments
 from ..tensor import QFormat
 
-__all__ = ["quantize_grouped_fast", "grouped_mm_fast"]
+__all__ = ["grouped_mm_fast", "quantize_grouped_fast"]
 
 
 def _block_fn(fmt: QFormat, backend: str):

@@ -36,16 +36,28 @@ from __future__ import annotations
 
 import torch
 
-from ..ops_grouped import (delayed_scaling_update_grouped_, grouped_factor, grouped_gemm,
-                           quantize_experts, quantize_grouped)
+from ..ops_grouped import (
+    delayed_scaling_update_grouped_,
+    grouped_factor,
+    grouped_gemm,
+    quantize_experts,
+    quantize_grouped,
+)
 from ..quant.fp8 import FP8_MAX
 from ..quant.grouped import group_layout
 from ..recipe import Recipe
 from ..validate import SUPPORTED_DTYPES
 from .function import ROLES, Plan
 
-__all__ = ["grouped_mm", "GroupedMMFn", "grouped_linear", "check_grouped_args", "N_SEEDS",
-           "delayed_roles", "TOKEN_ROLES"]
+__all__ = [
+    "N_SEEDS",
+    "TOKEN_ROLES",
+    "GroupedMMFn",
+    "check_grouped_args",
+    "delayed_roles",
+    "grouped_linear",
+    "grouped_mm",
+]
 
 N_SEEDS = 3
 TOKEN_ROLES = ("fprop.a", "dgrad.a", "wgrad.a", "wgrad.b")   # operands made of tokens

@@ -49,16 +49,28 @@ from dataclasses import dataclass
 
 import torch
 
-from ..formats import FLT_MAX, e2m1_encode, e2m1_stochastic_encode, fp8_cast_satfinite
-from ..formats import pack_nibbles
+from ..formats import (
+    FLT_MAX,
+    e2m1_encode,
+    e2m1_stochastic_encode,
+    fp8_cast_satfinite,
+    pack_nibbles,
+)
 from ..hadamard import rht as _rht
 from ..tensor import QFormat
 from .common import NAN_BYTE_FP8, mark_nan, split_nan
 from .fp8 import fp8_scale_from_amax
 from .nvfp4 import _INV6, nvfp4_global_scales
 
-__all__ = ["GroupLayout", "group_layout", "padded_bound", "segment_rand_bits", "segment_amax",
-           "quantize_segments", "PER_TENSOR_FORMATS"]
+__all__ = [
+    "PER_TENSOR_FORMATS",
+    "GroupLayout",
+    "group_layout",
+    "padded_bound",
+    "quantize_segments",
+    "segment_amax",
+    "segment_rand_bits",
+]
 
 # formats with a per-tensor quantity (NVFP4's amax, FP8 tensorwise's scale): per expert here
 PER_TENSOR_FORMATS = (QFormat.NVFP4, QFormat.FP8_TENSOR)
