@@ -37,6 +37,7 @@ from __future__ import annotations
 import torch
 
 from ..ops_grouped import (
+    GroupedQ,
     delayed_scaling_update_grouped_,
     grouped_factor,
     grouped_gemm,
@@ -118,6 +119,18 @@ def _hp(a, b, offs, compute_dtype, out_dtype):
     return torch._grouped_mm(a.to(compute_dtype), b.to(compute_dtype), offs=offs).to(out_dtype)
 
 
+def _stash(q: GroupedQ | None, saved: list):
+    """Append q's tensors to ``saved`` (for ``save_for_backward``); return the rest of it."""
+    if q is None:
+        return None
+    saved += [q.data, q.scale, q.amax]
+    return q.fmt, q.spec
+
+
+def _unstash(meta, tensors) -> GroupedQ:
+    return GroupedQ(*meta, *tensors)
+
+
 def _mask_empty(dw, lay):
     return torch.where((lay.counts == 0)[:, None, None], torch.zeros_like(dw), dw)
 
@@ -149,12 +162,11 @@ class GroupedMMFn(torch.autograd.Function):
                         grouped_factor(q_x, q_w), lay, x.dtype)
         else:
             y = _hp(x, w.transpose(1, 2), offs, recipe.compute_dtype, x.dtype)
-        ctx.q_xt, ctx.q_wt = q_xt, q_wt
-        saved = [offs] + ([] if seeds is None else [seeds])
-        saved.append(x.to(recipe.compute_dtype) if need_dw and not ctx.wgrad_q else None)
-        saved.append(w if need_dx and not ctx.dgrad_q else None)
+        saved = [offs, seeds, x.to(recipe.compute_dtype) if need_dw and not ctx.wgrad_q else None,
+                 w if need_dx and not ctx.dgrad_q else None]
+        ctx.xt_meta, ctx.wt_meta = _stash(q_xt, saved), _stash(q_wt, saved)
         ctx.save_for_backward(*saved)
-        ctx.plan, ctx.state, ctx.has_seeds, ctx.x_dtype = plan, state, seeds is not None, x.dtype
+        ctx.plan, ctx.state, ctx.x_dtype = plan, state, x.dtype
         return y
 
     @staticmethod
@@ -165,26 +177,25 @@ class GroupedMMFn(torch.autograd.Function):
     @staticmethod
     def _backward(ctx, dy):
         plan, recipe = ctx.plan, ctx.plan.recipe
-        offs, *rest = ctx.saved_tensors
-        seeds = rest.pop(0) if ctx.has_seeds else None
-        x_hp, w_hp = rest
+        offs, seeds, x_hp, w_hp, *rest = ctx.saved_tensors
+        q_xt = _unstash(ctx.xt_meta, rest[:3]) if ctx.xt_meta else None
+        q_wt = _unstash(ctx.wt_meta, rest[-3:]) if ctx.wt_meta else None
         lay = group_layout(offs, dy.shape[0], recipe.required_multiples()["tokens"])
         q_dy, q_dyt = _tokens(dy, offs, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
                               "wgrad.a" if ctx.wgrad_q else None,
                               None if seeds is None else seeds[:, 2], lay.counts > 0)
         dx = dw = None
         if ctx.needs_input_grad[0]:    # dgrad: dy [T, N] · W_e [N, K] per group of rows
-            dx = _scaled(grouped_gemm(q_dy, ctx.q_wt, offs, "tokens", recipe.backend),
-                         grouped_factor(q_dy, ctx.q_wt), lay, ctx.x_dtype) if ctx.dgrad_q \
+            dx = _scaled(grouped_gemm(q_dy, q_wt, offs, "tokens", recipe.backend),
+                         grouped_factor(q_dy, q_wt), lay, ctx.x_dtype) if ctx.dgrad_q \
                 else _hp(dy, w_hp, offs, recipe.compute_dtype, ctx.x_dtype)
         if ctx.needs_input_grad[1]:    # wgrad: dyᵀ [N, T] · x [T, K], groups along tokens
             if ctx.wgrad_q:
-                dw = grouped_gemm(q_dyt, ctx.q_xt, lay.pad_ends, "reduce", recipe.backend) * \
-                    grouped_factor(q_dyt, ctx.q_xt)[:, None, None]
+                dw = grouped_gemm(q_dyt, q_xt, lay.pad_ends, "reduce", recipe.backend) * \
+                    grouped_factor(q_dyt, q_xt)[:, None, None]
             else:
                 dw = _mask_empty(_hp(dy.t(), x_hp, offs, recipe.compute_dtype, torch.float32),
                                  lay)
-        ctx.q_xt = ctx.q_wt = None
         return dx, dw, None, None, None, None
 
 
