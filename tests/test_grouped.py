@@ -18,6 +18,7 @@ from microscale.ops_grouped import quantize_grouped_reference
 from microscale.quant.grouped import _local_index, group_layout, segment_rand_bits
 from microscale.recipe import PRESETS, Recipe
 
+pytestmark = pytest.mark.usefixtures("single_thread")   # chains of small ops: one thread
 INTERP = os.environ.get("TRITON_INTERPRET", "0") == "1"
 needs_interp = pytest.mark.skipif(not (INTERP or torch.cuda.is_available()),
                                   reason="the sync-free path runs as backend='triton': needs "
