@@ -193,7 +193,7 @@ def test_sync_free_path_never_reads_group_sizes(monkeypatch):
         raise AssertionError("host sync in the sync-free path")
     for attr in ("item", "tolist", "__bool__", "__int__", "__float__"):
         monkeypatch.setattr(torch.Tensor, attr, boom)
-    q_row, q_col = fast.quantize_grouped_fast(x, _offs(), *views, m, seeds[:, 2], None, None,
+    q_row, _ = fast.quantize_grouped_fast(x, _offs(), *views, m, seeds[:, 2], None, None,
                                               None, None, "reference")
     y = fast.grouped_mm_fast(q_row[0], q_row[1], "nvfp4,1,16,1", qw.data, qw.scale,
                              qw.spec, _offs(), "tokens", "reference")

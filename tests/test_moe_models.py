@@ -17,8 +17,8 @@ from microscale.train.model import build_model
 
 tf = pytest.importorskip("transformers")
 
-_COMMON = dict(vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-               num_key_value_heads=2, max_position_embeddings=64)
+_COMMON = {"vocab_size": 256, "hidden_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64}
 
 
 def _hf(kind: str):

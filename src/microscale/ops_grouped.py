@@ -56,6 +56,7 @@ __all__ = [
     "delayed_scaling_update_grouped_",
     "grouped_factor",
     "grouped_gemm",
+    "grouped_mm_compat",
     "grouped_mm_reference",
     "partial_values",
     "quantize_experts",
@@ -201,6 +202,22 @@ def _(x, offs, row, col, multiple, backend, seeds, row_rand_bits, col_rand_bits,
 
 
 # ============================================================================ GEMM
+def grouped_mm_compat(a: Tensor, b: Tensor, offs: Tensor, out_dtype=None) -> Tensor:
+    """``torch._grouped_mm(a, b, offs=offs, out_dtype=...)`` across torch 2.11-2.13: the same
+    signature in all three, but a build may insist on a memory layout (row-major ``a``,
+    column-major ``b`` on CUDA): the strides given are tried first, then those layouts.
+    Layout errors are argument checks, raised before anything runs."""
+    err = None
+    for x, y in ((a, b), (a.contiguous(), b.mT.contiguous().mT), (a.contiguous(), b.contiguous())):
+        try:
+            if out_dtype is None or out_dtype == x.dtype:
+                return torch._grouped_mm(x, y, offs=offs)
+            return torch._grouped_mm(x, y, offs=offs, out_dtype=out_dtype)
+        except RuntimeError as e:
+            err = e
+    raise err
+
+
 def _spec(fmt: QFormat, opts: dict) -> str:
     """Operand spec ``"fmt,block_rows,block_cols,exact_bf16"``: whether ``value · block scale``
     is exact in bf16 (E2M1/FP8 values times E4M3 or power-of-two scales; FP8 tensorwise keeps

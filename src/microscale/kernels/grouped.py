@@ -28,7 +28,7 @@ import torch
 
 from ..backend import dispatch, mm_key, note_path, register_kernel, rowcol_key
 from ..ops import reference_quantizer
-from ..ops_grouped import _as_2d, partial_values
+from ..ops_grouped import _as_2d, grouped_mm_compat, partial_values
 from ..quant.grouped import group_layout, quantize_segments
 from ..tensor import QFormat
 
@@ -81,12 +81,11 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
     for form in forms:
         try:
             if form == "bf16->fp32":
-                y = torch._grouped_mm(a.bfloat16(), b.bfloat16(), offs=offs,
-                                      out_dtype=torch.float32)
+                y = grouped_mm_compat(a.bfloat16(), b.bfloat16(), offs, torch.float32)
             elif form == "fp32":
-                y = torch._grouped_mm(a, b, offs=offs)
+                y = grouped_mm_compat(a, b, offs)
             else:      # bf16 out: one extra rounding, still within the GEMM tolerance
-                y = torch._grouped_mm(a.bfloat16(), b.bfloat16(), offs=offs).float()
+                y = grouped_mm_compat(a.bfloat16(), b.bfloat16(), offs).float()
         except (RuntimeError, NotImplementedError) as e:
             err = e
             continue

@@ -41,6 +41,7 @@ from ..ops_grouped import (
     delayed_scaling_update_grouped_,
     grouped_factor,
     grouped_gemm,
+    grouped_mm_compat,
     quantize_experts,
     quantize_grouped,
 )
@@ -116,7 +117,7 @@ def _experts(w, plan, state, row_role, col_role, seeds, active):
 
 def _hp(a, b, offs, compute_dtype, out_dtype):
     """Unquantized grouped GEMM in ``compute_dtype`` (as ``ms.Linear``'s high-precision path)."""
-    return torch._grouped_mm(a.to(compute_dtype), b.to(compute_dtype), offs=offs).to(out_dtype)
+    return grouped_mm_compat(a.to(compute_dtype), b.to(compute_dtype), offs).to(out_dtype)
 
 
 def _stash(q: GroupedQ | None, saved: list):

@@ -40,7 +40,7 @@ from torch import nn
 
 from .model import ModelConfig
 
-__all__ = ["MoEConfig", "MOE_CONFIGS", "MoEMLP", "Experts", "Router"]
+__all__ = ["MOE_CONFIGS", "Experts", "MoEConfig", "MoEMLP", "Router"]
 
 _TILE = 128
 
@@ -110,7 +110,7 @@ class Experts(nn.Module):
         self.act_fn = nn.SiLU()
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
-        from ..nn.experts import route_tokens     # lazily: bf16 runs need no microscale.nn
+        from ..nn.experts import route_tokens  # lazily: bf16 runs need no microscale.nn
 
         S, k = top_k_index.shape
         perm, offs = route_tokens(top_k_index, self.gate_up_proj.shape[0])
