@@ -31,12 +31,12 @@ def _offs(counts=COUNTS) -> torch.Tensor:
     return torch.tensor(counts).cumsum(0).to(torch.int32)
 
 
-def _inputs(seed: int = 0, counts=COUNTS):
+def _inputs(seed: int = 0, counts=COUNTS, k: int = K, n: int = N):
     g = torch.Generator().manual_seed(seed)
     T, E = sum(counts), len(counts)
-    x = torch.randn(T, K, generator=g).to(torch.bfloat16) * 2
-    w = torch.randn(E, N, K, generator=g) * 0.05
-    dy = torch.randn(T, N, generator=g).to(torch.bfloat16)
+    x = torch.randn(T, k, generator=g).to(torch.bfloat16) * 2
+    w = torch.randn(E, n, k, generator=g) * 0.05
+    dy = torch.randn(T, n, generator=g).to(torch.bfloat16)
     seeds = torch.randint(0, 2**31 - 1, (E, 3), generator=g)
     return x, w, dy, seeds
 
@@ -45,9 +45,9 @@ def _bits(q):
     return q.view(torch.uint8) if q.dtype.itemsize == 1 else q
 
 
-def _grouped_step(recipe, x, w, dy, seeds, state=None):
+def _grouped_step(recipe, x, w, dy, seeds, state=None, counts=COUNTS):
     x, w = x.clone().requires_grad_(), w.clone().requires_grad_()
-    y = ms.grouped_mm(x, w, _offs(), recipe, seeds=seeds, state=state)
+    y = ms.grouped_mm(x, w, _offs(counts), recipe, seeds=seeds, state=state)
     y.backward(dy)
     return y.detach(), x.grad, w.grad
 
@@ -168,11 +168,12 @@ def test_sync_free_quantization_bit_exact(name):
 
 
 @needs_interp
-@pytest.mark.parametrize("name", ["nvfp4_no_sr", "fp8_blockwise"])
-def test_sync_free_layer_matches_reference(name):
-    x, w, dy, seeds = _inputs(2)
-    ref = _grouped_step(Recipe.from_name(name, backend="reference"), x, w, dy, seeds)
-    got = _grouped_step(Recipe.from_name(name, backend="triton"), x, w, dy, seeds)
+@pytest.mark.parametrize("name, k", [("nvfp4_no_sr", 32), ("fp8_blockwise", 128)])
+def test_sync_free_layer_matches_reference(name, k):
+    counts = [5, 0, 21]
+    x, w, dy, seeds = _inputs(2, counts, k, k)
+    ref = _grouped_step(Recipe.from_name(name, backend="reference"), x, w, dy, seeds, None, counts)
+    got = _grouped_step(Recipe.from_name(name, backend="triton"), x, w, dy, seeds, None, counts)
     for a, b in zip(got, ref):
         torch.testing.assert_close(a.float(), b.float(), atol=8e-3, rtol=8e-3)
     assert "sync-free" in str(ms.explain())
@@ -238,3 +239,31 @@ def test_ops_fakes_and_fullgraph_trace():
     xg = x.clone().requires_grad_()
     fn(xg, _offs()).backward()
     assert xg.grad.shape == x.shape and layer.weight.grad.shape == w.shape
+
+
+@needs_interp
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype):
+    """quant_nvfp4_grouped (Triton) = quant.grouped.quantize_segments (PyTorch), both views,
+    RHT and SR, for every input dtype; NaN marks its block as the reference does."""
+    from microscale.kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
+    from microscale.quant.grouped import quantize_segments, segment_sr_bytes
+    from microscale.tensor import QFormat
+
+    x, _, _, seeds = _inputs(4, k=64)
+    x = x.to(dtype)
+    x[3, 7] = float("nan")
+    lay = group_layout(_offs(), x.shape[0], 16)
+    x_pad = lay.pad(x)
+    for col, src, seg, starts, lengths in (
+            (False, x, lay.row_groups(), lay.starts, lay.counts),
+            (True, x_pad, lay.col_groups(), lay.pad_starts, lay.pad_counts)):
+        view = src.t().contiguous() if col else src
+        along = "cols" if col else "rows"
+        bits = segment_sr_bytes(seg, starts, lengths, tuple(view.shape), along, seeds[:, 0])
+        want = quantize_segments(view, QFormat.NVFP4, {"rht": col, "stochastic": True,
+                                                       "rand_bits": bits}, seg, starts, lengths,
+                                 along, None, None, None)
+        got = quantize_nvfp4_segments_triton(src, seg, len(COUNTS), col, col, bits)
+        for a, b in zip(got, want):
+            assert torch.equal(_bits(a), _bits(b)), (dtype, col)

@@ -230,15 +230,21 @@ def _spec(fmt: QFormat, opts: dict) -> str:
     return f"{fmt.value},{block[0]},{block[1]},{int(bool(exact))}"
 
 
-def partial_values(data: Tensor, scale: Tensor, spec: str) -> Tensor:
-    """fp32 ``value · block scale`` of a 2-D operand (FP8 tensorwise: the values alone)."""
+def as_quantized(data: Tensor, scale: Tensor, spec: str) -> QuantizedTensor:
+    """A 2-D grouped operand as a QuantizedTensor (amax unused: per-expert factors are
+    applied outside the GEMM)."""
     name, br, bc, _ = spec.split(",")
     fmt = QFormat(name)
     rows, cols = data.shape[0], data.shape[1] * (2 if fmt.is_fp4 else 1)
     block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (int(br), int(bc))
-    q = QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=scale.new_zeros(()),
-                        shape=torch.Size((rows, cols)), orig_dtype=torch.float32, block=block)
-    return q.values() if fmt == QFormat.FP8_TENSOR else q.values() * q.block_scales()
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=scale.new_zeros(()),
+                           shape=torch.Size((rows, cols)), orig_dtype=torch.float32, block=block)
+
+
+def partial_values(data: Tensor, scale: Tensor, spec: str) -> Tensor:
+    """fp32 ``value · block scale`` of a 2-D operand (FP8 tensorwise: the values alone)."""
+    q = as_quantized(data, scale, spec)
+    return q.values() if q.fmt == QFormat.FP8_TENSOR else q.values() * q.block_scales()
 
 
 def _as_2d(data: Tensor, scale: Tensor, spec: str) -> tuple[Tensor, Tensor]:

@@ -6,14 +6,16 @@ ops (:func:`microscale.quant.grouped.group_layout`); the row view is quantized i
 the column view from the padded layout ``x_pad [bound, K]`` built by one ``index_copy``. Per
 view there is one quantizer call: formats whose scales are all per block (MXFP8, MXFP4, FP8
 blockwise) go through the per-tensor Triton kernels (their blocks never cross an expert, so one
-launch over the whole matrix quantizes every expert exactly as alone); NVFP4 and FP8
-tensorwise, which have a per-tensor amax, compute it per expert with a segment max and then
-run the reference arithmetic with that amax broadcast per row or per column (PyTorch ops; a
-fused Triton kernel for the per-expert amax is future work, see docs/moe.md).
+launch over the whole matrix quantizes every expert exactly as alone); NVFP4 views go through
+``quant_nvfp4_grouped`` (an amax pass with one atomic max per expert, then the per-tensor
+kernel's block arithmetic with each expert's global scale); FP8 tensorwise (and NVFP4 with
+2D tiles or another RHT size) compute the per-expert amax with a segment max and run the
+reference arithmetic with it broadcast (PyTorch ops).
 
 GEMMs (:func:`grouped_mm_fast`): both operands are partially dequantized (``value · block
 scale``, exact in bf16 for E2M1/FP8 values with E4M3 or power-of-two scales, gemm_fp4.py's
-argument) and multiplied by one ``torch._grouped_mm``: tokens × stacked experts for fprop and
+argument; NVFP4/MX by gemm_fp4's Triton ``dequantize_bf16`` pass) and multiplied by one
+``torch._grouped_mm``: tokens × stacked experts for fprop and
 dgrad (groups along M, ``offs``), and the padded column views for wgrad (groups along K,
 ``pad_ends``: the 2d × 2d form, ``[E, M, N]`` out). On CUDA the operands are bf16 with fp32
 accumulation; on CPU they stay fp32 (CPU's grouped GEMM returns its input dtype).
@@ -26,10 +28,11 @@ from __future__ import annotations
 
 import torch
 
-from ..backend import dispatch, mm_key, note_path, register_kernel, rowcol_key
+from ..backend import (KernelUnsupported, _interpreting, dispatch, mm_key, note_path,
+                       register_kernel, rowcol_key)
 from ..ops import reference_quantizer
-from ..ops_grouped import _as_2d, grouped_mm_compat, partial_values
-from ..quant.grouped import group_layout, quantize_segments
+from ..ops_grouped import _as_2d, as_quantized, grouped_mm_compat, partial_values
+from ..quant.grouped import group_layout, quantize_segments, segment_sr_bytes
 from ..tensor import QFormat
 
 __all__ = ["grouped_mm_fast", "quantize_grouped_fast"]
@@ -54,17 +57,56 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
         fmt, opts = row[0], dict(row[1], check_finite=False)
         if row_bits is not None:
             opts["rand_bits"] = row_bits
-        outs[0] = quantize_segments(x, fmt, opts, lay.row_groups(), lay.starts, lay.counts,
-                                    "rows", seeds, row_scale, _block_fn(fmt, backend))
+        args = (lay.row_groups(), lay.starts, lay.counts, "rows", seeds)
+        outs[0] = _nvfp4_fused(x, opts, *args, col=False) if _fused_ok(fmt, opts, x) else \
+            quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
     if col:
         fmt, opts = col[0], dict(col[1], check_finite=False)
         if col_bits is not None:
             opts["rand_bits"] = col_bits
-        xt = lay.pad(x).t().contiguous()
-        outs[1] = quantize_segments(xt, fmt, opts, lay.col_groups(), lay.pad_starts,
-                                    lay.pad_counts, "cols", None if seeds is None else seeds + 1,
-                                    col_scale, _block_fn(fmt, backend))
+        x_pad = lay.pad(x)
+        args = (lay.col_groups(), lay.pad_starts, lay.pad_counts, "cols",
+                None if seeds is None else seeds + 1)
+        outs[1] = _nvfp4_fused(x_pad, opts, *args, col=True) if _fused_ok(fmt, opts, x) else \
+            quantize_segments(x_pad.t().contiguous(), fmt, opts, *args, col_scale,
+                              _block_fn(fmt, backend))
     return outs
+
+
+def _fused_ok(fmt: QFormat, opts: dict, x: torch.Tensor) -> bool:
+    """NVFP4 views the fused per-expert-amax kernel takes (1×16 blocks, RHT 16 or none)."""
+    return fmt == QFormat.NVFP4 and not opts.get("block_2d") and \
+        int(opts.get("rht_d", 16)) == 16 and (x.device.type == "cuda" or _interpreting())
+
+
+def _nvfp4_fused(src, opts, seg, starts, lengths, along, seeds, col: bool):
+    """The NVFP4 view through ``quant_nvfp4_grouped`` (SR bytes as the PyTorch path's)."""
+    from .quant_nvfp4_grouped import quantize_nvfp4_segments_triton
+    bits = None
+    if opts.get("stochastic"):
+        shape = tuple(reversed(src.shape)) if col else tuple(src.shape)
+        bits = opts.get("rand_bits")
+        if bits is None:
+            bits = segment_sr_bytes(seg, starts, lengths, shape, along, seeds)
+    return quantize_nvfp4_segments_triton(src, seg, starts.shape[0], col,
+                                          bool(opts.get("rht")), bits)
+
+
+_DEQUANT = {QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2}
+
+
+def _partial(data, scale, spec: str) -> torch.Tensor:
+    """``value · block scale`` of an operand: bf16 from gemm_fp4's Triton dequantize pass (one
+    read of the codes, one bf16 write; exact) for FP4/MX on CUDA or in the interpreter, else
+    the PyTorch decode in fp32."""
+    fmt = QFormat(spec.split(",")[0])
+    if fmt in _DEQUANT and (data.device.type == "cuda" or _interpreting()):
+        try:
+            from .gemm_fp4 import dequantize_bf16
+            return dequantize_bf16(as_quantized(data.contiguous(), scale.contiguous(), spec))
+        except (ImportError, KernelUnsupported):
+            pass
+    return partial_values(data, scale, spec)
 
 
 _FORMS: dict[str, str] = {}            # device type -> the _grouped_mm form that worked
@@ -74,6 +116,8 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
     """fp32 ``a @ b`` by groups (``torch._grouped_mm``), the fastest exact form this build takes."""
     dev = a.device.type
     forms = ["bf16->fp32", "fp32", "bf16"] if dev == "cuda" and exact_bf16 else ["fp32", "bf16"]
+    if dev == "cuda" and not exact_bf16:
+        forms.remove("bf16")              # never round a non-bf16-exact operand
     if _FORMS.get(dev) in forms:
         forms.remove(_FORMS[dev])
         forms.insert(0, _FORMS[dev])
@@ -83,7 +127,7 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
             if form == "bf16->fp32":
                 y = grouped_mm_compat(a.bfloat16(), b.bfloat16(), offs, torch.float32)
             elif form == "fp32":
-                y = grouped_mm_compat(a, b, offs)
+                y = grouped_mm_compat(a.float(), b.float(), offs)
             else:      # bf16 out: one extra rounding, still within the GEMM tolerance
                 y = grouped_mm_compat(a.bfloat16(), b.bfloat16(), offs).float()
         except (RuntimeError, NotImplementedError) as e:
@@ -98,8 +142,8 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
 def grouped_mm_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode,
                     backend: str = "auto"):
     """Same result as ``ops_grouped.grouped_mm_reference``, without reading ``offs``."""
-    pa = partial_values(*_as_2d(a_data, a_scale, a_spec), a_spec)
-    pb = partial_values(*_as_2d(b_data, b_scale, b_spec), b_spec)
+    pa = _partial(*_as_2d(a_data, a_scale, a_spec), a_spec)
+    pb = _partial(*_as_2d(b_data, b_scale, b_spec), b_spec)
     exact = a_spec.endswith(",1") and b_spec.endswith(",1")
     key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
     offs32 = offs.to(torch.int32)

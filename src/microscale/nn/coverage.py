@@ -56,7 +56,7 @@ def gemm_dims(mod: nn.Module) -> tuple[int, int] | None:
 def _why_unsupported(mod: nn.Module, pname: str, shape: list[int]) -> str:
     cls = type(mod).__name__
     if len(shape) == 3 and "expert" in (cls + pname).lower():
-        what = "fused MoE expert weights in a layout microscale cannot swap"
+        what = "fused MoE expert weights (a grouped GEMM) in a layout microscale cannot swap"
     elif len(shape) == 2 and ("router" in cls.lower() or "gate" in cls.lower()):
         what = ("MoE router: kept in high precision on purpose (routing logits; a tiny GEMM "
                 "whose rounding would move tokens between experts)")

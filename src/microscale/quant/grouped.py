@@ -63,6 +63,7 @@ from .fp8 import fp8_scale_from_amax
 from .nvfp4 import _INV6, nvfp4_global_scales
 
 __all__ = [
+    "segment_sr_bytes",
     "PER_TENSOR_FORMATS",
     "GroupLayout",
     "group_layout",
@@ -174,6 +175,15 @@ def _local_index(seg: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor,
     return torch.arange(rows, device=dev)[:, None] * lengths[seg][None, :] + c[None, :]
 
 
+def segment_sr_bytes(seg, starts, lengths, shape: tuple, along: str, seeds) -> torch.Tensor:
+    """The SR bytes of a ``shape`` view split into segments (see :func:`quantize_segments`)."""
+    if seeds is None:
+        raise ValueError("stochastic rounding needs per-expert seeds")
+    idx = _local_index(seg, starts, lengths, *shape, along)
+    seed_b = seeds.reshape(-1)[seg]
+    return segment_rand_bits(seed_b[:, None] if along == "rows" else seed_b[None, :], idx)
+
+
 # ============================================================================ per-segment math
 def segment_amax(a: torch.Tensor, seg: torch.Tensor, n_seg: int, along: str) -> torch.Tensor:
     """fp32 ``[n_seg]`` max of ``a`` (>= 0, NaN-free) over each segment's rows or columns."""
@@ -248,11 +258,7 @@ def quantize_segments(x2: torch.Tensor, fmt: QFormat, opts: dict, seg: torch.Ten
     n_seg = starts.shape[0]
     bits = opts.pop("rand_bits", None)
     if opts.get("stochastic") and bits is None:
-        if seeds is None:
-            raise ValueError("stochastic rounding needs per-expert seeds")
-        idx = _local_index(seg, starts, lengths, *x2.shape, along)
-        seed_b = seeds.reshape(-1)[seg]
-        bits = segment_rand_bits(seed_b[:, None] if along == "rows" else seed_b[None, :], idx)
+        bits = segment_sr_bytes(seg, starts, lengths, tuple(x2.shape), along, seeds)
     if fmt == QFormat.NVFP4:
         return _quantize_nvfp4(x2, opts, seg, n_seg, along, bits)
     if fmt == QFormat.FP8_TENSOR:
