@@ -28,8 +28,15 @@ from __future__ import annotations
 
 import torch
 
-from ..backend import (KernelUnsupported, _interpreting, dispatch, mm_key, note_path,
-                       register_kernel, rowcol_key)
+from ..backend import (
+    KernelUnsupported,
+    _interpreting,
+    dispatch,
+    mm_key,
+    note_path,
+    register_kernel,
+    rowcol_key,
+)
 from ..ops import reference_quantizer
 from ..ops_grouped import _as_2d, as_quantized, grouped_mm_compat, partial_values
 from ..quant.grouped import group_layout, quantize_segments, segment_sr_bytes

@@ -29,10 +29,17 @@ import torch
 import triton
 import triton.language as tl
 
-from ._utils import IN_DTYPE_CODE, persistent_grid, rht_matrix_on, rht_tile, split_nan, tile_coords
+from ._utils import (
+    IN_DTYPE_CODE,
+    persistent_grid,
+    rht_matrix_on,
+    rht_tile,
+    split_nan,
+    tile_coords,
+)
 from .quant_nvfp4_rows import quantize_rows
 
-__all__ = ["quantize_nvfp4_segments_triton", "CONFIG"]
+__all__ = ["CONFIG", "quantize_nvfp4_segments_triton"]
 
 CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8}
 

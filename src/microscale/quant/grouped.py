@@ -63,7 +63,6 @@ from .fp8 import fp8_scale_from_amax
 from .nvfp4 import _INV6, nvfp4_global_scales
 
 __all__ = [
-    "segment_sr_bytes",
     "PER_TENSOR_FORMATS",
     "GroupLayout",
     "group_layout",
@@ -71,6 +70,7 @@ __all__ = [
     "quantize_segments",
     "segment_amax",
     "segment_rand_bits",
+    "segment_sr_bytes",
 ]
 
 # formats with a per-tensor quantity (NVFP4's amax, FP8 tensorwise's scale): per expert here
