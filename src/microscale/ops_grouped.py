@@ -40,6 +40,7 @@ from torch import Tensor
 
 from .backend import dispatch, mm_key, rowcol_key
 from .ops import (
+    _fresh,
     _layout,
     parse_view_spec,
     quantize_views,
@@ -179,8 +180,9 @@ def _quantize_grouped_op(x: Tensor, offs: Tensor, row: str, col: str, multiple: 
                     col_scale, backend)
     flat = []
     for out in outs:
-        flat += [t.contiguous().clone() for t in out] if out is not None else _placeholder(x)
-    return flat
+        flat += [t.contiguous() for t in out] if out is not None else _placeholder(x)
+    return list(_fresh(flat, (x, offs, seeds, row_rand_bits, col_rand_bits, row_scale,
+                              col_scale)))
 
 
 @_quantize_grouped_op.register_fake

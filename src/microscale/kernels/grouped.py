@@ -104,8 +104,9 @@ _DEQUANT = {QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2
 
 def _partial(data, scale, spec: str) -> torch.Tensor:
     """``value · block scale`` of an operand: bf16 from gemm_fp4's Triton dequantize pass (one
-    read of the codes, one bf16 write; exact) for FP4/MX on CUDA or in the interpreter, else
-    the PyTorch decode in fp32."""
+    read of the codes, one bf16 write; exact) for FP4/MX on CUDA or in the interpreter; FP8 on
+    CUDA in bf16 with the scales broadcast per block (exact for power-of-two scales); else the
+    PyTorch decode in fp32."""
     fmt = QFormat(spec.split(",")[0])
     if fmt in _DEQUANT and (data.device.type == "cuda" or _interpreting()):
         try:
@@ -113,7 +114,23 @@ def _partial(data, scale, spec: str) -> torch.Tensor:
             return dequantize_bf16(as_quantized(data.contiguous(), scale.contiguous(), spec))
         except (ImportError, KernelUnsupported):
             pass
+    if data.device.type == "cuda" and spec.endswith(",1"):
+        if fmt == QFormat.FP8_TENSOR:                 # the scale is a per-expert factor
+            return data.to(torch.bfloat16)
+        if fmt == QFormat.FP8_BLOCK:
+            return _fp8_block_bf16(data, scale, spec)
     return partial_values(data, scale, spec)
+
+
+def _fp8_block_bf16(data, scale, spec: str) -> torch.Tensor:
+    """FP8 blockwise ``value · scale_inv`` in bf16 without expanding the scales to ``[rows, K]``
+    (E4M3 values times power-of-two scales: every product is a bf16)."""
+    _, br, bc, _ = spec.split(",")
+    br, bc = int(br), int(bc)
+    rows, cols = data.shape
+    v = data.to(torch.bfloat16).view(rows // br, br, cols // bc, bc)
+    s = scale.to(torch.bfloat16).view(rows // br, 1, cols // bc, 1)
+    return (v * s).view(rows, cols)
 
 
 _FORMS: dict[str, str] = {}            # device type -> the _grouped_mm form that worked
