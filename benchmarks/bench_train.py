@@ -201,7 +201,8 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
     for _ in range(3):
         train_step(model, opt, x, y)
     torch.cuda.synchronize(device)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 record_shapes=True) as prof:
         t0 = time.perf_counter()
         train_step(model, opt, x, y)
         torch.cuda.synchronize(device)
@@ -222,7 +223,19 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
     return {"model": model_name, "recipe": recipe, "wall_ms": wall * 1e3, "gpu_busy_ms": busy,
             "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
             "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
-            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:15])}
+            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30]),
+            "microscale_ops": _op_table(prof)}
+
+
+def _op_table(prof) -> dict:
+    """GPU ms and calls of each ``microscale::`` op per input shape (where the kernels' time
+    goes by tensor: which call of which shape is slow)."""
+    rows = {}
+    for e in prof.key_averages(group_by_input_shape=True):
+        if e.key.startswith("microscale::"):
+            gpu = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
+            rows[f"{e.key} {e.input_shapes}"[:160]] = (e.count, round(gpu / 1e3, 3))
+    return dict(sorted(rows.items(), key=lambda t: -t[1][1])[:25])
 
 
 def _union_ms(spans: list[tuple[int, int]]) -> float:
