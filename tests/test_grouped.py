@@ -267,3 +267,15 @@ def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype):
         got = quantize_nvfp4_segments_triton(src, seg, len(COUNTS), col, col, bits)
         for a, b in zip(got, want):
             assert torch.equal(_bits(a), _bits(b)), (dtype, col)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_other_dtypes_and_no_tokens_at_all(dtype):
+    """fp32/fp16 tokens give outputs of their dtype; T = 0 gives an empty y and zero dW."""
+    x, w, dy, seeds = _inputs(5, counts=[3, 0, 20], k=64, n=32)
+    y, _, dw = _grouped_step("nvfp4", x.to(dtype), w, dy.to(dtype), seeds, counts=[3, 0, 20])
+    assert y.dtype == dtype and torch.isfinite(dw).all()
+    wg = w.clone().requires_grad_()
+    y0 = ms.grouped_mm(x[:0].to(dtype), wg, torch.zeros(3, dtype=torch.int32), "nvfp4")
+    y0.sum().backward()
+    assert y0.shape == (0, 32) and torch.equal(wg.grad, torch.zeros_like(w))

@@ -194,6 +194,8 @@ class GroupedMMFn(torch.autograd.Function):
             if ctx.wgrad_q:
                 dw = grouped_gemm(q_dyt, q_xt, lay.pad_ends, "reduce", recipe.backend) * \
                     grouped_factor(q_dyt, q_xt)[:, None, None]
+            elif dy.shape[0] == 0:       # no tokens at all: no gradient (as ms.Linear)
+                dw = dy.new_zeros((offs.shape[0], dy.shape[1], x_hp.shape[1]), dtype=torch.float32)
             else:
                 dw = _mask_empty(_hp(dy.t(), x_hp, offs, recipe.compute_dtype, torch.float32),
                                  lay)
