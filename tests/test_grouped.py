@@ -279,3 +279,17 @@ def test_other_dtypes_and_no_tokens_at_all(dtype):
     y0 = ms.grouped_mm(x[:0].to(dtype), wg, torch.zeros(3, dtype=torch.int32), "nvfp4")
     y0.sum().backward()
     assert y0.shape == (0, 32) and torch.equal(wg.grad, torch.zeros_like(w))
+
+
+@needs_interp
+def test_sr_bytes_kernel_matches_pytorch_twin():
+    from microscale.kernels.sr_bytes_grouped import segment_sr_bytes_triton
+    from microscale.quant.grouped import segment_sr_bytes
+
+    lay = group_layout(_offs(), sum(COUNTS), 32)
+    seeds = torch.randint(0, 2**31 - 1, (len(COUNTS),), generator=torch.Generator().manual_seed(7))
+    for args in ((lay.row_groups(), lay.starts, lay.counts, (sum(COUNTS), 96), "rows"),
+                 (lay.col_groups(), lay.pad_starts, lay.pad_counts, (96, lay.bound), "cols")):
+        want = segment_sr_bytes(*args, seeds)
+        assert torch.equal(segment_sr_bytes_triton(*args, seeds), want)
+        assert 120 < want.float().mean() < 136                 # roughly uniform bytes

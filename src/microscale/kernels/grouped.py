@@ -10,7 +10,8 @@ launch over the whole matrix quantizes every expert exactly as alone); NVFP4 vie
 ``quant_nvfp4_grouped`` (an amax pass with one atomic max per expert, then the per-tensor
 kernel's block arithmetic with each expert's global scale); FP8 tensorwise (and NVFP4 with
 2D tiles or another RHT size) compute the per-expert amax with a segment max and run the
-reference arithmetic with it broadcast (PyTorch ops).
+reference arithmetic with it broadcast (PyTorch ops). Stochastic rounding's bytes come from
+``sr_bytes_grouped`` (one pass, the hash of ``quant.grouped.segment_rand_bits``).
 
 GEMMs (:func:`grouped_mm_fast`): both operands are partially dequantized (``value · block
 scale``, exact in bf16 for E2M1/FP8 values with E4M3 or power-of-two scales, gemm_fp4.py's
@@ -62,22 +63,34 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
     outs = [None, None]
     if row:
         fmt, opts = row[0], dict(row[1], check_finite=False)
-        if row_bits is not None:
-            opts["rand_bits"] = row_bits
         args = (lay.row_groups(), lay.starts, lay.counts, "rows", seeds)
+        _sr_bytes(opts, row_bits, args, tuple(x.shape), x.device)
         outs[0] = _nvfp4_fused(x, opts, *args, col=False) if _fused_ok(fmt, opts, x) else \
             quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
     if col:
         fmt, opts = col[0], dict(col[1], check_finite=False)
-        if col_bits is not None:
-            opts["rand_bits"] = col_bits
         x_pad = lay.pad(x)
         args = (lay.col_groups(), lay.pad_starts, lay.pad_counts, "cols",
                 None if seeds is None else seeds + 1)
+        _sr_bytes(opts, col_bits, args, (x.shape[1], lay.bound), x.device)
         outs[1] = _nvfp4_fused(x_pad, opts, *args, col=True) if _fused_ok(fmt, opts, x) else \
             quantize_segments(x_pad.t().contiguous(), fmt, opts, *args, col_scale,
                               _block_fn(fmt, backend))
     return outs
+
+
+def _sr_bytes(opts: dict, given, args, shape: tuple, device) -> None:
+    """Put a stochastic view's SR bytes in ``opts["rand_bits"]``: the given ones, else made by
+    ``sr_bytes_grouped`` (one pass; CUDA or the interpreter) or, elsewhere, left to the
+    PyTorch twin inside ``quantize_segments``."""
+    if given is not None:
+        opts["rand_bits"] = given
+    elif opts.get("stochastic") and (device.type == "cuda" or _interpreting()):
+        from .sr_bytes_grouped import segment_sr_bytes_triton
+        seg, starts, lengths, along, seeds = args
+        if seeds is None:
+            raise ValueError("stochastic rounding needs per-expert seeds")
+        opts["rand_bits"] = segment_sr_bytes_triton(seg, starts, lengths, shape, along, seeds)
 
 
 def _fused_ok(fmt: QFormat, opts: dict, x: torch.Tensor) -> bool:
