@@ -59,7 +59,7 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
     """Same outputs as ``ops_grouped.quantize_grouped_reference``, without reading ``offs``."""
     lay = group_layout(offs, x.shape[0], multiple)
     note_path("quantize_grouped", rowcol_key(row and row[0].value, col and col[0].value),
-              "sync-free: per-expert amax by segment max, one quantizer pass per view")
+              "sync-free: group layout on the device, one quantizer pass per view")
     outs = [None, None]
     if row:
         fmt, opts = row[0], dict(row[1], check_finite=False)
