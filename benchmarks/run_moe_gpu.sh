@@ -8,7 +8,7 @@ set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 TESTS=${TESTS-tests/test_grouped_gpu.py}
 if [ -n "$TESTS" ]; then
-  timeout "${TEST_SECS:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=10 $TESTS \
+  timeout "${TEST_SECS:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider --maxfail=10 $TESTS \
     2>&1 | grep -v '^USDT\|^DEBUG' | tee "$OUT/moe_gpu_tests.log" | tail -15
 fi
 timeout "${BENCH_SECS:-420}" python3 benchmarks/bench_moe.py ${BENCH_ARGS:-} 2>&1 \
