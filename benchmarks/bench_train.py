@@ -61,7 +61,6 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
     """The model for one run, converted for ``recipe``; returns (model, quantized share)."""
     torch.manual_seed(0)
     model = build_model(model_name, max_seq_len=seq).to(device)
-    linears = {n: m.weight.numel() for n, m in model.named_modules() if isinstance(m, nn.Linear)}
     if recipe.startswith("torchao_"):
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
         cfg = Float8LinearConfig.from_recipe_name(recipe.split("_", 1)[1])
@@ -70,8 +69,8 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
         return model, 1.0
     if recipe != "bf16":
         report = ms.convert(model, recipe)
-        done = sum(linears[n] for n in report.converted)
-        return model, done / sum(linears.values())
+        share = report.gemm_share                # block GEMM weights (MoE experts included)
+        return model, share.quantized / share.total if share.total else 0.0
     return model, 0.0
 
 

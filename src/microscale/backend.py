@@ -181,7 +181,9 @@ def explain(model=None) -> PathReport:
         used = set()
         for m in model.modules():
             recipe = getattr(m, "recipe", None)
-            if recipe is not None and hasattr(recipe, "op_keys"):
+            if hasattr(m, "op_keys"):               # e.g. grouped (MoE) layers: their own ops
+                used |= m.op_keys()
+            elif recipe is not None and hasattr(recipe, "op_keys"):
                 used |= recipe.op_keys()
         paths = {k: v for k, v in paths.items() if k in used}
     return PathReport(paths)
