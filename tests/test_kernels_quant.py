@@ -362,6 +362,20 @@ def test_gpu_mxfp4_rht32_close():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["tile", "sub"])
+def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
+    """Both FP8 1x128 row+column kernels on the GPU, at a training shape, bit for bit."""
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode)
+    x = sample((4096, 768), torch.bfloat16, spread=30)
+    view = ("fp8_block", {})
+    k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")
+    r = ms.quantize_rowcol(x, view, view, backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 def test_gpu_rowcol_exact(dtype):
     x = sample((2048, 1536), dtype, exact=True)
