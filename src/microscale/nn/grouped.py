@@ -34,6 +34,8 @@ Delayed FP8 scaling keeps one history per expert and role (:class:`GroupedLinear
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..ops_grouped import (
@@ -63,6 +65,14 @@ __all__ = [
 
 N_SEEDS = 3
 TOKEN_ROLES = ("fprop.a", "dgrad.a", "wgrad.a", "wgrad.b")   # operands made of tokens
+
+
+def token_multiple(recipe) -> int:
+    """Each expert's tokens are zero-padded to this multiple in the wgrad (column) layout: the
+    recipe's token block, and at least 16, because ``torch._grouped_mm`` grouped along K wants
+    16-aligned group offsets on CUDA (an unaligned one is a device-side assert; seen on an
+    H200 with fp8_delayed, m = 1). Zero tokens change no amax, block or sum."""
+    return math.lcm(16, recipe.required_multiples()["tokens"])
 
 
 def delayed_roles(recipe: Recipe) -> dict:
@@ -99,7 +109,7 @@ def _tokens(t2d, offs, plan, state, row_role, col_role, seeds, active):
     (row, r_scale), (col, c_scale) = _view(plan, state, row_role), _view(plan, state, col_role)
     if row is None and col is None:
         return None, None
-    multiple = plan.recipe.required_multiples()["tokens"]
+    multiple = token_multiple(plan.recipe)
     q_row, q_col = quantize_grouped(t2d, offs, row, col, multiple, plan.recipe.backend, seeds,
                                     r_scale, c_scale)
     _update(plan, state, ((row_role, q_row), (col_role, q_col)), active)
@@ -147,7 +157,7 @@ class GroupedMMFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, offs, plan: Plan, state: dict, seeds):
         recipe, T = plan.recipe, x.shape[0]
-        lay = group_layout(offs, T, recipe.required_multiples()["tokens"])
+        lay = group_layout(offs, T, token_multiple(recipe))
         active = lay.counts > 0
         need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         fprop_q = plan.quantized("fprop") and T > 0
@@ -181,7 +191,7 @@ class GroupedMMFn(torch.autograd.Function):
         offs, seeds, x_hp, w_hp, *rest = ctx.saved_tensors
         q_xt = _unstash(ctx.xt_meta, rest[:3]) if ctx.xt_meta else None
         q_wt = _unstash(ctx.wt_meta, rest[-3:]) if ctx.wt_meta else None
-        lay = group_layout(offs, dy.shape[0], recipe.required_multiples()["tokens"])
+        lay = group_layout(offs, dy.shape[0], token_multiple(recipe))
         q_dy, q_dyt = _tokens(dy, offs, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
                               "wgrad.a" if ctx.wgrad_q else None,
                               None if seeds is None else seeds[:, 2], lay.counts > 0)
