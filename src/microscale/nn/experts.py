@@ -98,7 +98,10 @@ class _GroupedBase(nn.Module):
         w = getattr(self, pname)
         if torch.is_autocast_enabled(x.device.type):
             x = x.to(torch.get_autocast_dtype(x.device.type))
-        check_grouped_args(x, w, offs, self._label())
+        # compiled: the class name only; reading self.name would guard every block's graph on
+        # its own name and recompile per block (moe-1b hit the recompile limit on an H200)
+        check_grouped_args(x, w, offs, type(self).__name__ if torch.compiler.is_compiling()
+                           else self._label())
         plan = self._plan()
         needs_grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)
         return grouped_linear(x, w, offs, plan, self.delayed_state(pname),
