@@ -15,6 +15,7 @@ near-zero gradient into a full ±lr step and would hide everything else the comp
 from __future__ import annotations
 
 import os
+import time
 import traceback
 import warnings
 
@@ -165,6 +166,82 @@ def check_compile(rank: int, world: int) -> dict:
     return out
 
 
+AG_RECIPES = ("nvfp4", "nvfp4_no_2d", "fp8_blockwise", "mxfp8", "mxfp4", "fp8_tensorwise")
+AG_OUT = 768                # a multiple of N x 128 for N = 2 and 3: whole FP8 tiles per shard
+
+
+def _views_equal(a, b) -> bool:
+    return all(torch.equal(x.view(torch.uint8) if x.dtype.itemsize == 1 else x,
+                           y.view(torch.uint8) if y.dtype.itemsize == 1 else y)
+               for x, y in ((a.data, b.data), (a.scale, b.scale), (a.amax, b.amax))) and \
+        a.shape == b.shape and a.block == b.block
+
+
+def check_allgather(rank: int, world: int) -> dict:
+    """The gathered W / Wᵀ views equal one process's quantization of the full W, bit for bit;
+    a shard that would split a tile raises."""
+    from microscale.distributed import quantized_all_gather
+    from microscale.ops import quantize_views
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(AG_OUT, 128, generator=g) * torch.logspace(-3, 1, AG_OUT)[:, None]
+    shard = w[rank * AG_OUT // world:(rank + 1) * AG_OUT // world]
+    out = {}
+    for name in AG_RECIPES:
+        recipe = ms.Recipe.from_name(name)
+        q_row, q_col = quantized_all_gather(shard, recipe)
+        views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+                 for op in (recipe.fprop.b, recipe.dgrad.b)]
+        ref_row, ref_col = quantize_views(w, *views, recipe.backend)
+        out[name] = (_views_equal(q_row, ref_row), _views_equal(q_col, ref_col))
+    try:
+        quantized_all_gather(shard[:AG_OUT // world - 16], ms.Recipe.from_name("fp8_blockwise"))
+        out["error"] = None
+    except ValueError as err:
+        out["error"] = str(err)
+    return out
+
+
+def _ag_model(recipe: str, quantized_ag: bool) -> nn.Module:
+    """One [768, 128] layer, fully sharded; x requires grad, so dgrad reads the gathered Wᵀ."""
+    from torch.distributed.fsdp import fully_shard
+
+    from microscale.distributed import enable_quantized_all_gather
+    torch.manual_seed(0)
+    model = nn.Sequential(ms.Linear(128, AG_OUT, recipe=recipe))
+    if quantized_ag:
+        enable_quantized_all_gather(model, dist.get_world_size())
+    fully_shard(model[0])
+    return fully_shard(model)
+
+
+def check_fsdp_quantized_allgather(rank: int, world: int) -> dict:
+    """FSDP2 with the quantized all-gather gives the losses, weights and input gradients of
+    FSDP2's fp32 all-gather exactly (the layer quantizes the same full W either way), and the
+    layer sees a GatheredWeight."""
+    from microscale.distributed import GatheredWeight, all_gather_bytes
+    x = torch.randn(GLOBAL_ROWS, 128, generator=torch.Generator().manual_seed(4))
+    t = torch.randn(GLOBAL_ROWS, AG_OUT, generator=torch.Generator().manual_seed(5))
+    x, t = rank_slice(x, rank, world), rank_slice(t, rank, world)
+    out = {}
+    for name in ("nvfp4", "fp8_blockwise", "mxfp8", "fp8_tensorwise", "nvfp4_no_2d"):
+        runs = {}
+        for quantized_ag in (False, True):
+            model = _ag_model(name, quantized_ag)
+            seen = []
+            model[0].register_forward_pre_hook(lambda m, a, seen=seen: seen.append(type(m.weight)))
+            xi = x.clone().requires_grad_()
+            losses = _steps(model, xi, t, world)
+            runs[quantized_ag] = (losses, _full_state(model), seen, xi.grad)
+        fp32_ag, quant_ag = runs[False], runs[True]
+        out[name] = {"losses": (fp32_ag[0], quant_ag[0]),
+                     "state_equal": all(torch.equal(fp32_ag[1][k], quant_ag[1][k])
+                                        for k in fp32_ag[1]),
+                     "dx_equal": torch.equal(fp32_ag[3], quant_ag[3]),
+                     "gathered": quant_ag[2] == [GatheredWeight] * STEPS,
+                     "bytes": all_gather_bytes(_ag_model(name, False), world)}
+    return out
+
+
 def check_sr(rank: int, world: int) -> dict:
     layer = ms.Linear(128, 128, recipe="nvfp4")
     plan = Plan_for(layer)
@@ -182,7 +259,8 @@ def Plan_for(layer):
 
 
 CHECKS = {"ddp": check_ddp, "fsdp": check_fsdp, "amax": check_amax, "sr": check_sr,
-          "compile": check_compile}
+          "compile": check_compile, "allgather": check_allgather,
+          "fsdp_qag": check_fsdp_quantized_allgather}
 
 
 def run(rank: int, world: int, port: int, out_dir: str, names: tuple[str, ...]) -> None:
@@ -197,7 +275,9 @@ def run(rank: int, world: int, port: int, out_dir: str, names: tuple[str, ...]) 
     results = {}
     try:
         for name in names:
+            start = time.perf_counter()
             results[name] = CHECKS[name](rank, world)
+            results.setdefault("seconds", {})[name] = time.perf_counter() - start
     except Exception:                                   # report, then fail the spawn
         results["error"] = traceback.format_exc()
         raise

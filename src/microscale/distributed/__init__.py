@@ -28,6 +28,8 @@ __all__ = [
     "QuantizedShardWeight",
     "all_gather_bytes",
     "amax_group_name",
+    "check_shards",
+    "enable_quantized_all_gather",
     "quantized_all_gather",
     "rank_seeds",
     "set_amax_group",
@@ -37,7 +39,8 @@ __all__ = [
 
 _LAZY = {name: "microscale.distributed.allgather"
          for name in ("quantized_all_gather", "QuantizedShardWeight", "GatheredWeight",
-                      "all_gather_bytes", "shard_rows_multiple")}
+                      "all_gather_bytes", "shard_rows_multiple", "enable_quantized_all_gather",
+                      "check_shards")}
 
 
 def __getattr__(name: str):

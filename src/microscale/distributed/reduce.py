@@ -50,6 +50,7 @@ import torch.distributed as dist
 __all__ = [
     "RANK_STRIDE",
     "SEED_MODULUS",
+    "all_gather_rows",
     "all_reduce_max",
     "amax_group_name",
     "global_amax",
@@ -109,6 +110,12 @@ def rank_seeds(seeds: torch.Tensor) -> torch.Tensor:
 def all_reduce_max(t: torch.Tensor, group_name: str) -> torch.Tensor:
     """MAX of ``t`` over the group, as a traced functional collective (no host sync)."""
     out = torch.ops._c10d_functional.all_reduce(t, "max", group_name)
+    return torch.ops._c10d_functional.wait_tensor(out)
+
+
+def all_gather_rows(t: torch.Tensor, world: int, group_name: str) -> torch.Tensor:
+    """Every rank's ``t`` concatenated along dim 0 (rank order), as a functional collective."""
+    out = torch.ops._c10d_functional.all_gather_into_tensor(t.contiguous(), world, group_name)
     return torch.ops._c10d_functional.wait_tensor(out)
 
 

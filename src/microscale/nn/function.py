@@ -136,6 +136,17 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
     return q_row, q_col
 
 
+def _weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed):
+    """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master, or, when FSDP2
+    all-gathered them already quantized (:mod:`microscale.distributed.allgather`), as
+    gathered (no second quantization)."""
+    gathered = getattr(weight, "quantized_views", None)
+    if gathered is not None:
+        return gathered(fprop_q, want_wt)
+    return _views(weight, plan, state, "fprop.b" if fprop_q else None,
+                  "dgrad.b" if want_wt else None, seed)
+
+
 def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:
     """Zero rows up to a multiple of the wgrad block: they add nothing to ``dyᵀ x``."""
     pad = -t2d.shape[0] % multiple
@@ -181,8 +192,8 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
                        per_rank=True)
-    q_w, q_wt = _views(weight, plan, state, "fprop.b" if fprop_q else None,
-                       "dgrad.b" if want_wt else None, None if seeds is None else seeds[1:2])
+    q_w, q_wt = _weight_views(weight, plan, state, fprop_q, want_wt,
+                              None if seeds is None else seeds[1:2])
     if fprop_q:
         y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
     else:
