@@ -45,7 +45,8 @@ which holds the gathered views. ``ms.Linear`` feeds them to fprop and dgrad with
 re-quantizing. Call :func:`enable_quantized_all_gather` before ``fully_shard``.
 Limits: eager only (no ``torch.compile`` of a layer whose weight is a ``GatheredWeight``); no
 delayed-scaling or RHT weights; the precision switches (bf16 fprop, ``high_precision``) need
-the fp32 weight and raise.
+the fp32 weight and raise; at least 2 ranks (with one, FSDP2 skips the collective and passes
+only the first all-gather input to the hook).
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ from ..tensor import QFormat, QuantizedTensor
 from .reduce import all_gather_rows, global_amax
 
 __all__ = ["GatheredWeight", "QuantizedShardWeight", "all_gather_bytes", "check_recipe",
-           "check_shards", "enable_quantized_all_gather", "quantized_all_gather",
-           "shard_rows_multiple"]
+           "check_shards", "enable_quantized_all_gather", "plain_state_dict",
+           "quantized_all_gather", "shard_rows_multiple"]
 
 aten = torch.ops.aten
 
@@ -101,6 +102,9 @@ def shard_rows_multiple(recipe: str | Recipe) -> int:
 
 def check_shards(recipe: Recipe, out_features: int, world: int, name: str = "layer") -> int:
     """Rows per shard, or a ValueError stating the shard-boundary rule."""
+    if world < 2:       # FSDP2 (torch 2.13) hands post_all_gather only the first input then
+        raise ValueError(f"{name}: quantized all-gather needs at least 2 ranks (one process "
+                         "gathers nothing; keep the fp32 all-gather)")
     need = shard_rows_multiple(recipe)
     if out_features % (world * need):
         raise ValueError(
@@ -360,6 +364,20 @@ class GatheredWeight(torch.Tensor):
 
     def __repr__(self):
         return f"GatheredWeight({self.q_row!r}, {self.q_col!r})"
+
+
+def plain_state_dict(state: dict) -> dict:
+    """``state`` with every :class:`QuantizedShardWeight` (bare, or as a DTensor's local shard)
+    replaced by the fp32 tensor it wraps, sharing storage: what checkpoints store and load into
+    (``torch.load(weights_only=True)`` knows no microscale classes)."""
+    from torch.distributed.tensor import DTensor
+
+    def plain(t):
+        if isinstance(t, DTensor) and isinstance(t._local_tensor, QuantizedShardWeight):
+            return DTensor.from_local(t._local_tensor._tensor, t.device_mesh, t.placements,
+                                      run_check=False, shape=t.shape, stride=t.stride())
+        return t._tensor if isinstance(t, QuantizedShardWeight) else t
+    return {k: plain(v) for k, v in state.items()}
 
 
 def enable_quantized_all_gather(model: nn.Module, world: int | None = None) -> list[str]:
