@@ -27,7 +27,7 @@ import microscale as ms
 
 PRESETS = ("bf16", "fp8_tensorwise", "fp8_delayed", "fp8_blockwise", "mxfp8", "mxfp4", "nvfp4",
            "nvfp4_no_sr", "nvfp4_no_rht", "nvfp4_no_2d", "nvfp4_base")
-STEPS = 3
+STEPS = 2
 GLOBAL_ROWS = 768           # per rank 384 (2 ranks) or 256 (3): whole 128-token wgrad blocks
 LR = 0.5
 
@@ -75,6 +75,11 @@ def train_reference(recipe: str) -> tuple[list[float], dict]:
 
 
 # ------------------------------------------------------------------ the checks
+def presets_for(world: int) -> tuple[str, ...]:
+    """Every preset on 2 ranks; on 3 (uneven FSDP2 shards) one of each scaling kind."""
+    return PRESETS if world == 2 else ("bf16", "fp8_tensorwise", "fp8_delayed", "mxfp8", "nvfp4")
+
+
 def check_ddp(rank: int, world: int) -> dict:
     from torch.nn.parallel import DistributedDataParallel as DDP
     out = {}
@@ -113,7 +118,7 @@ def check_fsdp(rank: int, world: int) -> dict:
     )
     out = {}
     x, t = (rank_slice(a, rank, world) for a in global_batch())
-    for recipe in PRESETS:
+    for recipe in presets_for(world):
         model = _fsdp(recipe)
         losses = _steps(model, x, t, world)
         state = _full_state(model)
@@ -218,12 +223,13 @@ def check_fsdp_quantized_allgather(rank: int, world: int) -> dict:
     """FSDP2 with the quantized all-gather gives the losses, weights and input gradients of
     FSDP2's fp32 all-gather exactly (the layer quantizes the same full W either way), and the
     layer sees a GatheredWeight."""
-    from microscale.distributed import GatheredWeight, all_gather_bytes
+    from microscale.distributed import GatheredWeight
     x = torch.randn(GLOBAL_ROWS, 128, generator=torch.Generator().manual_seed(4))
     t = torch.randn(GLOBAL_ROWS, AG_OUT, generator=torch.Generator().manual_seed(5))
     x, t = rank_slice(x, rank, world), rank_slice(t, rank, world)
     out = {}
-    for name in ("nvfp4", "fp8_blockwise", "mxfp8", "fp8_tensorwise", "nvfp4_no_2d"):
+    names = ("nvfp4", "mxfp8", "fp8_tensorwise") if world == 2 else ("nvfp4", "fp8_blockwise")
+    for name in names:
         runs = {}
         for quantized_ag in (False, True):
             model = _ag_model(name, quantized_ag)
@@ -237,8 +243,7 @@ def check_fsdp_quantized_allgather(rank: int, world: int) -> dict:
                      "state_equal": all(torch.equal(fp32_ag[1][k], quant_ag[1][k])
                                         for k in fp32_ag[1]),
                      "dx_equal": torch.equal(fp32_ag[3], quant_ag[3]),
-                     "gathered": quant_ag[2] == [GatheredWeight] * STEPS,
-                     "bytes": all_gather_bytes(_ag_model(name, False), world)}
+                     "gathered": quant_ag[2] == [GatheredWeight] * STEPS}
     return out
 
 
@@ -258,9 +263,63 @@ def Plan_for(layer):
     return Plan(layer.recipe)
 
 
+# ------------------------------------------------------------------ the harness (cli.main)
+HARNESS = ["train", "--recipe", "nvfp4", "--model", "micro", "--steps", "6", "--batch-size", "6",
+           "--seq-len", "64", "--max-bytes", "200000", "--eval-every", "3", "--eval-batches", "1",
+           "--ckpt-every", "2", "--device", "cpu", "--no-progress", "--threads", "1"]
+
+
+def _cli(rank: int, world: int, port: int, argv: list[str]) -> tuple[int, str]:
+    """``microscale train`` as torchrun would start it on this rank: (exit code, stderr)."""
+    import contextlib
+    import io
+
+    from microscale.train import cli
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, err.getvalue()
+
+
+def check_harness_train(rank: int, world: int) -> dict:
+    """The 2-rank FSDP2 run (6 steps, checkpoints at 4 and 6). Ends the process group."""
+    run = os.path.join(os.environ["MS_DIST_TMP"], "run2")
+    return {"code": _cli(rank, world, 0, [*HARNESS, "--dist", "fsdp", "--out", run])[0]}
+
+
+def check_harness_resume(rank: int, world: int) -> dict:
+    """Resume the 2-rank run's step-4 checkpoint on this world size, then a DDP run where rank
+    1 alone gets a NaN loss at step 2. Ends the process group."""
+    import shutil
+
+    from microscale.train.distributed import DistTrainer
+    base = os.environ["MS_DIST_TMP"]
+    run = os.path.join(base, f"resumed{world}")
+    if rank == 0:
+        shutil.copytree(os.path.join(base, "run2"), run)
+        os.unlink(os.path.join(run, "checkpoints", "step_000006.json"))   # stopped after 4
+        shutil.rmtree(os.path.join(run, "checkpoints", "step_000006.dcp"))
+    dist.barrier()
+    resumed = _cli(rank, world, 0, [*HARNESS, "--dist", "fsdp", "--out", run, "--resume"])
+    original = DistTrainer._forward_backward
+
+    def nan_on_rank_1(self, x, y):
+        loss, norm = original(self, x, y)
+        nan = self.rank == 1 and self.sampler.index == 1
+        return (loss * float("nan") if nan else loss), norm
+
+    DistTrainer._forward_backward = nan_on_rank_1
+    port = int(os.environ["MS_DIST_PORT2"])
+    diverged = _cli(rank, world, port, [*HARNESS, "--dist", "ddp", "--out", run + "_nan"])
+    return {"resume": resumed, "nan": diverged, "run": run}
+
+
 CHECKS = {"ddp": check_ddp, "fsdp": check_fsdp, "amax": check_amax, "sr": check_sr,
           "compile": check_compile, "allgather": check_allgather,
-          "fsdp_qag": check_fsdp_quantized_allgather}
+          "fsdp_qag": check_fsdp_quantized_allgather, "harness_train": check_harness_train,
+          "harness_resume": check_harness_resume}
 
 
 def run(rank: int, world: int, port: int, out_dir: str, names: tuple[str, ...]) -> None:
@@ -283,4 +342,5 @@ def run(rank: int, world: int, port: int, out_dir: str, names: tuple[str, ...]) 
         raise
     finally:
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
-        dist.destroy_process_group()
+        if dist.is_initialized():                       # the harness checks end it themselves
+            dist.destroy_process_group()

@@ -43,8 +43,9 @@ checkpoints see plain fp32 values) and implements FSDP2's ``fsdp_pre_all_gather`
 ``fsdp_post_all_gather``; the unsharded parameter FSDP2 builds is a :class:`GatheredWeight`,
 which holds the gathered views. ``ms.Linear`` feeds them to fprop and dgrad without
 re-quantizing. Call :func:`enable_quantized_all_gather` before ``fully_shard``.
-Limits: eager only (no ``torch.compile`` of a layer whose weight is a ``GatheredWeight``); no
-delayed-scaling or RHT weights; the precision switches (bf16 fprop, ``high_precision``) need
+Compile: blocks compiled with ``torch.compile(fullgraph=True)`` (``aot_eager``, CPU) trace the
+gathered weight and give the eager results; Inductor on GPUs is not yet verified.
+Limits: no delayed-scaling or RHT weights; the precision switches (bf16 fprop, ``high_precision``) need
 the fp32 weight and raise; at least 2 ranks (with one, FSDP2 skips the collective and passes
 only the first all-gather input to the hook).
 """

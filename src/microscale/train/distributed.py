@@ -19,8 +19,8 @@ What each rank does
 * ``--dist fsdp``: every block, then the root, is ``fully_shard``-ed (FSDP2): parameters,
   gradients and AdamW state are sharded on dim 0. ``--all-gather quantized`` moves each
   quantized layer's weight in its fprop format (:mod:`microscale.distributed.allgather`); the
-  default ``auto`` does so when every quantized layer meets the shard rule, no precision switch
-  is scheduled and the blocks are not compiled, and logs which it chose and why.
+  default ``auto`` does so when every quantized layer meets the shard rule and no precision
+  switch is scheduled, and logs which it chose and why.
 * Tensorwise FP8 amaxes are agreed over all ranks and SR seeds carry the rank
   (:mod:`microscale.distributed.reduce`).
 * Only rank 0 writes ``config.json``, ``metrics.jsonl`` and the progress output.
@@ -131,8 +131,6 @@ class DistTrainer(Trainer):
         reason = None
         if self.cfg.switch_step is not None:
             reason = "a precision switch needs the fp32 weight"
-        elif self.compiled:
-            reason = "compiled blocks (the gathered weight is eager-only)"
         else:
             from ..distributed import all_gather_bytes
             try:
