@@ -49,8 +49,9 @@ def test_ddp_ranks_keep_identical_weights(ranks, reference):
 # rank's partial dW to bf16 first); NVFP4 takes the per-tensor amax of x and dy per rank (it
 # only sets the range of the E4M3 block scales) and SR draws per-rank streams; an ulp-level
 # difference in a weight then moves a few quantized codes of the next step. Measured max
-# relative differences over 3 steps: bf16 1.5e-6, FP8 tensorwise/blockwise/MXFP8 1.8e-5 (on 2
-# ranks 1 ulp), fp8_delayed 7e-5, the FP4 recipes 2.6e-4. Tolerances: about 5x those.
+# relative differences over 3 steps (the tests run 2): bf16 1.5e-6, FP8 tensorwise/blockwise
+# and MXFP8 1.8e-5 (on 2 ranks 1 ulp), fp8_delayed 7e-5, the FP4 recipes 2.6e-4. Tolerances:
+# about 5x those.
 _LOSS_RTOL = {"bf16": 1e-5, "fp8_tensorwise": 1e-4, "fp8_blockwise": 1e-4, "mxfp8": 1e-4,
               "fp8_delayed": 5e-4}
 _EXACT_ON_2 = ("fp8_tensorwise", "fp8_blockwise", "mxfp8")   # 2 ranks: weights within 1e-7
