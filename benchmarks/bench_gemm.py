@@ -12,6 +12,9 @@ features) it times, with the operands already quantized (the GEMM alone):
 * ``nvfp4/dequant``   Triton dequantize pass to bf16 + cuBLAS bf16 GEMM
 * ``nvfp4/auto``      whichever ``gemm_fp4.fp4_strategy`` picks for the shape
 * ``mxfp4/*``, ``mxfp8/*``  the same two strategies for the MX formats
+* ``mxfp8_e4m3/fp8``  MXFP8 on FP8 tensor cores (``kernels/gemm_mxfp8.py``, default config:
+  regroup pass + one-chain K steps where the scales agree); ``/fp8_noregroup`` without the
+  regroup pass, ``/fp8_perchunk`` the exact per-32 path only (no regroup, no one-chain steps)
 * ``fp8_block/torch`` F.scaled_mm BlockWise1x128 x BlockWise128x128 (cuBLASLt), if present
 * ``fp8_block/triton`` the Triton FP8 blockwise kernel
 * ``fp8_tensor/torch`` torch._scaled_mm tensorwise;  ``fp8_tensor/triton`` the Triton kernel
@@ -39,7 +42,7 @@ except ImportError:
 SHAPES_7B = [(16384, 4096, 4096), (16384, 11008, 4096), (16384, 4096, 11008)]
 SHAPES_70B = [(16384, 8192, 8192), (16384, 28672, 8192), (16384, 8192, 28672)]
 SQUARE = [(8192, 8192, 8192)]
-TARGETS = {"nvfp4": 0.85, "fp8_block": 1.6}     # ratio to bf16 at 8192^3
+TARGETS = {"nvfp4": 0.85, "fp8_block": 1.6, "mxfp8_e4m3": 1.4}   # ratio to bf16 at 8192^3
 
 
 def bench_ms(fn, device: torch.device) -> float:
@@ -70,8 +73,16 @@ def _quantized_pair(fmt, a_hp, b_hp):
 
 def variants(gemm_fp4, gemm_fp8):
     """name -> (format, callable(qa, qb) -> y)."""
+    from dataclasses import replace
+
+    from microscale.kernels import gemm_mxfp8
     bf16 = torch.bfloat16
     v = {}
+    for name, change in (("fp8", {}), ("fp8_noregroup", {"regroup": False}),
+                         ("fp8_perchunk", {"adaptive": False, "regroup": False})):
+        v[f"mxfp8_e4m3/{name}"] = ("mxfp8_e4m3", lambda qa, qb, ch=change: (
+            gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, bf16, replace(
+                gemm_mxfp8.config_for(qa.rows, qb.rows, qa.cols), **ch))))
     for fmt, fn in (("nvfp4", gemm_fp4.scaled_mm_fp4), ("mxfp4", gemm_fp4.scaled_mm_fp4),
                     ("mxfp8_e4m3", gemm_fp4.scaled_mm_mxfp8)):
         for strategy in ("mainloop", "dequant", "auto"):
@@ -95,6 +106,8 @@ def run_shape(m, n, k, device, names, gemm_fp4, gemm_fp8, check=True):
     table = variants(gemm_fp4, gemm_fp8)
     cache = {}
     for name in names:
+        if name == "bf16":           # the baseline row above is always there
+            continue
         fmt, fn = table[name]
         if fmt not in cache:
             cache.clear()            # keep one format's operands alive at a time

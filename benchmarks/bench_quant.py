@@ -62,6 +62,11 @@ VARIANTS = {
                                 ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
     "nvfp4/rowcol_rht@amax_given": (_rc(("nvfp4", {**NF, "amax": "given"}),
                                         ("nvfp4", {**NF, "rht": True, "amax": "given"})), 1),
+    "nvfp4/rowcol_rht_sr@amax_given": (
+        _rc(("nvfp4", {**NF, "stochastic": True, "amax": "given"}),
+            ("nvfp4", {**NF, "rht": True, "stochastic": True, "amax": "given"})), 1),
+    "nvfp4/rowcol_2d@amax_given": (_rc(("nvfp4", {**NF, "block_2d": True, "amax": "given"}),
+                                       ("nvfp4", {**NF, "block_2d": True, "amax": "given"})), 1),
     "nvfp4/col_rht": (_rc(None, ("nvfp4", {**NF, "rht": True})), 2),
     "nvfp4/col_rht_sr": (_rc(None, ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
     "nvfp4/1x16": (_q("nvfp4"), 2),
@@ -118,34 +123,43 @@ def run_variant(name: str, x: torch.Tensor, backend: str, copy_gbs: float,
             "%copy_graph": 100 * moved / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None}
 
 
-def sweep(x: torch.Tensor, copy_gbs: float) -> list[dict]:
+def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
     """Try tile shapes / warps of each kernel family on ``x``; restore the defaults after."""
     from microscale.kernels import quant_fp8, quant_mx, quant_nvfp4
     def cfgs(keys, values):
         return [dict(zip(keys, v)) for v in values]
 
     q_keys = ("BR", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES")
+    rows_cfgs = cfgs(q_keys, [
+        (32, 32, 4, 16, 2), (32, 32, 2, 16, 2), (32, 32, 4, 8, 2), (32, 32, 4, 32, 2),
+        (32, 64, 4, 8, 2), (64, 32, 4, 8, 2), (64, 64, 4, 8, 2), (16, 64, 2, 16, 2)])
+    rc_keys = ("BR_rowcol", "BC_rowcol", "num_warps_rowcol", "PROGS_PER_SM_rowcol")
     plans = [
-        (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", cfgs(q_keys, [
-            (64, 64, 4, 8, 2), (64, 64, 4, 2, 2), (64, 64, 4, 4, 1), (32, 64, 4, 4, 2),
-            (64, 64, 8, 2, 2), (32, 128, 4, 4, 2), (64, 128, 8, 2, 2), (128, 64, 8, 2, 2)])),
-        (quant_nvfp4.CONFIG, "nvfp4/1x16@amax_given", cfgs(q_keys, [
-            (64, 64, 4, 8, 2), (32, 64, 4, 8, 2), (32, 128, 4, 8, 2), (64, 128, 8, 4, 2)])),
+        (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
+        (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
+        (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", rows_cfgs),
+        (quant_nvfp4.CONFIG, "nvfp4/1x16@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/col_rht", cfgs(
             ("AMAX_BR", "AMAX_BC", "AMAX_WARPS", "AMAX_PROGS_PER_SM"),
             [(64, 64, 4, 4), (64, 128, 4, 4), (32, 128, 4, 8), (64, 64, 4, 8), (128, 64, 8, 2)])),
-        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(q_keys, [
-            (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 64, 4, 4, 1), (64, 128, 8, 4, 2)])),
+        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(rc_keys, [
+            (64, 64, 4, 8), (32, 128, 4, 8), (128, 32, 4, 8), (64, 128, 8, 4), (128, 64, 8, 4),
+            (128, 128, 8, 2), (64, 64, 8, 4)])),
         (quant_mx.CONFIG, "mxfp4/1x32", cfgs(q_keys, [
             (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 128, 8, 4, 2)])),
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
-        (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(("num_warps_rowcol",
-                                                           "PROGS_PER_SM_rowcol"), [
-            (4, 4), (8, 2), (4, 8)])),
+        (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(
+            ("ROWCOL", "num_warps_rowcol", "PROGS_PER_SM_rowcol", "SUB_ROWS", "num_warps_sub",
+             "PROGS_PER_SM_sub"), [
+                ("tile", 4, 4, 32, 4, 8), ("tile", 8, 1, 32, 4, 8), ("sub", 4, 4, 32, 4, 8),
+                ("sub", 4, 4, 16, 4, 16), ("sub", 4, 4, 32, 8, 4), ("sub", 4, 4, 64, 8, 4),
+                ("sub", 4, 4, 16, 2, 16)])),
     ]
     rows = []
     for cfg, name, options in plans:
+        if only and not name.startswith(tuple(only.split(","))):
+            continue
         default = dict(cfg)
         for opt in options:
             cfg.update(opt)
@@ -165,6 +179,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--no-ref", action="store_true")
+    ap.add_argument("--sweep-shapes", default="8192x8192", help="shapes of the tile sweep")
+    ap.add_argument("--sweep-only", default="", help="variant prefixes for the tile sweep")
     ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
     ap.add_argument("--shapes", default=None, help="e.g. 16384x768,8192x8192 (default: SHAPES)")
     ap.add_argument("--passes", default=None,
@@ -203,11 +219,14 @@ def main() -> None:
     payload = {"bench": "quant", "copy_gbs": copy_gbs, "results": results,
                "targets": summary["checks"]}
     if args.sweep:
-        x = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
-        srows = sweep(x, copy_gbs)
-        print("\n## tile sweep, bf16 8192x8192")
-        print(common.fmt_table(srows, ["variant", "config", "us", "%copy", "us_graph", "error"]))
-        payload["sweep"] = srows
+        payload["sweep"] = []
+        for shape in [tuple(int(v) for v in s.split("x")) for s in args.sweep_shapes.split(",")]:
+            x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
+            srows = [r | {"shape": shape} for r in sweep(x, copy_gbs, args.sweep_only)]
+            print(f"\n## tile sweep, bf16 {shape[0]}x{shape[1]}")
+            print(common.fmt_table(srows, ["variant", "config", "us", "%copy", "us_graph",
+                                           "error"]), flush=True)
+            payload["sweep"] += srows
     common.json_line(payload)
 
 

@@ -61,7 +61,6 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
     """The model for one run, converted for ``recipe``; returns (model, quantized share)."""
     torch.manual_seed(0)
     model = build_model(model_name, max_seq_len=seq).to(device)
-    linears = {n: m.weight.numel() for n, m in model.named_modules() if isinstance(m, nn.Linear)}
     if recipe.startswith("torchao_"):
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
         cfg = Float8LinearConfig.from_recipe_name(recipe.split("_", 1)[1])
@@ -70,8 +69,8 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
         return model, 1.0
     if recipe != "bf16":
         report = ms.convert(model, recipe)
-        done = sum(linears[n] for n in report.converted)
-        return model, done / sum(linears.values())
+        share = report.gemm_share                # block GEMM weights (MoE experts included)
+        return model, share.quantized / share.total if share.total else 0.0
     return model, 0.0
 
 
@@ -202,7 +201,8 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
     for _ in range(3):
         train_step(model, opt, x, y)
     torch.cuda.synchronize(device)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 record_shapes=True) as prof:
         t0 = time.perf_counter()
         train_step(model, opt, x, y)
         torch.cuda.synchronize(device)
@@ -223,7 +223,19 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
     return {"model": model_name, "recipe": recipe, "wall_ms": wall * 1e3, "gpu_busy_ms": busy,
             "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
             "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
-            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:15])}
+            "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30]),
+            "microscale_ops": _op_table(prof)}
+
+
+def _op_table(prof) -> dict:
+    """GPU ms and calls of each ``microscale::`` op per input shape (where the kernels' time
+    goes by tensor: which call of which shape is slow)."""
+    rows = {}
+    for e in prof.key_averages(group_by_input_shape=True):
+        if e.key.startswith("microscale::"):
+            gpu = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
+            rows[f"{e.key} {e.input_shapes}"[:160]] = (e.count, round(gpu / 1e3, 3))
+    return dict(sorted(rows.items(), key=lambda t: -t[1][1])[:25])
 
 
 def _union_ms(spans: list[tuple[int, int]]) -> float:

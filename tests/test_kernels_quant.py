@@ -223,14 +223,28 @@ def test_fp8_block_exact(shape, dtype, opts):
     assert_same(*both(lambda be: ms.quantize(x, "fp8_block", backend=be, **opts)))
 
 
-@pytest.mark.parametrize("pow2", [True, False])
-def test_fp8_block_rowcol_exact(pow2):
-    x = sample((128, 256), torch.bfloat16, spread=30)
-    for row, col in [(("fp8_block", {"pow2_scales": pow2}), ("fp8_block", {"pow2_scales": pow2})),
-                     (None, ("fp8_block", {"pow2_scales": pow2}))]:
+@pytest.mark.parametrize("pow2,shape,mode", [(True, (128, 256), "tile"), (False, (128, 256), "tile"),
+                                             (True, (384, 128), "tile"), (True, (128, 256), "sub"),
+                                             (False, (256, 384), "sub")])
+def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
+    """Both views of every tile, several row tiles too, with either row+column kernel."""
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode)
+    x = sample(shape, torch.bfloat16, spread=30)
+    x[5, 7] = float("nan")                   # read as 0, stored as the NaN byte
+    view = ("fp8_block", {"pow2_scales": pow2, "check_finite": False})
+    for row, col in [(view, view), (None, view)]:
         k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+
+
+def test_fp8_rowcol_mode_is_checked(monkeypatch):
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", "tiles")
+    x = sample((128, 128), torch.bfloat16)
+    with pytest.raises(ValueError, match="MICROSCALE_FP8_ROWCOL"):
+        ms.quantize_rowcol(x, ("fp8_block", {}), ("fp8_block", {}), backend="triton")
 
 
 def test_fp8_block_weight_rowcol_is_the_exact_transpose():
@@ -345,6 +359,20 @@ def test_gpu_mxfp4_rht32_close():
     x = sample((2048, 1024), torch.bfloat16)
     assert_mx_rht32_close(ms.quantize(x.cuda(), "mxfp4", backend="triton", rht=True),
                           ms.quantize(x, "mxfp4", backend="reference", rht=True))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["tile", "sub"])
+def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
+    """Both FP8 1x128 row+column kernels on the GPU, at a training shape, bit for bit."""
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode)
+    x = sample((4096, 768), torch.bfloat16, spread=30)
+    view = ("fp8_block", {})
+    k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")
+    r = ms.quantize_rowcol(x, view, view, backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
 
 
 @pytest.mark.gpu

@@ -14,13 +14,17 @@ from microscale.train.model import (MODEL_CONFIGS, LMHead, ModelConfig, RMSNorm,
 
 _PARAM_RANGES = {"micro": (0.3e6, 0.6e6), "tiny": (0.8e6, 1.3e6), "small": (8e6, 12e6),
                  "50m": (40e6, 60e6), "125m": (110e6, 140e6), "350m": (320e6, 380e6),
-                 "1b": (0.85e9, 1.1e9)}
+                 "1b": (0.85e9, 1.1e9), "moe-tiny": (0.5e6, 0.8e6), "moe-1b": (0.9e9, 1.1e9)}
 
 
 def _linears(cfg: ModelConfig) -> list[tuple[int, int]]:
     """(in, out) of every nn.Linear of a model with this config, without allocating it."""
     kv = cfg.kv_dim
     attn = [(cfg.d_model, cfg.d_model), (cfg.d_model, kv), (cfg.d_model, kv), (cfg.d_model, cfg.d_model)]
+    if getattr(cfg, "n_experts", 0):     # MoE (train/moe.py): the shared expert's linears; the
+        shared = cfg.d_expert * cfg.n_shared          # experts are 3-D, tiled by d_expert
+        assert cfg.d_expert % 128 == 0
+        return attn + ([(cfg.d_model, shared)] * 2 + [(shared, cfg.d_model)] if shared else [])
     mlp = [(cfg.d_model, cfg.hidden_dim)] * (2 if cfg.mlp == "swiglu" else 1) + [(cfg.hidden_dim, cfg.d_model)]
     return attn + mlp
 

@@ -122,6 +122,11 @@ def test_inductor_layer_bit_exact_and_model_close(recipe, monkeypatch):
     assert losses[1] == pytest.approx(losses[0], rel=2e-3)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "H200, torch 2.11, 2026-11-23: cudagraph trees report 'accessing tensor output of CUDAGraphs "
+    "that has been overwritten by a subsequent run' at the gradient addition of tok_emb's "
+    "output (issue 11, open). The harness's --cuda-graph path (test_trainer_cuda_graph_"
+    "matches_eager) is the supported way to graph a step."))
 def test_reduce_overhead_mode_trains():
     """``torch.compile(mode="reduce-overhead")`` (CUDA graphs through Inductor) runs the
     quantized step and the loss goes down on a repeated batch."""

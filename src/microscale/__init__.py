@@ -38,6 +38,9 @@ _LAZY = {
     "analyze": "microscale.analysis.analyze",
     "QuantMonitor": "microscale.analysis.monitor",
     "explain": "microscale.backend",
+    "grouped_mm": "microscale.nn.grouped",
+    "GroupedLinear": "microscale.nn.experts",
+    "QuantizedExperts": "microscale.nn.experts",
     "set_strict": "microscale.backend",
 }
 

@@ -32,14 +32,14 @@ import torch
 from .validate import BACKENDS, check_backend
 
 __all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available",
-           "has_kernel", "note_path", "set_strict", "explain", "PathReport", "rowcol_key",
-           "mm_key"]
+           "has_kernel", "note_path", "note_fallback", "set_strict", "explain", "PathReport",
+           "rowcol_key", "mm_key"]
 
 log = logging.getLogger(__name__)
 _KERNELS: dict[tuple[str, str], Callable] = {}
 _loaded = False
 _PATHS: dict[tuple[str, str], str] = {}           # (op, key) -> the path its last call took
-_WARNED: set[tuple[str, str]] = set()
+_WARNED: set[tuple] = set()
 _STRICT = [os.environ.get("MICROSCALE_STRICT", "0") == "1"]
 
 
@@ -93,6 +93,17 @@ def has_kernel(op: str, key: str) -> bool:
 def note_path(op: str, key: str, path: str) -> None:
     """Record the path a call took (kernels refine "triton" with their library path)."""
     _PATHS[(op, key)] = path
+
+
+def note_fallback(op: str, key: str, path: str, why: str) -> None:
+    """A kernel could not take its preferred path (e.g. Blackwell's native GEMM refused) and
+    runs ``path`` instead: recorded and warned once; in strict mode this raises."""
+    if _STRICT[0]:
+        raise RuntimeError(f"microscale strict mode: {op}({key}) would fall back to {path}: {why}")
+    if (op, key, "kernel") not in _WARNED:
+        _WARNED.add((op, key, "kernel"))
+        log.warning("%s(%s) falls back to %s: %s", op, key, path, why)
+    _PATHS[(op, key)] = f"{path} (fallback: {why})"
 
 
 def set_strict(on: bool = True) -> None:
@@ -170,7 +181,9 @@ def explain(model=None) -> PathReport:
         used = set()
         for m in model.modules():
             recipe = getattr(m, "recipe", None)
-            if recipe is not None and hasattr(recipe, "op_keys"):
+            if hasattr(m, "op_keys"):               # e.g. grouped (MoE) layers: their own ops
+                used |= m.op_keys()
+            elif recipe is not None and hasattr(recipe, "op_keys"):
                 used |= recipe.op_keys()
         paths = {k: v for k, v in paths.items() if k in used}
     return PathReport(paths)

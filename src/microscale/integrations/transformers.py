@@ -182,6 +182,12 @@ def from_pretrained(model_cls, path: str | os.PathLike, **kwargs):
                          "not a training checkpoint: load it with transformers' own "
                          "from_pretrained")
     states = read_extra_states(files)
+    grouped = [n for n, st in states.items() if bytes(st[:4].tolist()) == b"MSG1"]
+    if grouped:
+        raise ValueError(f"{path} holds quantized MoE experts ({grouped[0]}, ...): restoring "
+                         "ms.QuantizedExperts through save_pretrained is not supported yet "
+                         "(transformers 5 saves fused experts per expert); load the model with "
+                         "transformers and call ms.convert on it again")
     if not states:
         raise ValueError(f"{path} holds no microscale layers (no '*{_EXTRA}' tensors): was it "
                          "saved from a converted model?")

@@ -31,6 +31,7 @@ with ``input_precision="ieee"`` (tf32 would change the bits).
 from __future__ import annotations
 
 import os
+import threading
 
 import torch
 import triton
@@ -369,10 +370,28 @@ _SM_CACHE: dict = {}
 
 
 def rht_matrix_on(d: int, device: torch.device) -> torch.Tensor:
-    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call)."""
+    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call).
+
+    On CUDA the cached copy is made from a helper thread. Allocations of the calling thread
+    may be routed to a CUDA-graph memory pool (``torch.compile(mode="reduce-overhead")`` warms
+    its graphs up inside their pool); a cached tensor living there would be overwritten by a
+    later replay, and Inductor refuses pools with untracked live tensors. Other threads'
+    allocations are never routed, so the matrix lands in ordinary memory. It cannot be made
+    while a graph is being captured (a host-to-device copy): warm up first, as every capture
+    must.
+    """
     key = (d, str(device))
     if key not in _M_CACHE:
-        _M_CACHE[key] = rht_matrix(d, device).contiguous()
+        if device.type != "cuda":
+            _M_CACHE[key] = rht_matrix(d, device).contiguous()
+        elif torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"the {d}-point RHT matrix is not yet on {device}: run the "
+                               "quantizer once before capturing a CUDA graph (a warm-up step)")
+        else:
+            worker = threading.Thread(target=lambda: _M_CACHE.__setitem__(
+                key, rht_matrix(d, device).contiguous()))
+            worker.start()
+            worker.join()
     return _M_CACHE[key]
 
 

@@ -56,7 +56,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, _interpreting, mm_key, note_path, register_kernel
+from ..backend import KernelUnsupported, _interpreting, mm_key, note_path
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import grouped_tile
@@ -408,16 +408,5 @@ def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,
     return _run(qa, qb, out_dtype, strategy, **tile)
 
 
-def _register() -> None:
-    for a, b in (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4")):
-        register_kernel("scaled_mm", f"{a}x{b}")(
-            lambda qa, qb, out_dtype=torch.float32, apply_factor=True:
-            scaled_mm_fp4(qa, qb, out_dtype, apply_factor=apply_factor))
-    for a in ("mxfp8_e4m3", "mxfp8_e5m2"):
-        for b in ("mxfp8_e4m3", "mxfp8_e5m2"):
-            register_kernel("scaled_mm", f"{a}x{b}")(
-                lambda qa, qb, out_dtype=torch.float32, apply_factor=True:   # MX: f = 1
-                scaled_mm_mxfp8(qa, qb, out_dtype))
-
-
-_register()
+# Registration: kernels/gemm_block.py (Blackwell's native GEMM first, then the per-shape
+# table of kernels/gemm_paths.py between these strategies and the FP8 tensor-core kernel).

@@ -41,6 +41,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, _interpreting, mm_key, note_path, register_kernel
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import grouped_tile
+from .gemm_paths import choose_path
 
 __all__ = ["scaled_mm_fp8", "has_blockwise_scaled_mm", "blockwise_call_args", "PATHS"]
 
@@ -223,6 +224,10 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
         raise KernelUnsupported(f"out_dtype {out_dtype}")
     y, why = None, "path='triton'"
     key = mm_key(qa.fmt.value, qb.fmt.value)
+    if path == "auto":                  # the per-shape table may prefer the Triton kernel
+        chosen, tile_cfg, rule = choose_path("fp8", qa.rows, qb.rows, qa.cols)
+        if chosen == "triton":
+            path, why, tile = "triton", f"gemm_paths {rule}", {**tile_cfg, **tile}
     if path != "triton" and qa.device.type == "cuda" and qa.fmt == qb.fmt:
         blockwise = qa.fmt == QFormat.FP8_BLOCK
         torch_fn = _torch_blockwise if blockwise else _torch_tensorwise

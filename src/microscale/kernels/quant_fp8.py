@@ -24,6 +24,8 @@ x: 2 read, 1 + 4/128 written per view.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -36,8 +38,13 @@ from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, e4m3_byte, 
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
 
+# ROWCOL: how a 1x128 row + column pair runs: "tile" (one [128, 128] tile in registers, the
+# default) or "sub" (``_fp8_rowcol_sub_kernel``: [SUB_ROWS, 128] sub-tiles, two passes over
+# the cached tile); MICROSCALE_FP8_ROWCOL overrides. Bit-identical.
 CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 8,
-          "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4}
+          "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4,
+          "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "tile"), "SUB_ROWS": 32,
+          "num_warps_sub": 4, "PROGS_PER_SM_sub": 8}
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
@@ -136,6 +143,46 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
 
 
 @triton.jit
+def _fp8_rowcol_sub_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
+                           n_tiles, BC: tl.constexpr, SUB: tl.constexpr, FP8_MAX: tl.constexpr,
+                           IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr,
+                           NUM_STAGES: tl.constexpr):
+    """1x128 row and column views of ``[128, BC]`` tiles, walked as ``128/SUB`` sub-tiles of
+    ``[SUB, BC]`` so that a thread holds SUB·BC/threads values instead of 128·BC/threads.
+
+    Pass 1 quantizes each sub-tile's rows (the row view) and keeps the running column maxima;
+    pass 2 reads the same sub-tiles again (from L1/L2: the tile was just read) and writes the
+    column view with the tile's column scales. Same arithmetic per block as ``_quant_1x128``
+    and ``_quant_128x1``, so the same bits; x is read from memory once, twice from cache.
+    """
+    acc = tl.zeros((SUB, BC // 128), dtype=tl.float32)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(t, n_tc, 128, BC)
+        offs_c = c0 + tl.arange(0, BC)
+        c_ok = offs_c < cols
+        cmax = tl.zeros((BC,), dtype=tl.float32)
+        for s in tl.static_range(128 // SUB):
+            offs_r = r0 + s * SUB + tl.arange(0, SUB)
+            mask = (offs_r < rows)[:, None] & c_ok[None, :]
+            x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+            x, nan = split_nan(x.to(tl.float32))
+            acc = tl.maximum(acc, _quant_1x128(x, nan, qr_ptr, sr_ptr, offs_r, offs_c, c0, rows,
+                                               cols, SUB, BC, FP8_MAX, IN_MAX, POW2, E5M2))
+            cmax = tl.maximum(cmax, tl.max(tl.abs(x), axis=0))
+        scale = _scale_from_vmax(cmax, FP8_MAX, IN_MAX, POW2)                # [BC]
+        for s in tl.static_range(128 // SUB):
+            offs_r = r0 + s * SUB + tl.arange(0, SUB)
+            mask = (offs_r < rows)[:, None] & c_ok[None, :]
+            x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+            x, nan = split_nan(x.to(tl.float32))
+            tl.store(qc_ptr + offs_c[None, :] * rows + offs_r[:, None],
+                     _fp8_byte(x * scale[None, :], E5M2, nan), mask=mask)
+        tl.store(sc_ptr + offs_c * (rows // 128) + r0 // 128, tl.math.div_rn(1.0, scale),
+                 mask=c_ok)
+    tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0))
+
+
+@triton.jit
 def _quant_128x128(x, nan, q_ptr, s_ptr, qt_ptr, st_ptr, offs_r, offs_c, r0, c0, rows, cols, mask,
                    BR: tl.constexpr, BC: tl.constexpr, FP8_MAX: tl.constexpr,
                    IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr,
@@ -193,6 +240,14 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
     fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
     n_tc = triton.cdiv(cols, bc)
     n_tiles = triton.cdiv(rows, br) * n_tc
+    if col and mode == 0 and _rowcol_mode() == "sub":
+        grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
+        _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),
+                                     sc, rows, cols, n_tc, n_tiles, bc, CONFIG["SUB_ROWS"],
+                                     fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2,
+                                     fp8_dtype == torch.float8_e5m2, CONFIG["NUM_STAGES"],
+                                     num_warps=CONFIG["num_warps_sub"])
+        return amax
     progs, warps = (CONFIG["PROGS_PER_SM_rowcol"], CONFIG["num_warps_rowcol"]) if col else \
         (CONFIG["PROGS_PER_SM"], CONFIG["num_warps"])
     grid = (persistent_grid(n_tiles, x2.device, progs),)
@@ -202,6 +257,14 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
                             fp8_dtype == torch.float8_e5m2, mode, col, CONFIG["NUM_STAGES"],
                             num_warps=warps)
     return amax
+
+
+def _rowcol_mode() -> str:
+    mode = CONFIG["ROWCOL"]
+    if mode not in ("tile", "sub"):
+        raise ValueError(f"quant_fp8.CONFIG['ROWCOL'] (MICROSCALE_FP8_ROWCOL) must be 'tile' or "
+                         f"'sub', got {mode!r}")
+    return mode
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev):

@@ -61,7 +61,11 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # (the column view without transposes, below); bit-identical. "rows" measured 3-19% faster on
 # an H200 for every row+column pair training runs and for row views
 # (benchmarks/results/h200_20261123_quant_passes.log); "v3" for a column view alone with the RHT.
-CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
+# Rows-pass tile: 32x32 with 4 warps ran the pairs a training step asks for 21-38% faster than
+# 64x64 on an H200 at 16384x768 (64x64 needs 188-221 registers a thread: 12% occupancy,
+# latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
+CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
+          "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "rows")}
 
@@ -350,13 +354,15 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None):
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
-    n_tc = triton.cdiv(cols, cfg["BC"])
-    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
-    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     if CONFIG["PASS"] not in ("v3", "rows"):
         raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be 'v3' or "
                          f"'rows', got {CONFIG['PASS']!r}")
     rows_pass = CONFIG["PASS"] == "rows"
+    if not rows_pass:
+        cfg = {**CONFIG, **CONFIG["V3"]}
+    n_tc = triton.cdiv(cols, cfg["BC"])
+    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     kernel = nvfp4_rows_kernel if rows_pass else _nvfp4_quant_kernel
     bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]

@@ -41,6 +41,14 @@ Larger layers whose feature sizes the blocks cannot tile (``in_features = 100`` 
 16) raise a ``ValueError`` naming the module path; ``on_error="skip"`` keeps them instead.
 Conversion is all-or-nothing: when it raises, the model is unchanged.
 
+Fused mixture-of-experts modules (3-D ``gate_up_proj [E, 2I, H]`` and ``down_proj [E, H, I]``:
+Mixtral, Qwen2/3-MoE, DeepSeek-V3 and OLMoE in transformers 5, the zoo's MoE decoder) become
+:class:`~microscale.nn.experts.QuantizedExperts`: every expert's GEMMs quantized as an
+``ms.Linear`` on its tokens (:mod:`microscale.nn.grouped`). They follow the same rules (block
+rules, patterns, ``module_filter_fn``, tileability); a layout it cannot run (biases, transposed
+weights, a custom gate) stays high precision with the reason. MoE routers (a ``[E, H]``
+parameter applied with ``F.linear``) and tiny gates stay high precision: the report says so.
+
 Hugging Face ``Conv1D`` layers (GPT-2; weight stored ``[in, out]``) become
 :class:`~microscale.nn.TransposedLinear`: the same numerics as ``ms.Linear`` of the equivalent
 ``nn.Linear``, with the master kept in the Conv1D layout so checkpoints keep their shapes.
@@ -72,6 +80,7 @@ from torch import nn
 
 from ..recipe import Recipe
 from .coverage import GemmShare, gemm_dims, unconverted_matmuls, warn_if_mostly_high_precision
+from .experts import QuantizedExperts, expert_layout
 from .linear import Linear
 from .record import conversion_record, read_stamp, stamp
 from .transposed import TransposedLinear, is_conv1d
@@ -239,6 +248,21 @@ def _report_unmatched(rule, blocks: list[str], on_unmatched: str) -> None:
     log.warning(msg)
 
 
+def _is_experts(mod: nn.Module) -> bool:
+    """Fused MoE experts: 3-D ``gate_up_proj`` and ``down_proj`` (HF transformers 5, the zoo)."""
+    if isinstance(mod, QuantizedExperts):
+        return False
+    gu, down = getattr(mod, "gate_up_proj", None), getattr(mod, "down_proj", None)
+    return isinstance(gu, nn.Parameter) and isinstance(down, nn.Parameter) and gu.dim() == 3 \
+        and down.dim() == 3
+
+
+def _gemm_numel(mod: nn.Module) -> int:
+    if isinstance(mod, QuantizedExperts) or _is_experts(mod):
+        return mod.gate_up_proj.numel() + mod.down_proj.numel()
+    return mod.weight.numel()
+
+
 def _mha_children(model: nn.Module) -> set[str]:
     return {f"{n}.{c}" if n else c for n, m in model.named_modules()
             if isinstance(m, nn.MultiheadAttention) for c, _ in m.named_children()}
@@ -285,6 +309,27 @@ class _Decider:
                     "or gate"), False
         return _new_layer(name, mod, self.recipe, self.on_error), False
 
+    def experts(self, name: str, mod: nn.Module) -> tuple[QuantizedExperts | str, bool]:
+        """Fused experts: a :class:`QuantizedExperts`, or why they stay high precision."""
+        reason = self.keep(name, mod)
+        if reason:
+            return reason, True
+        if self.filter is not None and not self.filter(mod, name):
+            return "module_filter_fn returned False", True
+        why = expert_layout(mod)
+        if why is not None:
+            return f"fused MoE experts not swapped: {why}", False
+        _, two_i, hidden = mod.gate_up_proj.shape
+        bad = [f"{d}={v}" for d, v in (("hidden", hidden), ("intermediate", two_i // 2))
+               if v % self.need["in"] or v % self.need["out"]]
+        if not bad:
+            return QuantizedExperts.from_experts(mod, self.recipe, name=name), False
+        msg = (f"size not tileable by {self.recipe.name}: {', '.join(bad)}, need multiples of "
+               f"{max(self.need['in'], self.need['out'])}")
+        if self.on_error == "raise":
+            raise ValueError(f"convert: cannot convert {name!r}: {msg}")
+        return msg + " (on_error='skip')", False
+
 
 def _count_share(model: nn.Module, blocks: list[str], outcome: dict[str, bool | None],
                  unsupported: dict[str, tuple[str, int]]) -> GemmShare:
@@ -293,11 +338,11 @@ def _count_share(model: nn.Module, blocks: list[str], outcome: dict[str, bool | 
     share = GemmShare()
     in_scope = (lambda n: _block_of(n, blocks) is not None) if blocks else (lambda n: True)
     for name, mod in model.named_modules():
-        if isinstance(mod, Linear) and name not in outcome:
+        if isinstance(mod, (Linear, QuantizedExperts)) and name not in outcome:
             outcome[name] = None                  # converted by an earlier convert call
         if name not in outcome or not in_scope(name):
             continue
-        n, kind = mod.weight.numel(), outcome[name]
+        n, kind = _gemm_numel(mod), outcome[name]
         if kind is None:
             share.quantized += n
         elif kind:
@@ -331,9 +376,9 @@ def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precisio
     for name, mod in model.named_modules():
         if isinstance(mod, nn.Embedding):
             report.kept[name] = "embedding (never converted)"
-        if not name or not _is_candidate(mod):
+        if not name or not (_is_candidate(mod) or _is_experts(mod)):
             continue
-        new, by_choice = decide(name, mod)
+        new, by_choice = decide.experts(name, mod) if _is_experts(mod) else decide(name, mod)
         if isinstance(new, str):
             report.kept[name], outcome[name] = new, by_choice
         else:
@@ -344,7 +389,7 @@ def convert(model: nn.Module, recipe: str | Recipe = "nvfp4", keep_high_precisio
         parent_name, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent_name), leaf, new)
         report.converted.append(name)
-    unsupported = unconverted_matmuls(model)
+    unsupported = unconverted_matmuls(model, exclude=set(outcome))
     report.kept.update({path: why for path, (why, _) in unsupported.items()})
     report.gemm_share = _count_share(model, blocks, outcome, unsupported)
     others = [f"{n}: {w}" for n, w in report.kept.items() if outcome.get(n) is False] + \

@@ -4,9 +4,9 @@ A model's matrix multiplies do not all live in ``nn.Linear``. Besides the linear
 ``ms.convert`` swaps, a model may hold:
 
 * Hugging Face ``Conv1D`` layers (GPT-2): converted as :class:`~microscale.nn.TransposedLinear`;
-* fused expert weights, one 3-D parameter ``[experts, out, in]`` applied per token group
-  (Mixtral, Qwen2-MoE and DeepSeek-style MoE in transformers 5): a *grouped* GEMM, which
-  microscale does not quantize yet;
+* fused expert weights, 3-D parameters ``[experts, out, in]`` applied per token group
+  (Mixtral, Qwen2-MoE and DeepSeek-style MoE in transformers 5): ``convert`` swaps them for
+  :class:`~microscale.nn.experts.QuantizedExperts`; only a layout it cannot run is listed here;
 * matrices applied with ``F.linear`` or ``@`` inside a custom module (MoE routers, some
   attention implementations, ``nn.MultiheadAttention``'s ``in_proj_weight``), convolutions.
 
@@ -56,7 +56,10 @@ def gemm_dims(mod: nn.Module) -> tuple[int, int] | None:
 def _why_unsupported(mod: nn.Module, pname: str, shape: list[int]) -> str:
     cls = type(mod).__name__
     if len(shape) == 3 and "expert" in (cls + pname).lower():
-        what = "fused MoE expert weights: a grouped GEMM, not quantized by microscale yet"
+        what = "fused MoE expert weights (a grouped GEMM) in a layout microscale cannot swap"
+    elif len(shape) == 2 and ("router" in cls.lower() or "gate" in cls.lower()):
+        what = ("MoE router: kept in high precision on purpose (routing logits; a tiny GEMM "
+                "whose rounding would move tokens between experts)")
     elif isinstance(mod, nn.modules.conv._ConvNd):
         what = "a convolution"
     elif isinstance(mod, nn.MultiheadAttention):
@@ -68,12 +71,16 @@ def _why_unsupported(mod: nn.Module, pname: str, shape: list[int]) -> str:
     return f"unsupported type {cls}: {pname} {shape} ({what})"
 
 
-def unconverted_matmuls(model: nn.Module) -> dict[str, tuple[str, int]]:
+def unconverted_matmuls(model: nn.Module, exclude: set[str] = frozenset()
+                        ) -> dict[str, tuple[str, int]]:
     """``{"<module>.<param>": (reason, numel)}`` for every parameter of two or more dims that
-    sits in a module ``convert`` cannot swap (see the module docstring)."""
+    sits in a module ``convert`` cannot swap (see the module docstring); modules in ``exclude``
+    (the ones convert decided on and reported itself) are left out."""
+    from .experts import _GroupedBase
+
     found = {}
     for name, mod in model.named_modules():
-        if isinstance(mod, _SWAPPABLE) or is_conv1d(mod):
+        if isinstance(mod, (*_SWAPPABLE, _GroupedBase)) or is_conv1d(mod) or name in exclude:
             continue
         for pname, p in mod.named_parameters(recurse=False):
             if p is not None and p.dim() >= 2:

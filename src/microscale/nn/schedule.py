@@ -33,7 +33,9 @@ def quantized_layers(model: nn.Module) -> list[Linear]:
     """Every ``ms.Linear`` in ``model`` (the model itself included)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    return [m for m in model.modules() if isinstance(m, Linear)]
+    from .experts import _GroupedBase     # grouped (MoE) layers have the same switches
+
+    return [m for m in model.modules() if isinstance(m, (Linear, _GroupedBase))]
 
 
 class PrecisionSchedule:

@@ -46,8 +46,11 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g = p.add_argument_group("model and data")
     g.add_argument("--model", default="tiny", choices=_model_names(), help="model size (default: tiny)")
     g.add_argument("--mlp", choices=("relu2", "swiglu"), default=None, help="MLP type (default: relu2)")
-    g.add_argument("--data", default=None, help="stdlib (default), a text file, a uint16 .bin or a dir with train.bin")
+    g.add_argument("--data", default=None, help="stdlib (default), pysrc (stdlib + installed packages' "
+                   "sources, 100M+ bytes), a text file, a uint16 .bin or a dir with train.bin")
     g.add_argument("--max-bytes", type=int, default=None, help="use only the first N bytes of the built-in corpus")
+    g.add_argument("--order", choices=("random", "epoch"), default="random",
+                   help="random windows (with replacement), or epoch: each token once at most (refuses a 2nd epoch)")
     g.add_argument("--cache-dir", default=None, help="corpus cache (default $MICROSCALE_CACHE or ~/.cache/microscale)")
     g = p.add_argument_group("optimization")
     g.add_argument("--steps", type=int, default=steps, help=f"optimizer steps (default: {steps})")
@@ -61,7 +64,8 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--decay-frac", type=float, default=0.2, help="WSD: fraction of steps in the decay")
     g.add_argument("--weight-decay", type=float, default=0.1)
     g.add_argument("--grad-clip", type=float, default=1.0, help="clip the grad norm (0 = off)")
-    g.add_argument("--seed", type=int, default=0, help="init + data order (same seed = same batches)")
+    g.add_argument("--seed", type=int, default=0, help="init + SR stream (+ data order unless --data-seed)")
+    g.add_argument("--data-seed", type=int, default=None, help="data order and val set (default: --seed)")
     g = p.add_argument_group("precision")
     g.add_argument("--switch-step", default=None,
                    help="from this step run GEMMs in bf16 (int, or 'decay' = WSD decay start)")
@@ -91,6 +95,8 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--monitor-every", type=int, default=0,
                    help="log per-layer quantization SQNR every N steps (needs microscale.analysis)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar (also off when not a TTY)")
+    g.add_argument("--stop-after", type=float, default=None, metavar="SECONDS",
+                   help="checkpoint and stop after this many seconds of the loop (continue with --resume)")
 
 
 def config_from_args(args: argparse.Namespace, recipe: str, out: str):
@@ -103,7 +109,8 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         seq_len=args.seq_len, lr=args.lr, min_lr_ratio=args.min_lr_ratio, lr_schedule=args.lr_schedule,
         warmup=args.warmup, decay_frac=args.decay_frac, weight_decay=args.weight_decay,
         grad_clip=args.grad_clip, switch_mode=args.switch_mode, keep_hp=args.keep_hp,
-        backend=args.backend, seed=args.seed, device=args.device, threads=args.threads, data=args.data,
+        backend=args.backend, seed=args.seed, data_seed=args.data_seed, order=args.order,
+        stop_after_s=args.stop_after, device=args.device, threads=args.threads, data=args.data,
         max_bytes=args.max_bytes, cache_dir=args.cache_dir, out=out, eval_every=args.eval_every,
         eval_batches=args.eval_batches, log_every=args.log_every, ckpt_every=args.ckpt_every,
         resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
@@ -190,7 +197,10 @@ def cmd_train(args) -> int:
         record, writer = _run_one(args, args.recipe, args.out), True
     if writer:
         val = f", val loss {record['val_loss']:.4f}" if "val_loss" in record else ""
-        print(f"done: step {record.get('step')}, loss {record.get('loss', float('nan')):.4f}"
+        state = "done" if record.get("step", args.steps) >= args.steps else \
+            f"stopped early (--stop-after; continue with --resume) after {args.steps} planned " \
+            "steps at"
+        print(f"{state}: step {record.get('step')}, loss {record.get('loss', float('nan')):.4f}"
               f"{val}; metrics in {Path(args.out) / 'metrics.jsonl'}")
     return 0
 

@@ -11,6 +11,10 @@ under 20 files) puts the last 5% of its bytes in validation. The two streams are
 ``os.replace``-d into place, and opened as read-only ``np.memmap``s. The cache key covers the
 Python version, the stdlib path, the file list's sizes and ``max_bytes``.
 
+Larger corpus ("pysrc", :mod:`.corpus`): the stdlib plus the text sources of every installed
+package, deduplicated by content hash, with a manifest and a content hash (100M+ bytes on a
+typical GPU image). ``TokenData.meta`` carries its hash and manifest path.
+
 User data. ``path.txt`` (any non-``.bin`` file): its raw bytes (vocab 256), last 5% = validation.
 ``path.bin``: nanoGPT-style flat ``uint16`` tokens; a sibling ``val.bin`` next to a ``train.bin``
 is used as validation, otherwise the last 5%. A directory with ``train.bin``/``val.bin`` works too.
@@ -20,6 +24,14 @@ drawn by ``np.random.default_rng([seed, 0, i])``, each window ``seq_len + 1`` to
 next-token targets). So the sampler's whole state is the next index, every recipe in a
 ``compare`` sees the same batches in the same order, and a resumed run sees what an
 uninterrupted one would. Validation uses a fixed set of batches drawn from ``(seed, 1, 0)``.
+These random windows are drawn *with replacement*, so a long run sees some tokens twice; a run
+asking for more tokens than the training split holds is warned about loudly.
+
+``order="epoch"`` is the no-repetition sampler: the training split is cut into consecutive
+windows of ``seq_len + 1`` tokens that overlap by one (each token is a target at most once), the
+windows are permuted once by ``np.random.default_rng([seed, 2])``, and batch ``i`` takes windows
+``i·B … (i+1)·B − 1`` of that permutation. One epoch at most: a run that needs more windows than
+the split holds is refused before it starts (:meth:`BatchSampler.check_steps`).
 """
 
 from __future__ import annotations
@@ -30,13 +42,13 @@ import os
 import sys
 import sysconfig
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-__all__ = ["TokenData", "BatchSampler", "load_data", "stdlib_corpus", "cache_dir"]
+__all__ = ["TokenData", "BatchSampler", "ORDERS", "load_data", "stdlib_corpus", "cache_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +67,12 @@ class TokenData:
     val: np.ndarray
     vocab_size: int
     name: str
+    meta: dict = field(default_factory=dict)      # e.g. the pysrc corpus's hash and manifest
 
     def describe(self) -> str:
+        tag = f", sha256 {self.meta['sha256'][:16]}" if "sha256" in self.meta else ""
         return (f"{self.name}: {len(self.train):,} train / {len(self.val):,} val tokens, "
-                f"vocab {self.vocab_size}")
+                f"vocab {self.vocab_size}{tag}")
 
 
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
@@ -163,9 +177,13 @@ def _load_bin(path: Path) -> TokenData:
 
 def load_data(spec: str | os.PathLike | None = None, cache: str | os.PathLike | None = None,
               max_bytes: int | None = None) -> TokenData:
-    """``None``/``"stdlib"``: the built-in corpus; ``*.bin`` or a directory: uint16 tokens; else a text file."""
+    """``None``/``"stdlib"``: the built-in corpus; ``"pysrc"``: stdlib + installed packages' sources
+    (:mod:`.corpus`); ``*.bin`` or a directory: uint16 tokens; else a text file."""
     if spec is None or str(spec) == "stdlib":
         return stdlib_corpus(cache, max_bytes)
+    if str(spec) == "pysrc":
+        from .corpus import pysrc_corpus
+        return pysrc_corpus(cache, max_bytes)
     path = Path(spec).expanduser()
     if path.is_dir() or path.suffix == ".bin":
         data = _load_bin(path)
@@ -180,28 +198,71 @@ def load_data(spec: str | os.PathLike | None = None, cache: str | os.PathLike | 
     return data
 
 
-class BatchSampler:
-    """Deterministic ``(inputs, targets)`` batches: batch ``i`` depends only on ``(seed, i)``."""
+ORDERS = ("random", "epoch")
 
-    def __init__(self, data: TokenData, batch_size: int, seq_len: int, seed: int = 0):
+
+class BatchSampler:
+    """Deterministic ``(inputs, targets)`` batches: batch ``i`` depends only on ``(seed, i)``.
+
+    ``order="random"``: independent random windows (with replacement); ``"epoch"``: a fixed
+    permutation of non-overlapping windows, at most one pass (see the module docstring).
+    """
+
+    def __init__(self, data: TokenData, batch_size: int, seq_len: int, seed: int = 0, order: str = "random"):
         if batch_size < 1 or seq_len < 1 or seed < 0:
             raise ValueError(f"batch_size and seq_len must be positive and seed non-negative, "
                              f"got {batch_size}, {seq_len}, {seed}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         for split, tokens in (("train", data.train), ("val", data.val)):
             if len(tokens) < seq_len + 2:
                 raise ValueError(f"the {split} split has {len(tokens)} tokens; seq_len {seq_len} needs "
                                  f"at least {seq_len + 2} (use a shorter --seq-len or more data)")
         self.data, self.batch_size, self.seq_len, self.seed = data, batch_size, seq_len, seed
-        self.index = 0
+        self.order, self.index, self._perm = order, 0, None
+
+    @property
+    def epoch_windows(self) -> int:
+        """Non-overlapping training windows (``seq_len`` targets each) in one pass over the split."""
+        return (len(self.data.train) - 1) // self.seq_len
+
+    def check_steps(self, steps: int) -> None:
+        """Refuse (``order="epoch"``) or warn about (``"random"``) a run that repeats training tokens."""
+        need = steps * self.batch_size * self.seq_len
+        have = self.epoch_windows * self.seq_len
+        if need <= have:
+            return
+        what = (f"{steps} steps x {self.batch_size} x {self.seq_len} = {need:,} training tokens, but "
+                f"{self.data.name} has {have:,} ({need / have:.2f} epochs)")
+        if self.order == "epoch":
+            raise ValueError(f"one epoch at most: {what}; use fewer --steps, a smaller batch or a "
+                             f"larger corpus (--data pysrc, --max-bytes)")
+        log.warning("REPEATED DATA: %s; random windows are drawn with replacement, so this run "
+                    "trains on many tokens more than once (--order epoch refuses this)", what)
 
     def _windows(self, tokens: np.ndarray, rng: np.random.Generator) -> torch.Tensor:
         starts = rng.integers(0, len(tokens) - self.seq_len - 1, size=self.batch_size)
+        return self._rows(tokens, starts)
+
+    def _rows(self, tokens: np.ndarray, starts) -> torch.Tensor:
         rows = np.stack([np.asarray(tokens[s:s + self.seq_len + 1], dtype=np.int64) for s in starts])
         return torch.from_numpy(rows)
 
+    def _epoch_starts(self, index: int) -> np.ndarray:
+        if self._perm is None:
+            self._perm = np.random.default_rng([self.seed, 2]).permutation(self.epoch_windows)
+        lo, hi = index * self.batch_size, (index + 1) * self.batch_size
+        if hi > len(self._perm):
+            raise ValueError(f"batch {index} would start a second epoch of {self.data.name} "
+                             f"({len(self._perm):,} windows of {self.seq_len} tokens)")
+        return self._perm[lo:hi] * self.seq_len
+
     def batch(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Training batch ``index`` as int64 CPU tensors ``[B, T]`` (inputs, next-token targets)."""
-        rows = self._windows(self.data.train, np.random.default_rng([self.seed, 0, index]))
+        if self.order == "epoch":
+            rows = self._rows(self.data.train, self._epoch_starts(index))
+        else:
+            rows = self._windows(self.data.train, np.random.default_rng([self.seed, 0, index]))
         return rows[:, :-1], rows[:, 1:]
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -216,10 +277,12 @@ class BatchSampler:
         return [(r[:, :-1], r[:, 1:]) for r in rows]
 
     def state_dict(self) -> dict:
-        return {"index": self.index, "seed": self.seed, "batch_size": self.batch_size, "seq_len": self.seq_len}
+        return {"index": self.index, "seed": self.seed, "batch_size": self.batch_size,
+                "seq_len": self.seq_len, "order": self.order}
 
     def load_state_dict(self, state: dict) -> None:
-        for key in ("seed", "batch_size", "seq_len"):
-            if state[key] != getattr(self, key):
-                raise ValueError(f"sampler {key} mismatch: checkpoint {state[key]}, run {getattr(self, key)}")
+        for key in ("seed", "batch_size", "seq_len", "order"):
+            saved = state.get(key, "random" if key == "order" else None)
+            if saved != getattr(self, key):
+                raise ValueError(f"sampler {key} mismatch: checkpoint {saved}, run {getattr(self, key)}")
         self.index = int(state["index"])

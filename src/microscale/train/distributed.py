@@ -97,6 +97,9 @@ class DistTrainer(Trainer):
     def __init__(self, config: TrainConfig, monitor=None, data=None):
         if config.cuda_graph:
             raise ValueError("--cuda-graph is not supported with --dist")
+        if getattr(config, "stop_after_s", None) is not None:   # each rank's own clock would
+            raise ValueError("--stop-after is not supported with --dist yet (the ranks would "
+                             "decide on their own clocks when to stop; use --steps)")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         if config.batch_size % self.world:
             raise ValueError(f"--batch-size {config.batch_size} (the global batch) must divide "

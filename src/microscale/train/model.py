@@ -33,6 +33,7 @@ Sizes (``MODEL_CONFIGS``; parameter counts with the byte vocabulary of 256)::
     125m    d 768, 20 blocks      ~126M
     350m    d 1024, 32 blocks     ~353M
     1b      d 2048, 20 blocks     ~0.88B  (fits one 80 GB GPU with AdamW at batch 8 x 2048)
+    moe-tiny, moe-1b              mixture-of-experts decoders (train/moe.py)
 
 :func:`flops_per_token` counts the model FLOPs of one training token (forward + backward) for
 utilisation figures.
@@ -102,6 +103,10 @@ class ModelConfig:
             return self.d_ff
         return _TILE * math.ceil(2 * self.d_ff / 3 / _TILE)
 
+    def active_params(self) -> int:
+        """Parameters one token multiplies (all of them for a dense model; see train/moe.py)."""
+        return self.num_params()
+
     def num_params(self) -> int:
         d, L = self.d_model, self.n_layers
         attn = 2 * d * d + 2 * d * self.kv_dim
@@ -126,11 +131,11 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
     """Training FLOPs per token: ``6 · (matmul parameters) + 12 · layers · d_model · seq_len``.
 
     The first term is the forward and backward of every weight matrix (block linears and the
-    head; the embedding is a lookup), the second the attention score and value matmuls, counted
+    head; the embedding is a lookup; for MoE the top-k experts a token visits), the second the attention score and value matmuls, counted
     without the causal halving (the PaLM convention, so figures compare with published MFU).
     """
     d, L = cfg.d_model, cfg.n_layers
-    matmul = cfg.num_params() - cfg.vocab_size * d * (1 if cfg.tie_head else 2) - L * 2 * d - d
+    matmul = cfg.active_params() - cfg.vocab_size * d * (1 if cfg.tie_head else 2) - L * 2 * d - d
     return 6.0 * (matmul + cfg.vocab_size * d) + 12.0 * L * d * seq_len
 
 
@@ -227,7 +232,11 @@ class Block(nn.Module):
         self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.attn = Attention(cfg)
         self.mlp_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.mlp = MLP(cfg)
+        if getattr(cfg, "n_experts", 0):             # an MoE config (train/moe.py)
+            from .moe import MoEMLP
+            self.mlp = MoEMLP(cfg)
+        else:
+            self.mlp = MLP(cfg)
 
     def forward(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         h = h + self.attn(self.attn_norm(h), cos, sin)
@@ -256,7 +265,7 @@ class Transformer(nn.Module):
         for name, p in self.named_parameters():
             if name.endswith("norm.weight") or name == "norm_f.weight":
                 p.fill_(1.0)
-            elif name.endswith(("o_proj.weight", "down_proj.weight")):
+            elif name.endswith(("o_proj.weight", "down_proj.weight", "experts.down_proj")):
                 p.normal_(0.0, std / math.sqrt(2 * self.config.n_layers))
             else:
                 p.normal_(0.0, std)
@@ -276,10 +285,21 @@ class Transformer(nn.Module):
 
 
 def build_model(name: str, vocab_size: int = 256, max_seq_len: int | None = None, **overrides) -> Transformer:
-    """``MODEL_CONFIGS[name]`` with the data's vocabulary (padded up to 128) and any overrides."""
+    """``MODEL_CONFIGS[name]`` with the data's vocabulary (padded up to 128) and any overrides
+    (``moe-*`` names: the MoE decoder of train/moe.py; ``mlp`` does not apply to it)."""
     if name not in MODEL_CONFIGS:
         raise ValueError(f"unknown model {name!r}; sizes: {', '.join(MODEL_CONFIGS)}")
+    if name.startswith("moe-"):
+        overrides.pop("mlp", None)
     changes = {"vocab_size": _TILE * math.ceil(vocab_size / _TILE), **overrides}
     if max_seq_len is not None:
         changes["max_seq_len"] = max_seq_len
     return Transformer(dataclasses.replace(MODEL_CONFIGS[name], **changes))
+
+
+def _register_moe() -> None:
+    from .moe import MOE_CONFIGS
+    MODEL_CONFIGS.update(MOE_CONFIGS)
+
+
+_register_moe()

@@ -46,7 +46,9 @@ class StepGraph:
     def get(self, x: torch.Tensor, y: torch.Tensor):
         key = self._precision_key()
         if key != self.key:                            # new precision state: warm up again
-            self.graph, self.key, self.seen = None, key, 0
+            if self.graph is not None:                 # the eager steps must not accumulate
+                self.trainer.optimizer.zero_grad(set_to_none=True)   # into the replay's grads
+            self.graph, self.static, self.key, self.seen = None, None, key, 0
         if self.graph is None:
             self.seen += 1
             if self.seen <= 2:

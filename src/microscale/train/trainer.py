@@ -64,7 +64,7 @@ Monitor = Callable[[int, torch.nn.Module, tuple], "dict | None"]
 
 # config fields a resumed run must share with the checkpoint (others, e.g. --steps, may change)
 _RESUME_FIXED = ("model", "mlp", "recipe", "backend", "keep_hp", "seed", "batch_size", "seq_len",
-                 "data", "max_bytes")
+                 "data", "max_bytes", "data_seed", "order")
 
 
 @dataclass
@@ -89,6 +89,8 @@ class TrainConfig:
     keep_hp: str | None = None
     backend: str | None = None
     seed: int = 0
+    data_seed: int | None = None     # data order and validation set; None = seed
+    order: str = "random"            # "epoch": no token trained on twice (see data.BatchSampler)
     device: str | None = None
     threads: int | None = None
     data: str | None = None
@@ -106,6 +108,7 @@ class TrainConfig:
     cuda_graph: bool = False
     dist: str = "none"                 # "ddp" / "fsdp" under torchrun: see train/distributed.py
     all_gather: str = "auto"           # FSDP2 weight all-gather: "auto", "quantized" or "fp32"
+    stop_after_s: float | None = None   # this call's wall budget: then checkpoint and return
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "seq_len", "eval_every", "eval_batches", "log_every")
@@ -129,10 +132,16 @@ class TrainConfig:
                              f"got {self.dist!r}, {self.all_gather!r}")
         if self.switch_mode not in ("fprop", "all"):
             raise ValueError(f"switch_mode must be 'fprop' or 'all', got {self.switch_mode!r}")
-        if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0:
-            raise ValueError("lr must be > 0; ckpt_every, seed and threads >= 0")
+        if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0 \
+                or (self.data_seed or 0) < 0:
+            raise ValueError("lr must be > 0; ckpt_every, seed, data_seed and threads >= 0")
         if self.warmup is None:
             self.warmup = max(1, self.steps // 20)
+
+    @property
+    def sampler_seed(self) -> int:
+        """The seed of the data order: ``data_seed``, else ``seed``."""
+        return self.seed if self.data_seed is None else self.data_seed
 
     @property
     def decay_start(self) -> int:
@@ -204,8 +213,10 @@ class Trainer:
         self.out = Path(config.out)
         self.ckpt_dir = self.out / "checkpoints"
         self.data = data if data is not None else load_data(config.data, config.cache_dir, config.max_bytes)
-        self.sampler = BatchSampler(self.data, config.batch_size, config.seq_len, config.seed)
-        self.step, self.train_time = 0, 0.0
+        self.sampler = BatchSampler(self.data, config.batch_size, config.seq_len, config.sampler_seed,
+                                    config.order)
+        self.sampler.check_steps(config.steps)       # one epoch at most, or a loud warning
+        self.step, self.train_time, self.finished = 0, 0.0, False
         self.report = None
         self._build()
 
@@ -274,7 +285,7 @@ class Trainer:
         return {**dataclasses.asdict(self.cfg), "device_resolved": str(self.device),
                 "threads_resolved": self._threads(),
                 "model_config": dataclasses.asdict(self.model.config), "params": self.model.num_params(),
-                "data_desc": self.data.describe(), "recipe_desc": str(self.recipe) if self.recipe else "bf16",
+                "data_desc": self.data.describe(), "data_meta": self.data.meta, "recipe_desc": str(self.recipe) if self.recipe else "bf16",
                 "convert_report": str(self.report) if self.report is not None else None,
                 "compiled": self.compiled, "flops_per_token": self.flops_per_token,
                 "peak_flops": self.peak_flops, "device_name": device_name(self.device),
@@ -301,8 +312,9 @@ class Trainer:
         atomic_write_text(self.out / "config.json", json.dumps(self._run_config(), indent=2, default=str))
 
     def _check_resumable(self, saved: dict) -> None:
-        diff = [f"{k}: checkpoint {saved.get(k)!r}, now {getattr(self.cfg, k)!r}"
-                for k in _RESUME_FIXED if saved.get(k) != getattr(self.cfg, k)]
+        defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}   # older checkpoints
+        diff = [f"{k}: checkpoint {saved.get(k, defaults[k])!r}, now {getattr(self.cfg, k)!r}"
+                for k in _RESUME_FIXED if saved.get(k, defaults[k]) != getattr(self.cfg, k)]
         if diff:
             raise ValueError("cannot resume: the run's config differs from the checkpoint's: " + "; ".join(diff))
 
@@ -381,6 +393,7 @@ class Trainer:
         tokens_per_step = cfg.batch_size * cfg.seq_len
         window = Window()
         record: dict = {}
+        t_start, first = time.perf_counter(), self.step
         sink_path = self.out / "metrics.jsonl" if self.is_writer else os.devnull
         with open(sink_path, "a", buffering=1) as sink:
             for s in range(self.step, cfg.steps):
@@ -389,7 +402,7 @@ class Trainer:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 window.add(loss, tokens_per_step, time.perf_counter() - t0)
-                if s == self.step and self.recipe is not None:    # which kernels actually ran
+                if s == first and self.recipe is not None:    # which kernels actually ran (once)
                     from ..backend import explain
                     log.info("%s", explain(self.model))
                 self.train_time += window.last_dt
@@ -404,12 +417,19 @@ class Trainer:
                     sink.write(json.dumps(record) + "\n")
                     report_progress(bar, record, cfg)
                     window = Window()
-                if last or (cfg.ckpt_every and step % cfg.ckpt_every == 0):
+                out_of_time = cfg.stop_after_s is not None and not last and \
+                    time.perf_counter() - t_start >= cfg.stop_after_s
+                if last or out_of_time or (cfg.ckpt_every and step % cfg.ckpt_every == 0):
                     self.save()
                 if bar is not None:
                     bar.update(1)
+                if out_of_time:
+                    log.info("[%s] stopping at step %d/%d: the %.0f s budget is spent (checkpoint "
+                             "written; continue with --resume)", cfg.recipe, step, cfg.steps, cfg.stop_after_s)
+                    break
         if bar is not None:
             bar.close()
+        self.finished = self.step >= cfg.steps
         return record
 
     def _record(self, step: int, loss: float, grad_norm: float, window: "Window", tps: int) -> dict:

@@ -1,0 +1,89 @@
+"""Target program for Nsight Compute: each NVFP4 quantize variant of a training step, once.
+
+    ncu --clock-control none -k regex:nvfp4_rows --section SpeedOfLight ... \
+        python benchmarks/ncu_nvfp4.py --shape 16384x768
+    python benchmarks/ncu_nvfp4.py --sass OUTDIR     # registers, spills, SASS opcode counts
+
+The variants are the ones a quantized linear layer runs (amax given, so only the quantize
+pass launches): ``dy`` rows SR + columns RHT+SR, ``x`` rows RNE + columns RHT, ``w`` 16x16
+rows + columns, ``row`` a 1x16 RNE row view alone. Each runs twice (the first call compiles).
+``--sass`` reads the compiled kernels back from Triton's cache and writes, per kernel,
+registers per thread, spills and a histogram of SASS opcodes (cuobjdump), so instructions
+per element can be counted without hardware counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+import microscale as ms
+
+NF = {"check_finite": False}
+
+
+def variants(amax: torch.Tensor) -> dict:
+    g = {**NF, "amax": amax}
+    return {
+        "dy": (("nvfp4", {**g, "stochastic": True}),
+               ("nvfp4", {**g, "rht": True, "stochastic": True})),
+        "x": (("nvfp4", g), ("nvfp4", {**g, "rht": True})),
+        "w": (("nvfp4", {**g, "block_2d": True}), ("nvfp4", {**g, "block_2d": True})),
+        "row": (("nvfp4", g), None),
+    }
+
+
+def sass_stats(out: Path) -> None:
+    """Per cached ``nvfp4`` cubin: registers, spills, opcode histogram (top 40)."""
+    cache = Path(os.environ.get("TRITON_CACHE_DIR", Path.home() / ".triton" / "cache"))
+    report = {}
+    for cubin in sorted(cache.rglob("*.cubin")):
+        if "nvfp4" not in cubin.name and "dequant" not in cubin.name:
+            continue
+        meta = json.loads(cubin.with_suffix(".json").read_text()) if cubin.with_suffix(
+            ".json").exists() else {}
+        sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True,
+                              text=True).stdout
+        res = subprocess.run(["cuobjdump", "-res-usage", str(cubin)], capture_output=True,
+                             text=True).stdout
+        ops = collections.Counter(m.group(1).split(".")[0] for m in
+                                  re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass))
+        key = f"{cubin.parent.name[:8]}/{cubin.stem}"
+        report[key] = {"constants": {k: v for k, v in meta.get("constants", {}).items()}
+                       if isinstance(meta.get("constants"), dict) else None,
+                       "num_warps": meta.get("num_warps"), "resources": res.strip()[-400:],
+                       "n_instr": sum(ops.values()), "ops": dict(ops.most_common(40))}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sass_nvfp4.json").write_text(json.dumps(report, indent=1))
+    for k, v in report.items():
+        print(k, v["num_warps"], v["n_instr"], v["resources"].splitlines()[-1] if v["resources"] else "")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shape", default="16384x768")
+    ap.add_argument("--only", default="dy,x,w,row")
+    ap.add_argument("--sass", default=None, help="write SASS statistics to this directory")
+    args = ap.parse_args()
+    rows, cols = (int(v) for v in args.shape.split("x"))
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    amax = x.float().abs().amax()
+    for name, (row, col) in variants(amax).items():
+        if name in args.only.split(","):
+            for _ in range(2):
+                ms.quantize_rowcol(x, row, col, backend="triton")
+    torch.cuda.synchronize()
+    if args.sass:
+        sass_stats(Path(args.sass))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

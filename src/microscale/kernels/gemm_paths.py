@@ -1,0 +1,122 @@
+"""Which GEMM path runs for which operands and shape: one table, one function.
+
+Every block-scaled ``scaled_mm`` call has several correct implementations; which one is
+fastest depends on the device and on the shape (issue 12, item 5: at the 50m/125m training
+shapes, M = 8192-16384 tokens and K, N = 640-3072, launch and pass overheads weigh more than
+at 8192³). The choice is made here and nowhere else:
+
+=========== ====================================================================================
+family      paths
+=========== ====================================================================================
+``fp8``     ``torch``: cuBLASLt through ``F.scaled_mm`` / ``torch._scaled_mm`` (falls back to
+            Triton when torch refuses); ``triton``: the Triton FP8 blockwise kernel
+``fp4``     ``dequant``: Triton dequantize pass + cuBLAS bf16; ``mainloop``: decode in the GEMM
+``mxfp8``   ``fp8``: Triton FP8-tensor-core kernel (``gemm_mxfp8``); ``dequant``; ``mainloop``
+=========== ====================================================================================
+
+On Blackwell (compute capability 10.x-12.x) the native block-scaled GEMM comes first for the
+formats it takes (``kernels/blackwell.py``); the table decides among the others.
+
+Decision: the first rule of :func:`table` whose ``family`` matches and whose ``m``/``n``/``k``
+ranges (``[lo, hi]``, inclusive, ``None`` = open) contain the shape gives the path (and, for
+``mxfp8``/``fp8``, an optional tile ``config``); a rule naming a path the device cannot run
+is skipped. With no match, the family default, which is what ran before the table existed:
+``fp8`` → ``torch``; ``fp4`` → ``dequant`` unless its bf16 temporaries exceed
+``gemm_fp4.DEQUANT_MAX_TEMP_BYTES`` (then ``mainloop``); ``mxfp8`` → ``dequant`` (the FP8
+tensor-core kernel, ``fp8``, runs where a rule asks for it, on devices with FP8 tensor cores,
+8.9+, until a GPU measurement makes it the default).
+
+Updating it: ``benchmarks/bench_gemm_sweep.py`` times every path at the training shapes and
+writes a suggested rule list (JSON). Point ``MICROSCALE_GEMM_TABLE`` at that file to use it
+without a code change, or paste it into :data:`RULES` and commit it with the measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+__all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table"]
+
+FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
+            "mxfp8": ("fp8", "dequant", "mainloop")}
+# Built-in rules: none yet, i.e. the defaults above everywhere (not yet measured with the
+# sweep; see benchmarks/results/gemm_notes.md). Example of the format:
+#   {"family": "fp8", "m": [None, 16384], "n": [None, 1024], "k": [None, None],
+#    "path": "triton", "config": {"bm": 128, "bn": 64}}
+RULES: list[dict] = []
+_ACTIVE: list[list[dict] | None] = [None]
+
+
+def _validate(rules: list[dict]) -> list[dict]:
+    for rule in rules:
+        fam, path = rule.get("family"), rule.get("path")
+        if fam not in FAMILIES or path not in FAMILIES[fam]:
+            raise ValueError(f"GEMM path rule {rule}: family must be one of {sorted(FAMILIES)} "
+                             f"and path one of its paths {FAMILIES.get(fam)}")
+        for dim in ("m", "n", "k"):
+            lo_hi = rule.get(dim, [None, None])
+            if not (isinstance(lo_hi, (list, tuple)) and len(lo_hi) == 2):
+                raise ValueError(f"GEMM path rule {rule}: {dim} must be [lo, hi]")
+    return list(rules)
+
+
+def table() -> list[dict]:
+    """The active rules: ``MICROSCALE_GEMM_TABLE`` (a JSON list) if set, else :data:`RULES`."""
+    if _ACTIVE[0] is None:
+        path = os.environ.get("MICROSCALE_GEMM_TABLE")
+        if path:
+            with open(path) as f:
+                _ACTIVE[0] = _validate(json.load(f))
+        else:
+            _ACTIVE[0] = _validate(RULES)
+    return _ACTIVE[0]
+
+
+def set_table(rules: list[dict] | None) -> None:
+    """Replace the active rules (``None``: back to the environment / built-in ones)."""
+    _ACTIVE[0] = None if rules is None else _validate(rules)
+
+
+def family_of(fmt_a: str, fmt_b: str) -> str | None:
+    """The table family of an operand format pair (None: no table decision for it)."""
+    fmts = {fmt_a, fmt_b}
+    if fmts <= {"fp8_block", "fp8_tensor"}:
+        return "fp8"
+    if fmts <= {"nvfp4"} or fmts <= {"mxfp4"}:
+        return "fp4"
+    if fmts <= {"mxfp8_e4m3", "mxfp8_e5m2"}:
+        return "mxfp8"
+    return None
+
+
+def _inside(value: int, lo_hi) -> bool:
+    lo, hi = lo_hi
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+def _default(family: str, m: int, n: int, k: int, fp8_tensor_cores: bool) -> str:
+    if family == "fp8":
+        return "torch"
+    if family == "fp4":
+        from .gemm_fp4 import fp4_strategy
+        return fp4_strategy(m, n, k)
+    # mxfp8: dequantize + cuBLAS (measured 0.97-1.09x bf16) stays the default until the FP8
+    # tensor-core kernel has been timed on a GPU (its own estimate: ~1.0x); a rule with
+    # "path": "fp8" (or MICROSCALE_GEMM_TABLE) selects it.
+    return "dequant"
+
+
+def choose_path(family: str, m: int, n: int, k: int,
+                fp8_tensor_cores: bool = True) -> tuple[str, dict, str]:
+    """``(path, tile config, why)`` for a GEMM ``[m, k] × [n, k]ᵀ`` of ``family``."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown GEMM family {family!r}; expected one of {sorted(FAMILIES)}")
+    for i, rule in enumerate(table()):
+        if rule["family"] != family or not all(
+                _inside(v, rule.get(d, [None, None])) for v, d in ((m, "m"), (n, "n"), (k, "k"))):
+            continue
+        if rule["path"] == "fp8" and not fp8_tensor_cores:
+            continue
+        return rule["path"], dict(rule.get("config") or {}), f"table rule {i}"
+    return _default(family, m, n, k, fp8_tensor_cores), {}, "default"

@@ -1,0 +1,207 @@
+"""The sync-free grouped (MoE) path: the ``quantize_grouped`` and ``grouped_scaled_mm`` ops with
+no host synchronisation, for CUDA tensors (and ``backend="triton"`` anywhere).
+
+Quantization (:func:`quantize_grouped_fast`): group positions come from ``offs`` by device
+ops (:func:`microscale.quant.grouped.group_layout`); the row view is quantized in place,
+the column view from the padded layout ``x_pad [bound, K]`` built by one ``index_copy``. Per
+view there is one quantizer call: formats whose scales are all per block (MXFP8, MXFP4, FP8
+blockwise) go through the per-tensor Triton kernels (their blocks never cross an expert, so one
+launch over the whole matrix quantizes every expert exactly as alone); NVFP4 views go through
+``quant_nvfp4_grouped`` (an amax pass with one atomic max per expert, then the per-tensor
+kernel's block arithmetic with each expert's global scale); FP8 tensorwise (and NVFP4 with
+2D tiles or another RHT size) compute the per-expert amax with a segment max and run the
+reference arithmetic with it broadcast (PyTorch ops). Stochastic rounding's bytes come from
+``sr_bytes_grouped`` (one pass, the hash of ``quant.grouped.segment_rand_bits``).
+
+GEMMs (:func:`grouped_mm_fast`): both operands are partially dequantized (``value · block
+scale``, exact in bf16 for E2M1/FP8 values with E4M3 or power-of-two scales, gemm_fp4.py's
+argument; NVFP4/MX by gemm_fp4's Triton ``dequantize_bf16`` pass) and multiplied by one
+``torch._grouped_mm``: tokens × stacked experts for fprop and
+dgrad (groups along M, ``offs``), and the padded column views for wgrad (groups along K,
+``pad_ends``: the 2d × 2d form, ``[E, M, N]`` out). On CUDA the operands are bf16 with fp32
+accumulation; on CPU they stay fp32 (CPU's grouped GEMM returns its input dtype).
+``torch._grouped_mm(mat_a, mat_b, offs=..., out_dtype=...)`` has this signature in torch
+2.11-2.13; where a build rejects ``out_dtype`` (or bf16), the next form is tried and the path
+taken is recorded (``ms.explain``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..backend import (
+    KernelUnsupported,
+    _interpreting,
+    dispatch,
+    mm_key,
+    note_path,
+    register_kernel,
+    rowcol_key,
+)
+from ..ops import reference_quantizer
+from ..ops_grouped import _as_2d, as_quantized, grouped_mm_compat, partial_values
+from ..quant.grouped import group_layout, quantize_segments, segment_sr_bytes
+from ..tensor import QFormat
+
+__all__ = ["grouped_mm_fast", "quantize_grouped_fast"]
+
+
+def _block_fn(fmt: QFormat, backend: str):
+    """The per-tensor quantize dispatch (Triton kernel on CUDA) for a block-scaled format."""
+    def run(x2, **opts):
+        return dispatch("quantize", fmt.value, backend, x2.device, reference_quantizer(fmt), x2,
+                        **opts)
+    return run
+
+
+def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_scale,
+                          col_scale, backend: str = "auto"):
+    """Same outputs as ``ops_grouped.quantize_grouped_reference``, without reading ``offs``."""
+    lay = group_layout(offs, x.shape[0], multiple)
+    note_path("quantize_grouped", rowcol_key(row and row[0].value, col and col[0].value),
+              "sync-free: group layout on the device, one quantizer pass per view")
+    outs = [None, None]
+    if row:
+        fmt, opts = row[0], dict(row[1], check_finite=False)
+        args = (lay.row_groups(), lay.starts, lay.counts, "rows", seeds)
+        _sr_bytes(opts, row_bits, args, tuple(x.shape), x.device)
+        outs[0] = _nvfp4_fused(x, opts, *args, col=False) if _fused_ok(fmt, opts, x) else \
+            quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
+    if col:
+        fmt, opts = col[0], dict(col[1], check_finite=False)
+        x_pad = lay.pad(x)
+        args = (lay.col_groups(), lay.pad_starts, lay.pad_counts, "cols",
+                None if seeds is None else seeds + 1)
+        _sr_bytes(opts, col_bits, args, (x.shape[1], lay.bound), x.device)
+        outs[1] = _nvfp4_fused(x_pad, opts, *args, col=True) if _fused_ok(fmt, opts, x) else \
+            quantize_segments(x_pad.t().contiguous(), fmt, opts, *args, col_scale,
+                              _block_fn(fmt, backend))
+    return outs
+
+
+def _sr_bytes(opts: dict, given, args, shape: tuple, device) -> None:
+    """Put a stochastic view's SR bytes in ``opts["rand_bits"]``: the given ones, else made by
+    ``sr_bytes_grouped`` (one pass; CUDA or the interpreter) or, elsewhere, left to the
+    PyTorch twin inside ``quantize_segments``."""
+    if given is not None:
+        opts["rand_bits"] = given
+    elif opts.get("stochastic") and (device.type == "cuda" or _interpreting()):
+        from .sr_bytes_grouped import segment_sr_bytes_triton
+        seg, starts, lengths, along, seeds = args
+        if seeds is None:
+            raise ValueError("stochastic rounding needs per-expert seeds")
+        opts["rand_bits"] = segment_sr_bytes_triton(seg, starts, lengths, shape, along, seeds)
+
+
+def _fused_ok(fmt: QFormat, opts: dict, x: torch.Tensor) -> bool:
+    """NVFP4 views the fused per-expert-amax kernel takes (1×16 blocks, RHT 16 or none)."""
+    return fmt == QFormat.NVFP4 and not opts.get("block_2d") and \
+        int(opts.get("rht_d", 16)) == 16 and (x.device.type == "cuda" or _interpreting())
+
+
+def _nvfp4_fused(src, opts, seg, starts, lengths, along, seeds, col: bool):
+    """The NVFP4 view through ``quant_nvfp4_grouped`` (SR bytes as the PyTorch path's)."""
+    from .quant_nvfp4_grouped import quantize_nvfp4_segments_triton
+    bits = None
+    if opts.get("stochastic"):
+        shape = tuple(reversed(src.shape)) if col else tuple(src.shape)
+        bits = opts.get("rand_bits")
+        if bits is None:
+            bits = segment_sr_bytes(seg, starts, lengths, shape, along, seeds)
+    return quantize_nvfp4_segments_triton(src, seg, starts.shape[0], col,
+                                          bool(opts.get("rht")), bits)
+
+
+_DEQUANT = {QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2}
+
+
+def _partial(data, scale, spec: str) -> torch.Tensor:
+    """``value · block scale`` of an operand: bf16 from gemm_fp4's Triton dequantize pass (one
+    read of the codes, one bf16 write; exact) for FP4/MX on CUDA or in the interpreter; FP8 on
+    CUDA in bf16 with the scales broadcast per block (exact for power-of-two scales); else the
+    PyTorch decode in fp32."""
+    fmt = QFormat(spec.split(",")[0])
+    if fmt in _DEQUANT and (data.device.type == "cuda" or _interpreting()):
+        try:
+            from .gemm_fp4 import dequantize_bf16
+            return dequantize_bf16(as_quantized(data.contiguous(), scale.contiguous(), spec))
+        except (ImportError, KernelUnsupported):
+            pass
+    if data.device.type == "cuda" and spec.endswith(",1"):
+        if fmt == QFormat.FP8_TENSOR:                 # the scale is a per-expert factor
+            return data.to(torch.bfloat16)
+        if fmt == QFormat.FP8_BLOCK:
+            return _fp8_block_bf16(data, scale, spec)
+    return partial_values(data, scale, spec)
+
+
+def _fp8_block_bf16(data, scale, spec: str) -> torch.Tensor:
+    """FP8 blockwise ``value · scale_inv`` in bf16 without expanding the scales to ``[rows, K]``
+    (E4M3 values times power-of-two scales: every product is a bf16)."""
+    _, br, bc, _ = spec.split(",")
+    br, bc = int(br), int(bc)
+    rows, cols = data.shape
+    v = data.to(torch.bfloat16).view(rows // br, br, cols // bc, bc)
+    s = scale.to(torch.bfloat16).view(rows // br, 1, cols // bc, 1)
+    return (v * s).view(rows, cols)
+
+
+_FORMS: dict[str, str] = {}            # device type -> the _grouped_mm form that worked
+
+
+def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: bool, key: str):
+    """fp32 ``a @ b`` by groups (``torch._grouped_mm``), the fastest exact form this build takes."""
+    dev = a.device.type
+    forms = ["bf16->fp32", "fp32", "bf16"] if dev == "cuda" and exact_bf16 else ["fp32", "bf16"]
+    if dev == "cuda" and not exact_bf16:
+        forms.remove("bf16")              # never round a non-bf16-exact operand
+    if _FORMS.get(dev) in forms:
+        forms.remove(_FORMS[dev])
+        forms.insert(0, _FORMS[dev])
+    err = None
+    for form in forms:
+        try:
+            if form == "bf16->fp32":
+                y = grouped_mm_compat(a.bfloat16(), b.bfloat16(), offs, torch.float32)
+            elif form == "fp32":
+                y = grouped_mm_compat(a.float(), b.float(), offs)
+            else:      # bf16 out: one extra rounding, still within the GEMM tolerance
+                y = grouped_mm_compat(a.bfloat16(), b.bfloat16(), offs).float()
+        except (RuntimeError, NotImplementedError) as e:
+            err = e
+            continue
+        _FORMS[dev] = form
+        note_path("grouped_scaled_mm", key, f"sync-free: torch._grouped_mm ({form})")
+        return y
+    raise RuntimeError(f"grouped_scaled_mm: torch._grouped_mm failed in every form: {err}")
+
+
+def grouped_mm_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode,
+                    backend: str = "auto"):
+    """Same result as ``ops_grouped.grouped_mm_reference``, without reading ``offs``."""
+    pa = _partial(*_as_2d(a_data, a_scale, a_spec), a_spec)
+    pb = _partial(*_as_2d(b_data, b_scale, b_spec), b_spec)
+    exact = a_spec.endswith(",1") and b_spec.endswith(",1")
+    key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
+    offs32 = offs.to(torch.int32)
+    if mode == "tokens":                 # [T, K] · [E, N, K]ᵀ, groups of rows
+        pb = pb.reshape(offs.shape[0], -1, pb.shape[-1])
+        return _grouped(pa, pb.transpose(1, 2), offs32, exact, key)
+    y = _grouped(pa, pb.t(), offs32, exact, key)      # [M, bound] · [bound, N], groups of K
+    ends = offs.to(torch.int64)
+    empty = (ends - torch.cat([ends.new_zeros(1), ends[:-1]])) == 0
+    return torch.where(empty[:, None, None], torch.zeros_like(y), y)   # K = 0: exact zeros
+
+
+def _register() -> None:
+    names = [None] + [f.value for f in QFormat]
+    for r in names:
+        for c in names:
+            if r or c:
+                register_kernel("quantize_grouped", rowcol_key(r, c))(quantize_grouped_fast)
+    for a in names[1:]:
+        for b in names[1:]:
+            register_kernel("grouped_scaled_mm", mm_key(a, b))(grouped_mm_fast)
+
+
+_register()

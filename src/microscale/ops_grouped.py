@@ -1,0 +1,387 @@
+"""Grouped (MoE) quantization and GEMM as ``torch.library`` custom ops, beside :mod:`.ops`.
+
+The ops (namespace ``microscale``), all shapes static, group sizes only on the device::
+
+    quantize_grouped(x [T, K], offs [E], row, col, multiple, backend, seeds [E],
+                     row_rand_bits, col_rand_bits, row_scale [E], col_scale [E])
+        -> row (data, scale, amax [E]) in x's layout [T, K]
+         + col (data, scale, amax [E]) in the padded column layout [K, bound]
+    grouped_scaled_mm(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode, backend)
+        -> "tokens": a [T, K] by expert rows · b [E, N, K]        -> [T, N]    fp32
+           "reduce": a [M, bound] · b [N, bound], groups along K  -> [E, M, N] fp32
+    delayed_scaling_update_grouped_(history [E, L], scale [E], amax [E], active [E], ...)
+
+Layouts and the padded column view: :mod:`microscale.quant.grouped`. ``row``/``col`` are view
+specs as in :mod:`.ops` (format + static options as JSON); ``seeds`` are the experts' SR seeds
+for this tensor (the column view uses ``seed + 1``, as ``ms.Linear`` does).
+``grouped_scaled_mm`` returns the sum of products of the *block*-scaled operands: the
+per-expert factors (NVFP4's α, FP8 tensorwise's ``scale_inv`` product; :func:`grouped_factor`)
+are applied by the caller in its graph, as :mod:`microscale.nn.function` does for ``ms.Linear``.
+
+Two implementations per op, chosen by :func:`microscale.backend.dispatch`:
+
+* the **reference** (the spec): a loop over experts that reads the group sizes on the host
+  (``offs.tolist()``, a host sync: acceptable in the reference only) and quantizes each
+  expert's tokens with the per-tensor reference quantizers, exactly as ``ms.Linear`` does
+  (padding, seeds); its GEMM is one fp32 matmul per expert;
+* the **sync-free path** (:mod:`microscale.kernels.grouped`, used for CUDA tensors and for
+  ``backend="triton"``): the same numbers from device-side index arithmetic, one quantizer call
+  per view and one ``torch._grouped_mm`` per GEMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .backend import dispatch, mm_key, rowcol_key
+from .ops import (
+    _fresh,
+    _layout,
+    parse_view_spec,
+    quantize_views,
+    reference_quantizer,
+    view_spec,
+)
+from .quant.fp8 import fp8_scale_from_amax
+from .quant.grouped import group_layout, padded_bound
+from .quant.nvfp4 import nvfp4_alpha, nvfp4_global_scales
+from .tensor import QFormat, QuantizedTensor
+
+__all__ = [
+    "GroupedQ",
+    "delayed_scaling_update_grouped_",
+    "grouped_factor",
+    "grouped_gemm",
+    "grouped_mm_compat",
+    "grouped_mm_reference",
+    "partial_values",
+    "quantize_experts",
+    "quantize_grouped",
+    "quantize_grouped_reference",
+]
+
+
+@dataclass(frozen=True)
+class GroupedQ:
+    """A grouped quantized operand: ``data``/``scale`` in the op's layout (FP8 tensorwise:
+    ``scale`` is the per-expert ``scale_inv [E]``) and the per-expert ``amax [E]``."""
+
+    fmt: QFormat
+    spec: str                      # "fmt,block_rows,block_cols,exact_bf16" (see _spec)
+    data: Tensor
+    scale: Tensor
+    amax: Tensor
+
+
+def _view_out(fmt, opts, rows, cols, n, like: Tensor):
+    (d_shape, d_dtype), (s_shape, s_dtype) = _layout(fmt, opts, rows, cols)
+    if fmt == QFormat.FP8_TENSOR:
+        s_shape = (n,)
+    # the padding past the last expert is an all-zero block: FP8 blockwise gives it
+    # scale_inv 1 (scale 1 for amax 0), every other format a zero scale byte
+    fill = 1.0 if fmt == QFormat.FP8_BLOCK else 0.0
+    return (like.new_zeros(d_shape, dtype=d_dtype),
+            torch.full(s_shape, fill, dtype=s_dtype, device=like.device),
+            like.new_zeros((n,), dtype=torch.float32))
+
+
+def _empty_tensor_scale(opts, given: Tensor | None, e: int, like: Tensor) -> Tensor:
+    """An expert with no tokens: FP8 tensorwise's scale_inv from amax 0 (or the given scale)."""
+    if given is not None:
+        return 1.0 / given.reshape(-1)[e].float()
+    zero = torch.zeros((), device=like.device)
+    return 1.0 / fp8_scale_from_amax(zero, opts.get("fp8_dtype", torch.float8_e4m3fn),
+                                     opts.get("pow2_scales", False), like.dtype)
+
+
+def _ref_view(x_e, fmt, opts, seed, bits, scale):
+    opts = dict(opts, check_finite=False)
+    if opts.get("stochastic"):
+        if bits is not None:
+            opts["rand_bits"] = bits.contiguous()
+        else:
+            opts["seed"] = seed
+    if scale is not None:
+        opts["scale"] = scale
+    return reference_quantizer(fmt)(x_e, **opts)
+
+
+def _store(out, q, fmt, e, rows: slice | None, cols: slice | None, n_rows=None):
+    """Write expert e's quantized view into the grouped outputs (rows of the row view, or the
+    column range of the padded column view)."""
+    data, scale, amax = out
+    if rows is not None:
+        data[rows] = q.data[:n_rows]
+        if fmt != QFormat.FP8_TENSOR:
+            scale[rows] = q.scale[:n_rows]
+    else:
+        per_d = 2 if fmt.is_fp4 else 1
+        data[:, cols.start // per_d: cols.stop // per_d] = q.data
+        if fmt != QFormat.FP8_TENSOR:
+            bc = q.block[1]
+            scale[:, cols.start // bc: cols.stop // bc] = q.scale
+    if fmt == QFormat.FP8_TENSOR:
+        scale[e] = q.scale
+    if fmt in (QFormat.NVFP4, QFormat.FP8_TENSOR):
+        amax[e] = q.amax
+
+
+def quantize_grouped_reference(x, offs, row, col, multiple, seeds, row_bits, col_bits,
+                               row_scale, col_scale, backend: str = "reference"):
+    """The spec: each expert's tokens zero-padded to ``multiple`` and quantized alone by the
+    reference quantizers (``backend`` is the caller's; the reference ignores it)."""
+    lay = group_layout(offs, x.shape[0], multiple)
+    T, K, n = x.shape[0], x.shape[1], offs.shape[0]
+    ends = offs.tolist()                    # host sync: the reference only
+    outs = [_view_out(*row, T, K, n, x) if row else None,
+            _view_out(*col, K, lay.bound, n, x) if col else None]
+    start, pstart = 0, 0
+    for e, end in enumerate(ends):
+        count = end - start
+        padded = -(-count // multiple) * multiple
+        if count == 0:
+            for view, out, given in ((row, outs[0], row_scale), (col, outs[1], col_scale)):
+                if view and view[0] == QFormat.FP8_TENSOR:
+                    out[1][e] = _empty_tensor_scale(view[1], given, e, x)
+            continue
+        x_e = F.pad(x[start:end], (0, 0, 0, padded - count))
+        seed = None if seeds is None else seeds.reshape(-1)[e:e + 1]
+        if row:
+            bits = None if row_bits is None else F.pad(row_bits[start:end], (0, 0, 0, padded - count))
+            q = _ref_view(x_e, *row, seed, bits, None if row_scale is None else row_scale[e])
+            _store(outs[0], q, row[0], e, slice(start, end), None, count)
+        if col:
+            bits = None if col_bits is None else col_bits[:, pstart:pstart + padded]
+            q = _ref_view(x_e.t().contiguous(), *col, None if seed is None else seed + 1, bits,
+                          None if col_scale is None else col_scale[e])
+            _store(outs[1], q, col[0], e, None, slice(pstart, pstart + padded))
+        start, pstart = end, pstart + padded
+    return outs
+
+
+def _placeholder(x):
+    return [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+
+
+@torch.library.custom_op("microscale::quantize_grouped", mutates_args=())
+def _quantize_grouped_op(x: Tensor, offs: Tensor, row: str, col: str, multiple: int,
+                         backend: str, seeds: Optional[Tensor], row_rand_bits: Optional[Tensor],
+                         col_rand_bits: Optional[Tensor], row_scale: Optional[Tensor],
+                         col_scale: Optional[Tensor]) -> list[Tensor]:
+    views = [parse_view_spec(s) if s else None for s in (row, col)]
+    key = rowcol_key(*(v[0].value if v else None for v in views))
+    outs = dispatch("quantize_grouped", key, backend, x.device, quantize_grouped_reference, x,
+                    offs, *views, multiple, seeds, row_rand_bits, col_rand_bits, row_scale,
+                    col_scale, backend)
+    flat = []
+    for out in outs:
+        flat += [t.contiguous() for t in out] if out is not None else _placeholder(x)
+    return list(_fresh(flat, (x, offs, seeds, row_rand_bits, col_rand_bits, row_scale,
+                              col_scale)))
+
+
+@_quantize_grouped_op.register_fake
+def _(x, offs, row, col, multiple, backend, seeds, row_rand_bits, col_rand_bits, row_scale,
+      col_scale):
+    T, K, n = x.shape[0], x.shape[1], offs.shape[0]
+    bound = padded_bound(T, n, multiple)
+    flat = []
+    for spec, (rows, cols) in ((row, (T, K)), (col, (K, bound))):
+        if spec:
+            fmt, opts = parse_view_spec(spec)
+            (ds, dd), (ss, sd) = _layout(fmt, opts, rows, cols)
+            ss = (n,) if fmt == QFormat.FP8_TENSOR else ss
+            flat += [x.new_empty(ds, dtype=dd), x.new_empty(ss, dtype=sd),
+                     x.new_empty((n,), dtype=torch.float32)]
+        else:
+            flat += _placeholder(x)
+    return flat
+
+
+# ============================================================================ GEMM
+def grouped_mm_compat(a: Tensor, b: Tensor, offs: Tensor, out_dtype=None) -> Tensor:
+    """``torch._grouped_mm(a, b, offs=offs, out_dtype=...)`` across torch 2.11-2.13: the same
+    signature in all three, but a build may insist on a memory layout (row-major ``a``,
+    column-major ``b`` on CUDA): the strides given are tried first, then those layouts.
+    Layout errors are argument checks, raised before anything runs."""
+    err = None
+    for x, y in ((a, b), (a.contiguous(), b.mT.contiguous().mT), (a.contiguous(), b.contiguous())):
+        try:
+            if out_dtype is None or out_dtype == x.dtype:
+                return torch._grouped_mm(x, y, offs=offs)
+            return torch._grouped_mm(x, y, offs=offs, out_dtype=out_dtype)
+        except RuntimeError as e:
+            err = e
+    raise err
+
+
+def _spec(fmt: QFormat, opts: dict) -> str:
+    """Operand spec ``"fmt,block_rows,block_cols,exact_bf16"``: whether ``value · block scale``
+    is exact in bf16 (E2M1/FP8 values times E4M3 or power-of-two scales; FP8 tensorwise keeps
+    its scale out of the operand), else the sync-free GEMM runs in fp32."""
+    if fmt == QFormat.FP8_TENSOR:
+        return f"{fmt.value},0,0,1"
+    block = {QFormat.NVFP4: (16, 16) if opts.get("block_2d") else (1, 16),
+             QFormat.FP8_BLOCK: tuple(opts.get("block", (1, 128)))}.get(fmt, (1, 32))
+    exact = fmt != QFormat.FP8_BLOCK or opts.get("pow2_scales", True)
+    return f"{fmt.value},{block[0]},{block[1]},{int(bool(exact))}"
+
+
+def as_quantized(data: Tensor, scale: Tensor, spec: str) -> QuantizedTensor:
+    """A 2-D grouped operand as a QuantizedTensor (amax unused: per-expert factors are
+    applied outside the GEMM)."""
+    name, br, bc, _ = spec.split(",")
+    fmt = QFormat(name)
+    rows, cols = data.shape[0], data.shape[1] * (2 if fmt.is_fp4 else 1)
+    block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (int(br), int(bc))
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=scale.new_zeros(()),
+                           shape=torch.Size((rows, cols)), orig_dtype=torch.float32, block=block)
+
+
+def partial_values(data: Tensor, scale: Tensor, spec: str) -> Tensor:
+    """fp32 ``value · block scale`` of a 2-D operand (FP8 tensorwise: the values alone)."""
+    q = as_quantized(data, scale, spec)
+    return q.values() if q.fmt == QFormat.FP8_TENSOR else q.values() * q.block_scales()
+
+
+def _as_2d(data: Tensor, scale: Tensor, spec: str) -> tuple[Tensor, Tensor]:
+    """A stacked ``[E, N, ...]`` expert operand as one ``[E·N, ...]`` operand."""
+    if data.dim() == 2:
+        return data, scale
+    data2 = data.reshape(-1, data.shape[-1])
+    if spec.startswith(QFormat.FP8_TENSOR.value):
+        return data2, scale
+    return data2, scale.reshape(-1, scale.shape[-1])
+
+
+def grouped_mm_reference(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode,
+                         backend: str = "reference"):
+    """The spec: one fp32 matmul per expert (group sizes read on the host)."""
+    pa = partial_values(*_as_2d(a_data, a_scale, a_spec), a_spec)
+    pb = partial_values(*_as_2d(b_data, b_scale, b_spec), b_spec)
+    ends, start = offs.tolist(), 0          # host sync: the reference only
+    n = len(ends)
+    if mode == "tokens":
+        pb = pb.reshape(n, -1, pb.shape[-1])
+        y = pa.new_zeros((pa.shape[0], pb.shape[1]))
+        for e, end in enumerate(ends):
+            y[start:end] = pa[start:end] @ pb[e].t()
+            start = end
+        return y
+    y = pa.new_zeros((n, pa.shape[0], pb.shape[0]))
+    for e, end in enumerate(ends):
+        y[e] = pa[:, start:end] @ pb[:, start:end].t()
+        start = end
+    return y
+
+
+@torch.library.custom_op("microscale::grouped_scaled_mm", mutates_args=())
+def _grouped_mm_op(a_data: Tensor, a_scale: Tensor, a_spec: str, b_data: Tensor,
+                   b_scale: Tensor, b_spec: str, offs: Tensor, mode: str,
+                   backend: str) -> Tensor:
+    key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
+    return dispatch("grouped_scaled_mm", key, backend, a_data.device, grouped_mm_reference,
+                    a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode, backend)
+
+
+@_grouped_mm_op.register_fake
+def _(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode, backend):
+    if mode == "tokens":
+        return a_data.new_empty((a_data.shape[0], b_data.shape[-2]), dtype=torch.float32)
+    return a_data.new_empty((offs.shape[0], a_data.shape[0], b_data.shape[0]),
+                            dtype=torch.float32)
+
+
+# ============================================================================ delayed scaling
+@torch.library.custom_op("microscale::delayed_scaling_update_grouped_",
+                         mutates_args=("amax_history", "scale"))
+def delayed_scaling_update_grouped_(amax_history: Tensor, scale: Tensor, amax: Tensor,
+                                    active: Tensor, fp8_max: float, margin: int) -> None:
+    """Per expert, :func:`~microscale.quant.fp8.delayed_scale_update_` for the experts that
+    quantized this step (``active``); the others keep their history and scale, as an
+    ``ms.Linear`` that saw no tokens would."""
+    pushed = torch.cat([amax.float().reshape(-1, 1), amax_history[:, :-1]], dim=1)
+    hist = torch.where(active[:, None], pushed, amax_history)
+    hist_amax = hist.amax(dim=1)
+    new = torch.full_like(hist_amax, fp8_max) / hist_amax / (2.0 ** margin)
+    ok = active & (hist_amax > 0) & torch.isfinite(hist_amax) & torch.isfinite(new) & (new > 0)
+    scale.copy_(torch.where(ok, new, scale))
+    amax_history.copy_(hist)
+
+
+@delayed_scaling_update_grouped_.register_fake
+def _(amax_history, scale, amax, active, fp8_max, margin):
+    return None
+
+
+# ============================================================================ entry points
+def _seeds_of(seeds: Tensor | None, views) -> Tensor | None:
+    return seeds if seeds is not None and any(v and v[1].get("stochastic") for v in views) \
+        else None
+
+
+def quantize_grouped(x: Tensor, offs: Tensor, row, col, multiple: int, backend: str,
+                     seeds: Tensor | None = None, row_scale: Tensor | None = None,
+                     col_scale: Tensor | None = None, row_rand_bits: Tensor | None = None,
+                     col_rand_bits: Tensor | None = None):
+    """Row and column views (``(fmt, options)`` or None each) of a grouped token matrix."""
+    out = torch.ops.microscale.quantize_grouped(
+        x.detach(), offs, view_spec(*row) if row else "", view_spec(*col) if col else "",
+        multiple, backend, _seeds_of(seeds, (row, col)), row_rand_bits, col_rand_bits,
+        row_scale, col_scale)
+    return tuple(GroupedQ(v[0], _spec(*v), *out[3 * i:3 * i + 3]) if v else None
+                 for i, v in enumerate((row, col)))
+
+
+def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = None,
+                     scales: tuple = (None, None)):
+    """Row (along K) and column (along N) views of every expert weight ``w [E, N, K]``, each
+    expert quantized alone by the per-tensor ops (its own amax and 2D tiles, exactly as
+    ``ms.Linear`` quantizes its weight); stacked ``[E, ...]``. ``scales``: delayed-scaling
+    scales ``[E]`` per view, or None."""
+    per = []
+    for e in range(w.shape[0]):                    # E is static: no host sync
+        views = [None if v is None else (v[0], dict(v[1])) for v in (row, col)]
+        for v, given in zip(views, scales):
+            if v is not None and v[1].get("stochastic"):
+                v[1]["seed"] = seeds.reshape(-1)[e:e + 1]
+            if v is not None and given is not None:
+                v[1]["scale"] = given[e]
+        per.append(quantize_views(w[e], *views, backend))
+    out = []
+    for i, v in enumerate((row, col)):
+        if v is None:
+            out.append(None)
+            continue
+        qs = [p[i] for p in per]
+        out.append(GroupedQ(v[0], _spec(*v), torch.stack([q.data for q in qs]),
+                            torch.stack([q.scale for q in qs]),
+                            torch.stack([q.amax.reshape(()) for q in qs])))
+    return tuple(out)
+
+
+def grouped_gemm(qa: GroupedQ, qb: GroupedQ, offs: Tensor, mode: str, backend: str) -> Tensor:
+    """The fp32 sum of block-scaled products (see the module docstring for the modes)."""
+    return torch.ops.microscale.grouped_scaled_mm(qa.data, qa.scale, qa.spec, qb.data, qb.scale,
+                                                  qb.spec, offs, mode, backend)
+
+
+def _tensor_scale(q: GroupedQ) -> Tensor:
+    if q.fmt == QFormat.NVFP4:
+        return nvfp4_global_scales(q.amax)[1]
+    if q.fmt == QFormat.FP8_TENSOR:
+        return q.scale.float()
+    return torch.ones_like(q.amax)
+
+
+def grouped_factor(qa: GroupedQ, qb: GroupedQ) -> Tensor:
+    """Per-expert epilogue factor ``[E]``: NVFP4 × NVFP4 ``α_e`` (SPEC §6), else the product
+    of the operands' per-tensor factors (FP8 tensorwise ``scale_inv``, NVFP4 ``S_dec``)."""
+    if qa.fmt == qb.fmt == QFormat.NVFP4:
+        return nvfp4_alpha(qa.amax, qb.amax)
+    return _tensor_scale(qa) * _tensor_scale(qb)

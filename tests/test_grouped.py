@@ -1,0 +1,295 @@
+"""ms.grouped_mm: every expert equals ms.Linear on its tokens (all presets, empty experts, token
+counts off the block); the sync-free path equals the reference bit for bit without reading the
+group sizes; argument errors; custom-op fakes and a fullgraph trace."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import microscale as ms
+from microscale.kernels import grouped as fast
+from microscale.nn.function import Plan, linear
+from microscale.ops import quantize_views
+from microscale.ops_grouped import quantize_grouped_reference
+from microscale.quant.grouped import _local_index, group_layout, segment_rand_bits
+from microscale.recipe import PRESETS, Recipe
+
+pytestmark = pytest.mark.usefixtures("single_thread")   # chains of small ops: one thread
+INTERP = os.environ.get("TRITON_INTERPRET", "0") == "1"
+needs_interp = pytest.mark.skipif(not (INTERP or torch.cuda.is_available()),
+                                  reason="the sync-free path runs as backend='triton': needs "
+                                  "TRITON_INTERPRET=1 on CPU")
+COUNTS = [5, 0, 37, 16, 0]          # an empty expert, counts off every block, an empty last one
+K = N = 128                         # FP8 128x128 weight tiles need 128
+
+
+def _offs(counts=COUNTS) -> torch.Tensor:
+    return torch.tensor(counts).cumsum(0).to(torch.int32)
+
+
+def _inputs(seed: int = 0, counts=COUNTS, k: int = K, n: int = N):
+    g = torch.Generator().manual_seed(seed)
+    T, E = sum(counts), len(counts)
+    x = torch.randn(T, k, generator=g).to(torch.bfloat16) * 2
+    w = torch.randn(E, n, k, generator=g) * 0.05
+    dy = torch.randn(T, n, generator=g).to(torch.bfloat16)
+    seeds = torch.randint(0, 2**31 - 1, (E, 3), generator=g)
+    return x, w, dy, seeds
+
+
+def _bits(q):
+    return q.view(torch.uint8) if q.dtype.itemsize == 1 else q
+
+
+def _grouped_step(recipe, x, w, dy, seeds, state=None, counts=COUNTS):
+    x, w = x.clone().requires_grad_(), w.clone().requires_grad_()
+    y = ms.grouped_mm(x, w, _offs(counts), recipe, seeds=seeds, state=state)
+    y.backward(dy)
+    return y.detach(), x.grad, w.grad
+
+
+@pytest.mark.parametrize("name", [p for p in PRESETS if p != "fp8_delayed"])
+def test_each_expert_equals_linear(name):
+    """Reference backend: y, dx, dW of every expert = nn.function.linear with that expert's
+    weight and seeds (bit-exact operands; GEMMs within the usual tolerance)."""
+    recipe = Recipe.from_name(name)
+    x, w, dy, seeds = _inputs()
+    y, dx, dw = _grouped_step(recipe, x, w, dy, seeds)
+    start = 0
+    for e, count in enumerate(COUNTS):
+        x_e = x[start:start + count].clone().requires_grad_()
+        w_e = w[e].clone().requires_grad_()
+        y_e = linear(x_e, w_e, None, Plan(recipe), {}, seeds[e], True)
+        y_e.backward(dy[start:start + count])
+        rows = slice(start, start + count)
+        torch.testing.assert_close(y[rows].float(), y_e.float(), atol=8e-3, rtol=8e-3)
+        torch.testing.assert_close(dx[rows].float(), x_e.grad.float(), atol=8e-3, rtol=8e-3)
+        torch.testing.assert_close(dw[e], w_e.grad, atol=8e-3, rtol=8e-3)
+        if count == 0:
+            assert torch.equal(dw[e], torch.zeros_like(dw[e]))      # no tokens, no gradient
+        start += count
+
+
+@pytest.mark.parametrize("name", ["nvfp4", "mxfp4", "fp8_blockwise", "fp8_tensorwise"])
+def test_grouped_operands_bit_exact_per_expert(name):
+    """The grouped row and padded column views hold, per expert, exactly the codes and scales
+    ms.Linear's quantize_rowcol gives for that expert's zero-padded tokens (SR included)."""
+    recipe = Recipe.from_name(name)
+    x, _, _, seeds = _inputs()
+    m = recipe.required_multiples()["tokens"]
+    views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+             for op in (recipe.dgrad.a, recipe.wgrad.a)]
+    q_row, q_col = quantize_grouped_reference(x, _offs(), *views, m, seeds[:, 2], None, None,
+                                              None, None)
+    lay = group_layout(_offs(), x.shape[0], m)
+    start, pstart = 0, 0
+    for e, count in enumerate(COUNTS):
+        padded = -(-count // m) * m
+        if count:
+            x_e = F.pad(x[start:start + count], (0, 0, 0, padded - count))
+            opts = [dict(v[1], seed=seeds[e:e + 1, 2]) if v[1].get("stochastic") else v[1]
+                    for v in views]
+            r, c = quantize_views(x_e, (views[0][0], opts[0]), (views[1][0], opts[1]),
+                                  "reference")
+            assert torch.equal(_bits(q_row[0][start:start + count]), _bits(r.data[:count]))
+            per = 2 if r.fmt.is_fp4 else 1
+            assert torch.equal(_bits(q_col[0][:, pstart // per:(pstart + padded) // per]),
+                               _bits(c.data))
+            if r.fmt.value == "fp8_tensor":
+                assert torch.equal(q_row[1][e], r.scale) and torch.equal(q_col[1][e], c.scale)
+            else:
+                assert torch.equal(_bits(q_row[1][start:start + count]), _bits(r.scale[:count]))
+            if r.fmt.value == "nvfp4":
+                assert torch.equal(q_row[2][e], r.amax) and torch.equal(q_col[2][e], c.amax)
+        start, pstart = start + count, pstart + padded
+    assert pstart == int(lay.pad_ends[-1]) <= lay.bound
+
+
+def test_delayed_scaling_per_expert():
+    """fp8_delayed: each expert keeps its own history; an expert without tokens is left alone."""
+    torch.manual_seed(0)
+    x, w, dy, _ = _inputs()
+    layer = ms.GroupedLinear(len(COUNTS), K, N, "fp8_delayed")
+    with torch.no_grad():
+        layer.weight.copy_(w)
+    singles = [ms.Linear(K, N, bias=False, recipe="fp8_delayed") for _ in COUNTS]
+    for e, lin in enumerate(singles):
+        with torch.no_grad():
+            lin.weight.copy_(w[e])
+    for _ in range(2):                       # step 2 uses the scales step 1 recorded
+        xg = x.clone().requires_grad_()
+        y = layer(xg, _offs())
+        y.backward(dy)
+        start = 0
+        for e, count in enumerate(COUNTS):
+            if count:
+                x_e = x[start:start + count].clone().requires_grad_()
+                y_e = singles[e](x_e)
+                y_e.backward(dy[start:start + count])
+                torch.testing.assert_close(y[start:start + count], y_e, atol=8e-3, rtol=8e-3)
+                torch.testing.assert_close(layer.weight.grad[e], singles[e].weight.grad)
+                singles[e].weight.grad = None
+            start += count
+        layer.weight.grad = None
+    state = layer.delayed_state("weight")
+    assert torch.equal(state["fprop.a/scale"][1], torch.tensor(1.0))          # empty: untouched
+    assert torch.equal(state["fprop.a/scale"][0], singles[0].delayed_state()["fprop.a/scale"])
+
+
+@needs_interp
+@pytest.mark.parametrize("name", ["nvfp4", "nvfp4_no_rht", "mxfp4", "mxfp8", "fp8_blockwise",
+                                  "fp8_tensorwise"])     # every token view the presets use
+def test_sync_free_quantization_bit_exact(name):
+    """The sync-free quantizer = the reference, bit for bit; SR via the same per-expert bytes."""
+    recipe = Recipe.from_name(name)
+    x, _, _, seeds = _inputs(1)
+    m, offs = recipe.required_multiples()["tokens"], _offs()
+    lay = group_layout(offs, x.shape[0], m)
+    rg, cg = lay.row_groups(), lay.col_groups()
+    row_bits = segment_rand_bits(seeds[rg, 2][:, None],
+                                 _local_index(rg, lay.starts, lay.counts, *x.shape, "rows"))
+    col_bits = segment_rand_bits((seeds[cg, 2] + 1)[None, :], _local_index(
+        cg, lay.pad_starts, lay.pad_counts, K, lay.bound, "cols"))
+    for roles in (("fprop", "a", "wgrad", "b"), ("dgrad", "a", "wgrad", "a")):
+        ops = [getattr(getattr(recipe, roles[0]), roles[1]),
+               getattr(getattr(recipe, roles[2]), roles[3])]
+        views = [(op.format, op.quantize_kwargs() | {"check_finite": False}) for op in ops]
+        got = fast.quantize_grouped_fast(x, offs, *views, m, seeds[:, 2], None, None, None,
+                                         None, "triton")
+        want = quantize_grouped_reference(x, offs, *views, m, seeds[:, 2], row_bits, col_bits,
+                                          None, None)
+        for g, r in zip(got, want):
+            for a, b in zip(g, r):
+                assert torch.equal(_bits(a), _bits(b)), (name, roles)
+
+
+@needs_interp
+@pytest.mark.parametrize("name, k", [("nvfp4_no_sr", 32), ("fp8_blockwise", 128)])
+def test_sync_free_layer_matches_reference(name, k):
+    counts = [5, 0, 21]
+    x, w, dy, seeds = _inputs(2, counts, k, k)
+    ref = _grouped_step(Recipe.from_name(name, backend="reference"), x, w, dy, seeds, None, counts)
+    got = _grouped_step(Recipe.from_name(name, backend="triton"), x, w, dy, seeds, None, counts)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a.float(), b.float(), atol=8e-3, rtol=8e-3)
+    assert "sync-free" in str(ms.explain())
+
+
+def test_sync_free_path_never_reads_group_sizes(monkeypatch):
+    """No .item() / .tolist() / bool() of a tensor inside the sync-free quantizer and GEMM."""
+    recipe = Recipe.from_name("nvfp4")
+    x, w, _, seeds = _inputs(3)
+    views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+             for op in (recipe.dgrad.a, recipe.wgrad.a)]
+    q_w = [(recipe.dgrad.b.format, recipe.dgrad.b.quantize_kwargs())]
+    from microscale.ops_grouped import quantize_experts
+    qw = quantize_experts(w.transpose(1, 2).contiguous(), *q_w, None, "reference")[0]
+    m = recipe.required_multiples()["tokens"]
+
+    def boom(*args, **kwargs):
+        raise AssertionError("host sync in the sync-free path")
+    for attr in ("item", "tolist", "__bool__", "__int__", "__float__"):
+        monkeypatch.setattr(torch.Tensor, attr, boom)
+    q_row, _ = fast.quantize_grouped_fast(x, _offs(), *views, m, seeds[:, 2], None, None,
+                                              None, None, "reference")
+    y = fast.grouped_mm_fast(q_row[0], q_row[1], "nvfp4,1,16,1", qw.data, qw.scale,
+                             qw.spec, _offs(), "tokens", "reference")
+    assert y.shape == (x.shape[0], K)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda x, w, o: (x, w, o.to(torch.int64)), "int32"),
+    (lambda x, w, o: (x, w, o.flip(0)), "non-decreasing"),
+    (lambda x, w, o: (x, w, o - 1), "last offset"),
+    (lambda x, w, o: (x[:, :64], w, o), "reduction dims"),
+    (lambda x, w, o: (x, w[0], o), r"w \[E, N, K\]"),
+    (lambda x, w, o: (x, w[:2], o), "int32 \\[E\\]"),
+])
+def test_bad_arguments_raise(bad, match):
+    x, w, _, _ = _inputs()
+    with pytest.raises(ValueError, match=match):
+        ms.grouped_mm(*bad(x, w, _offs()), "mxfp8")
+
+
+def test_recipe_errors():
+    x, w, _, _ = _inputs()
+    tiles = Recipe.from_name("nvfp4").with_operand("fprop", "a", block=(16, 16))
+    with pytest.raises(ValueError, match="2D tiles"):
+        ms.grouped_mm(x, w, _offs(), tiles)
+    with pytest.raises(ValueError, match="delayed scaling"):
+        ms.grouped_mm(x, w, _offs(), "fp8_delayed")
+
+
+def test_ops_fakes_and_fullgraph_trace():
+    """opcheck on the custom ops; the layer traces as one graph (aot_eager: no Inductor)."""
+    x, w, _, seeds = _inputs()
+    recipe = Recipe.from_name("nvfp4")
+    spec = [ms.ops.view_spec(op.format, op.quantize_kwargs() | {"check_finite": False})
+            for op in (recipe.dgrad.a, recipe.wgrad.a)]
+    torch.library.opcheck(torch.ops.microscale.quantize_grouped.default,
+                          (x, _offs(), *spec, 16, "reference", seeds[:, 2], None, None, None,
+                           None), test_utils=("test_schema", "test_faketensor"))
+    layer = ms.GroupedLinear(len(COUNTS), K, N, "nvfp4")
+    fn = torch.compile(lambda t, o: layer(t, o).float().square().sum(), backend="aot_eager",
+                       fullgraph=True)
+    xg = x.clone().requires_grad_()
+    fn(xg, _offs()).backward()
+    assert xg.grad.shape == x.shape and layer.weight.grad.shape == w.shape
+
+
+@needs_interp
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype):
+    """quant_nvfp4_grouped (Triton) = quant.grouped.quantize_segments (PyTorch), both views,
+    RHT and SR, for every input dtype; NaN marks its block as the reference does."""
+    from microscale.kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
+    from microscale.quant.grouped import quantize_segments, segment_sr_bytes
+    from microscale.tensor import QFormat
+
+    x, _, _, seeds = _inputs(4, k=64)
+    x = x.to(dtype)
+    x[3, 7] = float("nan")
+    lay = group_layout(_offs(), x.shape[0], 16)
+    x_pad = lay.pad(x)
+    for col, src, seg, starts, lengths in (
+            (False, x, lay.row_groups(), lay.starts, lay.counts),
+            (True, x_pad, lay.col_groups(), lay.pad_starts, lay.pad_counts)):
+        view = src.t().contiguous() if col else src
+        along = "cols" if col else "rows"
+        bits = segment_sr_bytes(seg, starts, lengths, tuple(view.shape), along, seeds[:, 0])
+        want = quantize_segments(view, QFormat.NVFP4, {"rht": col, "stochastic": True,
+                                                       "rand_bits": bits}, seg, starts, lengths,
+                                 along, None, None, None)
+        got = quantize_nvfp4_segments_triton(src, seg, len(COUNTS), col, col, bits)
+        for a, b in zip(got, want):
+            assert torch.equal(_bits(a), _bits(b)), (dtype, col)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_other_dtypes_and_no_tokens_at_all(dtype):
+    """fp32/fp16 tokens give outputs of their dtype; T = 0 gives an empty y and zero dW."""
+    x, w, dy, seeds = _inputs(5, counts=[3, 0, 20], k=64, n=32)
+    y, _, dw = _grouped_step("nvfp4", x.to(dtype), w, dy.to(dtype), seeds, counts=[3, 0, 20])
+    assert y.dtype == dtype and torch.isfinite(dw).all()
+    wg = w.clone().requires_grad_()
+    y0 = ms.grouped_mm(x[:0].to(dtype), wg, torch.zeros(3, dtype=torch.int32), "nvfp4")
+    y0.sum().backward()
+    assert y0.shape == (0, 32) and torch.equal(wg.grad, torch.zeros_like(w))
+
+
+@needs_interp
+def test_sr_bytes_kernel_matches_pytorch_twin():
+    from microscale.kernels.sr_bytes_grouped import segment_sr_bytes_triton
+    from microscale.quant.grouped import segment_sr_bytes
+
+    lay = group_layout(_offs(), sum(COUNTS), 32)
+    seeds = torch.randint(0, 2**31 - 1, (len(COUNTS),), generator=torch.Generator().manual_seed(7))
+    for args in ((lay.row_groups(), lay.starts, lay.counts, (sum(COUNTS), 96), "rows"),
+                 (lay.col_groups(), lay.pad_starts, lay.pad_counts, (96, lay.bound), "cols")):
+        want = segment_sr_bytes(*args, seeds)
+        assert torch.equal(segment_sr_bytes_triton(*args, seeds), want)
+        assert 120 < want.float().mean() < 136                 # roughly uniform bytes
