@@ -56,3 +56,33 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def dist_runs(tmp_path_factory) -> dict:
+    """The multi-process checks of tests/dist_workers.py, run once: 2 gloo processes (every
+    check, then a 2-rank FSDP2 harness run), then 3 (the checks that catch power-of-two
+    assumptions, then the harness run resumed on 3 ranks and a NaN on one rank). Process start
+    and ``import microscale`` dominate, hence two spawns for all of it. {world: [per-rank]}."""
+    import os
+
+    import dist_workers as W
+    import torch.multiprocessing as mp
+    base = tmp_path_factory.mktemp("dist")
+    os.environ.update(MS_DIST_TMP=str(base), MS_DIST_PORT2=str(_free_port()))
+    names = {2: ("ddp", "fsdp", "amax", "sr", "compile", "allgather", "fsdp_qag", "harness_train"),
+             3: ("fsdp", "amax", "sr", "allgather", "fsdp_qag", "harness_resume")}
+    runs = {"dir": base}
+    for world, checks in names.items():
+        out = base / f"world{world}"
+        out.mkdir()
+        mp.spawn(W.run, args=(world, _free_port(), str(out), checks), nprocs=world, join=True)
+        runs[world] = [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(world)]
+    return runs

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-_SUBPACKAGES = ("integrations",)       # ms.integrations.transformers... without an import
+_SUBPACKAGES = ("integrations", "distributed")       # ms.integrations.transformers... without an import
 
 
 def __getattr__(name: str):

@@ -56,9 +56,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..distributed.reduce import all_reduce_max, global_amax
 from ..gemm import gemm_factor
 from ..ops import delayed_scaling_update_, mm, quantize_views
-from ..quant.fp8 import FP8_MAX
+from ..quant.fp8 import FP8_MAX, fp8_scale_from_amax
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
@@ -81,6 +82,7 @@ class Plan:
     recipe: Recipe
     fprop_hp: bool = False
     grads_hp: bool = False
+    amax_group: str = ""        # tensorwise FP8 amaxes of x and dy: MAX over this group
 
     def quantized(self, gemm: str) -> bool:
         hp = self.fprop_hp if gemm == "fprop" else self.grads_hp
@@ -95,11 +97,17 @@ class Plan:
                      and self.operand(r).rounding == Rounding.STOCHASTIC)
 
 
-def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed):
+def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
+           per_rank: bool = False):
     """Row view (along the feature dim) for ``row_role`` and column view (along tokens) for
-    ``col_role`` of ``t2d`` in one op call; delayed-scaling roles read and update their state."""
+    ``col_role`` of ``t2d`` in one op call; delayed-scaling roles read and update their state.
+
+    ``per_rank``: t2d differs between data-parallel ranks (x, dy; not W), so tensorwise FP8
+    agrees on its amax over ``plan.amax_group`` (:mod:`microscale.distributed.reduce`)."""
     if row_role is None and col_role is None:
         return None, None
+    group = plan.amax_group if per_rank else ""
+    amax_all = None                        # this tensor's amax over the group, computed once
     views = []
     for role in (row_role, col_role):
         if role is None:
@@ -113,14 +121,30 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed)
             options["seed"] = seed
         if op.delayed:
             options["scale"] = state[f"{role}/scale"]
+        elif group and op.format == QFormat.FP8_TENSOR:   # current scaling, agreed amax
+            amax_all = global_amax(t2d, group) if amax_all is None else amax_all
+            options["scale"] = fp8_scale_from_amax(amax_all, options["fp8_dtype"],
+                                                   options["pow2_scales"], t2d.dtype)
         views.append((op.format, options))
     q_row, q_col = quantize_views(t2d, *views, plan.recipe.backend)
     for role, q in ((row_role, q_row), (col_role, q_col)):
         if role is not None and plan.operand(role).delayed:   # this amax feeds the next scale
             op = plan.operand(role)
-            delayed_scaling_update_(state[f"{role}/history"], state[f"{role}/scale"], q.amax,
+            amax = all_reduce_max(q.amax, group) if group else q.amax
+            delayed_scaling_update_(state[f"{role}/history"], state[f"{role}/scale"], amax,
                                     FP8_MAX[op.quantize_kwargs()["fp8_dtype"]], op.margin)
     return q_row, q_col
+
+
+def _weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed):
+    """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master, or, when FSDP2
+    all-gathered them already quantized (:mod:`microscale.distributed.allgather`), as
+    gathered (no second quantization)."""
+    gathered = getattr(weight, "quantized_views", None)
+    if gathered is not None:
+        return gathered(fprop_q, want_wt)
+    return _views(weight, plan, state, "fprop.b" if fprop_q else None,
+                  "dgrad.b" if want_wt else None, seed)
 
 
 def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:
@@ -166,9 +190,10 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     fprop_q = plan.quantized("fprop") and tokens > 0
     x_pad = _pad_tokens(x2d, recipe.required_multiples()["tokens"]) if fprop_q or want_xt else x2d
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
-                       "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1])
-    q_w, q_wt = _views(weight, plan, state, "fprop.b" if fprop_q else None,
-                       "dgrad.b" if want_wt else None, None if seeds is None else seeds[1:2])
+                       "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
+                       per_rank=True)
+    q_w, q_wt = _weight_views(weight, plan, state, fprop_q, want_wt,
+                              None if seeds is None else seeds[1:2])
     if fprop_q:
         y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
     else:
@@ -222,7 +247,7 @@ class QuantizedLinearFn(torch.autograd.Function):
         # one pass over dy: row-wise for dgrad (K = out), column-wise dyᵀ for wgrad (K = tokens)
         q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
                              "wgrad.a" if ctx.wgrad_q else None,
-                             None if seeds is None else seeds[2:3])
+                             None if seeds is None else seeds[2:3], per_rank=True)
         dx = dw = db = None
         if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
             dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \

@@ -38,6 +38,7 @@ import math
 
 import torch
 
+from ..distributed.reduce import rank_seeds
 from ..ops_grouped import (
     GroupedQ,
     delayed_scaling_update_grouped_,
@@ -298,7 +299,8 @@ def grouped_mm(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor,
 
 
 def draw_seeds(n_experts: int, device, generator: torch.Generator | None = None):
-    """int64 ``[E, 3]`` seeds from ``generator`` (or the default generator of ``device``)."""
+    """int64 ``[E, 3]`` seeds from ``generator`` (or the default generator of ``device``),
+    moved to this data-parallel rank's stream (:func:`microscale.distributed.rank_seeds`)."""
     gen_device = generator.device if generator is not None else device
-    return torch.randint(0, 2**31 - 1, (n_experts, N_SEEDS), generator=generator,
-                         device=gen_device, dtype=torch.int64).to(device)
+    return rank_seeds(torch.randint(0, 2**31 - 1, (n_experts, N_SEEDS), generator=generator,
+                                    device=gen_device, dtype=torch.int64).to(device))

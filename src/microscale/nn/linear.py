@@ -26,7 +26,10 @@ State
 =====
 Stochastic rounding draws one seed tensor per call from torch's default generator
 (``torch.manual_seed`` reproduces it) unless the layer owns a ``generator`` (eager only: under
-``torch.compile`` a layer-owned generator is a graph break). Delayed FP8 scaling keeps one amax
+``torch.compile`` a layer-owned generator is a graph break). Under ``torch.distributed`` the
+rank is mixed into the seeds (:func:`microscale.distributed.rank_seeds`; rank 0 unchanged), so
+data-parallel ranks round with distinct, reproducible streams; tensorwise FP8 agrees on the
+amaxes of x and dy across ranks (:mod:`microscale.distributed.reduce`). Delayed FP8 scaling keeps one amax
 history and scale per GEMM operand role (``"fprop.a"``, ``"wgrad.b"``, ...) as non-persistent
 buffers (they follow ``.to()``), updated in place on the device.
 
@@ -53,6 +56,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
@@ -275,7 +279,7 @@ class Linear(nn.Module):
         x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features)   # (-1 fails for in = 0)
         precision = self.precision
         plan = Plan(self._recipe, fprop_hp=precision != "quantized",
-                    grads_hp=precision == "high_precision")
+                    grads_hp=precision == "high_precision", amax_group=amax_group_name())
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or any(p.requires_grad for p in self.parameters()))
         y2d = linear(x2d, self.gemm_weight(), self.bias, plan, self.delayed_state(),
@@ -304,8 +308,10 @@ class Linear(nn.Module):
         if not plan.stochastic_roles():
             return None
         if self.generator is not None:
-            return _seeds_from(self.generator, device)
-        return torch.randint(0, 2**31 - 1, (N_SEEDS,), device=device, dtype=torch.int64)
+            seeds = _seeds_from(self.generator, device)
+        else:
+            seeds = torch.randint(0, SEED_MODULUS, (N_SEEDS,), device=device, dtype=torch.int64)
+        return rank_seeds(seeds)          # each data-parallel rank its own stream
 
     def _label(self) -> str:
         return f"ms.Linear {self.name!r}" if self.name else \

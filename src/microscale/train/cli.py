@@ -15,6 +15,7 @@ names the step and the last good checkpoint).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import importlib.util
 import logging
@@ -113,7 +114,8 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         max_bytes=args.max_bytes, cache_dir=args.cache_dir, out=out, eval_every=args.eval_every,
         eval_batches=args.eval_batches, log_every=args.log_every, ckpt_every=args.ckpt_every,
         resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
-        compile_mode=args.compile_mode, cuda_graph=args.cuda_graph)
+        compile_mode=args.compile_mode, cuda_graph=args.cuda_graph,
+        dist=getattr(args, "dist", "none"), all_gather=getattr(args, "all_gather", "auto"))
     if switch is not None:
         if str(switch) == "decay":
             cfg.switch_step = cfg.decay_start
@@ -150,19 +152,56 @@ def _run_one(args, recipe: str, out: str) -> dict:
 
     _check_out(out)
     trainer = Trainer(config_from_args(args, recipe, out), monitor=_monitor(args))
-    n_conv = len(trainer.report.converted) if trainer.report is not None else 0
-    print(f"[{recipe}] {trainer.model.num_params():,} params, {n_conv} linears quantized, "
-          f"device {trainer.device}, {trainer.data.describe()} -> {out}", flush=True)
+    _announce(trainer, recipe, out)
     return trainer.fit()
 
 
+def _announce(trainer, recipe: str, out: str) -> None:
+    if not trainer.is_writer:
+        return
+    n_conv = len(trainer.report.converted) if trainer.report is not None else 0
+    where = f"{trainer.world} processes ({trainer.cfg.dist})" if hasattr(trainer, "world") else \
+        f"device {trainer.device}"
+    print(f"[{recipe}] {trainer.model.num_params():,} params, {n_conv} linears quantized, "
+          f"{where}, {trainer.data.describe()} -> {out}", flush=True)
+
+
+def _run_dist(args) -> tuple[dict, bool]:
+    """``--dist ddp|fsdp`` under torchrun: every rank trains, rank 0 reports."""
+    import torch.distributed as dist
+
+    from .distributed import DistTrainer, init_process_group
+    cfg = config_from_args(args, args.recipe, args.out)
+    _check_out(args.out)
+    rank, _ = init_process_group(cfg)
+    if rank:
+        logging.getLogger("microscale").setLevel(logging.WARNING)
+    trainer = None
+    try:
+        trainer = DistTrainer(cfg, monitor=_monitor(args))
+        _announce(trainer, args.recipe, args.out)
+        return trainer.fit(), trainer.is_writer
+    finally:
+        # free DDP's reducer while the process group lives: freed later (an exception's
+        # traceback keeps the trainer), its group's destructor deadlocks gloo on the GIL
+        if trainer is not None:
+            trainer.release()
+        gc.collect()
+        dist.destroy_process_group()
+
+
 def cmd_train(args) -> int:
-    record = _run_one(args, args.recipe, args.out)
-    val = f", val loss {record['val_loss']:.4f}" if "val_loss" in record else ""
-    state = "done" if record.get("step", args.steps) >= args.steps else \
-        f"stopped early (--stop-after; continue with --resume) after {args.steps} planned steps at"
-    print(f"{state}: step {record.get('step')}, loss {record.get('loss', float('nan')):.4f}{val}; "
-          f"metrics in {Path(args.out) / 'metrics.jsonl'}")
+    if args.dist != "none":
+        record, writer = _run_dist(args)
+    else:
+        record, writer = _run_one(args, args.recipe, args.out), True
+    if writer:
+        val = f", val loss {record['val_loss']:.4f}" if "val_loss" in record else ""
+        state = "done" if record.get("step", args.steps) >= args.steps else \
+            f"stopped early (--stop-after; continue with --resume) after {args.steps} planned " \
+            "steps at"
+        print(f"{state}: step {record.get('step')}, loss {record.get('loss', float('nan')):.4f}"
+              f"{val}; metrics in {Path(args.out) / 'metrics.jsonl'}")
     return 0
 
 
@@ -204,6 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train one model with one recipe")
     p.add_argument("--recipe", default="bf16", choices=_recipe_names())
     _add_training_args(p, steps=COMPARE_DEFAULTS["steps"], out="runs/train")
+    g = p.add_argument_group("distributed (launch with torchrun; docs/distributed.md)")
+    g.add_argument("--dist", choices=("none", "ddp", "fsdp"), default="none",
+                   help="data parallelism over the torchrun processes (--batch-size is global)")
+    g.add_argument("--all-gather", choices=("auto", "quantized", "fp32"), default="auto",
+                   help="FSDP2 weight all-gather: in the recipe's fprop format, or fp32 "
+                        "(auto: quantized where every layer allows it; logged)")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("compare", help="train several recipes from the same seed and data; plot and tabulate")
     p.add_argument("--recipes", default=COMPARE_DEFAULTS["recipes"],

@@ -37,6 +37,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import platform
 import resource
 import time
@@ -105,6 +106,8 @@ class TrainConfig:
     compile: str = "auto"
     compile_mode: str = "default"
     cuda_graph: bool = False
+    dist: str = "none"                 # "ddp" / "fsdp" under torchrun: see train/distributed.py
+    all_gather: str = "auto"           # FSDP2 weight all-gather: "auto", "quantized" or "fp32"
     stop_after_s: float | None = None   # this call's wall budget: then checkpoint and return
 
     def __post_init__(self):
@@ -123,6 +126,10 @@ class TrainConfig:
         if self.cuda_graph and "reduce-overhead" in self.compile_mode:
             raise ValueError("cuda_graph captures the step itself; do not combine it with "
                              "compile_mode='reduce-overhead' (which captures each block)")
+        if self.dist not in ("none", "ddp", "fsdp") or \
+                self.all_gather not in ("auto", "quantized", "fp32"):
+            raise ValueError(f"dist must be none/ddp/fsdp and all_gather auto/quantized/fp32, "
+                             f"got {self.dist!r}, {self.all_gather!r}")
         if self.switch_mode not in ("fprop", "all"):
             raise ValueError(f"switch_mode must be 'fprop' or 'all', got {self.switch_mode!r}")
         if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0 \
@@ -227,6 +234,7 @@ class Trainer:
         self.compiled = self._compile_wanted()
         if self.compiled:
             compile_blocks(self.model, cfg.compile_mode)
+        self.net = self._parallelize(self.model)      # what forward runs (DDP wraps; FSDP2 shards)
         decay = [p for p in self.model.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
@@ -238,6 +246,20 @@ class Trainer:
             raise ValueError("cuda_graph needs a CUDA device")
         self.peak_flops = peak_flops(self.device)
         self.val = [(x.to(self.device), y.to(self.device)) for x, y in self.sampler.val_batches(cfg.eval_batches)]
+
+    def _parallelize(self, model: torch.nn.Module) -> torch.nn.Module:
+        """One process: the model itself (:class:`~.distributed.DistTrainer` wraps or shards)."""
+        return model
+
+    is_writer = True           # this process writes config, metrics and checkpoints
+
+    def _batch(self, s: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Batch ``s`` of this process (all of it here; a rank's rows under data parallelism)."""
+        return self.sampler.batch(s)
+
+    def _step_values(self, loss: torch.Tensor, grad_norm: torch.Tensor) -> list[float]:
+        """(loss, grad norm) on the host: the step's one sync."""
+        return torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
 
     def _convert(self, model: torch.nn.Module) -> torch.nn.Module:
         import microscale as ms   # the layers load lazily; bf16 runs never need them
@@ -302,11 +324,11 @@ class Trainer:
             group["lr"] = lr_at(s, self.cfg)
         if self.schedule is not None:
             self.schedule.apply(self.model, s)
-        x, y = (t.to(self.device, non_blocking=True) for t in self.sampler.batch(s))
+        x, y = (t.to(self.device, non_blocking=True) for t in self._batch(s))
         graph = self._step_graph.get(x, y) if self._step_graph is not None else None
         loss, grad_norm = graph if graph is not None else self._forward_backward(x, y)
         # the one host sync of a step: both values at once, before any update is applied
-        loss_value, norm_value = torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
+        loss_value, norm_value = self._step_values(loss, grad_norm)
         for what, value in (("the loss", loss_value), ("the gradient norm", norm_value)):
             if not math.isfinite(value):
                 self.optimizer.zero_grad(set_to_none=True)
@@ -322,7 +344,7 @@ class Trainer:
         if self.compiled and "reduce-overhead" in self.cfg.compile_mode:
             torch.compiler.cudagraph_mark_step_begin()   # the last step's graph outputs are done
         with torch.autocast(self.device.type, dtype=torch.bfloat16):
-            logits = self.model(x)
+            logits = self.net(x)
         loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
         loss.backward()
         clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
@@ -367,12 +389,13 @@ class Trainer:
         cfg = self.cfg
         self._start()
         self.model.train()
-        bar = progress_bar(cfg, self.step)
+        bar = progress_bar(cfg, self.step) if self.is_writer else None
         tokens_per_step = cfg.batch_size * cfg.seq_len
         window = Window()
         record: dict = {}
         t_start, first = time.perf_counter(), self.step
-        with open(self.out / "metrics.jsonl", "a", buffering=1) as sink:
+        sink_path = self.out / "metrics.jsonl" if self.is_writer else os.devnull
+        with open(sink_path, "a", buffering=1) as sink:
             for s in range(self.step, cfg.steps):
                 t0 = time.perf_counter()
                 loss, grad_norm, batch = self._train_step(s)
