@@ -172,16 +172,17 @@ def test_save_pretrained_round_trip_refused_clearly(tmp_path):
         from_pretrained(tf.AutoModelForCausalLM, tmp_path)
 
 
-def test_zoo_moe_blocks_share_one_compiled_graph(monkeypatch):
+def test_zoo_moe_blocks_share_one_compiled_graph():
     """Regional compile: every MoE block reuses one graph (a per-block guard on the experts'
     name made moe-1b hit the recompile limit on an H200)."""
     from microscale.train.speed import compile_blocks
     torch._dynamo.reset()
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
     model = build_model("moe-tiny", max_seq_len=64)
     ms.convert(model, "fp8_blockwise")
     compile_blocks(model)
     ids = torch.randint(0, 256, (2, 64))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch._dynamo.config.patch(recompile_limit=1), \
+            torch.autocast("cpu", dtype=torch.bfloat16):
         model(ids).float().sum().backward()
+    torch._dynamo.reset()
     assert len(model.blocks) >= 2
