@@ -34,6 +34,7 @@ _LAZY = {
     "ConversionReport": "microscale.nn.convert",
     "PrecisionSchedule": "microscale.nn.schedule",
     "high_precision": "microscale.nn.schedule",
+    "weight_cache": "microscale.nn.weight_cache",
     "export": "microscale.integrations.export",
     "analyze": "microscale.analysis.analyze",
     "QuantMonitor": "microscale.analysis.monitor",

@@ -7,12 +7,15 @@
   :class:`ConversionReport` that accounts for every GEMM.
 * :class:`PrecisionSchedule` / :func:`high_precision` -- switch converted layers to high
   precision from a given step (fprop only or all GEMMs), or temporarily for evaluation.
+* :func:`weight_cache` -- quantize the weights once per optimizer step under gradient
+  accumulation.
 """
 
 from .convert import ConversionReport, convert
 from .linear import Linear, saved_activation_bytes
 from .schedule import PrecisionSchedule, high_precision
 from .transposed import TransposedLinear
+from .weight_cache import weight_cache
 
 __all__ = ["Linear", "TransposedLinear", "saved_activation_bytes", "convert", "ConversionReport",
-           "PrecisionSchedule", "high_precision"]
+           "PrecisionSchedule", "high_precision", "weight_cache"]

@@ -136,10 +136,15 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
     return q_row, q_col
 
 
-def _weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed):
-    """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master, or, when FSDP2
-    all-gathered them already quantized (:mod:`microscale.distributed.allgather`), as
-    gathered (no second quantization)."""
+def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed):
+    """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master; or as cached for
+    this optimizer step (``state["weight/cache"]``, :mod:`microscale.nn.weight_cache`); or,
+    when FSDP2 all-gathered them already quantized (:mod:`microscale.distributed.allgather`),
+    as gathered (no second quantization)."""
+    cached = state.get("weight/cache")
+    if cached is not None and (cached[0] is not None or not fprop_q) \
+            and (cached[1] is not None or not want_wt):
+        return cached[0] if fprop_q else None, cached[1] if want_wt else None
     gathered = getattr(weight, "quantized_views", None)
     if gathered is not None:
         return gathered(fprop_q, want_wt)
@@ -192,7 +197,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
                        per_rank=True)
-    q_w, q_wt = _weight_views(weight, plan, state, fprop_q, want_wt,
+    q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
                               None if seeds is None else seeds[1:2])
     if fprop_q:
         y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]

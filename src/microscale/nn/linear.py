@@ -60,7 +60,7 @@ from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
-from .function import N_SEEDS, ROLES, Plan, linear
+from .function import N_SEEDS, ROLES, Plan, linear, weight_views
 
 __all__ = ["Linear", "saved_activation_bytes"]
 
@@ -141,6 +141,7 @@ class Linear(nn.Module):
         check_generator(generator)
         self.name = name
         self.generator = generator
+        self._weight_cache = None          # (plan, W view, Wᵀ view) inside ms.weight_cache
         self.high_precision = False
         self.hp_fprop = False
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
@@ -277,14 +278,38 @@ class Linear(nn.Module):
         if torch.is_autocast_enabled(x.device.type):     # behave like nn.Linear under autocast
             x = x.to(torch.get_autocast_dtype(x.device.type))
         x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features)   # (-1 fails for in = 0)
-        precision = self.precision
-        plan = Plan(self._recipe, fprop_hp=precision != "quantized",
-                    grads_hp=precision == "high_precision", amax_group=amax_group_name())
+        plan = self._plan()
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or any(p.requires_grad for p in self.parameters()))
-        y2d = linear(x2d, self.gemm_weight(), self.bias, plan, self.delayed_state(),
+        state = self.delayed_state()
+        cache = self._weight_cache
+        if cache is not None and cache[0] == plan:
+            state = {**state, "weight/cache": cache[1:]}
+        y2d = linear(x2d, self.gemm_weight(), self.bias, plan, state,
                      self._seeds(plan, x.device), needs_grad)
         return y2d.reshape(*x.shape[:-1], self.out_features)
+
+    def _plan(self) -> Plan:
+        precision = self.precision
+        return Plan(self._recipe, fprop_hp=precision != "quantized",
+                    grads_hp=precision == "high_precision", amax_group=amax_group_name())
+
+    def fill_weight_cache(self) -> int:
+        """Quantize W and Wᵀ now, for this layer's forwards until :meth:`clear_weight_cache`
+        (``ms.weight_cache``); returns the weight's version counter at this moment."""
+        plan = self._plan()
+        weight = self.gemm_weight()
+        w_sr = {"fprop.b", "dgrad.b"} & set(plan.stochastic_roles())
+        seeds = self._seeds(plan, weight.device) if w_sr else None   # no draw when W is RNE
+        with torch.no_grad():
+            q_w, q_wt = weight_views(weight, plan, self.delayed_state(),
+                                     plan.quantized("fprop"), plan.quantized("dgrad"),
+                                     None if seeds is None else seeds[1:2])
+        self._weight_cache = (plan, q_w, q_wt)
+        return weight._version
+
+    def clear_weight_cache(self) -> None:
+        self._weight_cache = None
 
     def gemm_weight(self) -> torch.Tensor:
         """The fp32 master as ``[out, in]``, the layout every GEMM reads (a subclass may store
