@@ -240,3 +240,25 @@ def test_compiled_training_matches_eager(tmp_path, data, monkeypatch):
     assert all(r["tok_per_s"] > 0 for r in runs["on"])
     with pytest.raises(ValueError, match="compile must be"):
         _cfg(tmp_path, compile="yes")
+
+
+def test_grad_accum_matches_one_batch_and_quantizes_weights_once(tmp_path, data, monkeypatch):
+    """``grad_accum=2`` splits each batch in two: the losses track the one-batch run (only the
+    loss mean's summation order differs) and each layer quantizes its weights once a step."""
+    from microscale.nn.linear import Linear
+    fills = []
+    real = Linear.fill_weight_cache
+    monkeypatch.setattr(Linear, "fill_weight_cache", lambda self: fills.append(1) or real(self))
+    runs = {}
+    for n in (1, 2):
+        out = tmp_path / f"accum{n}"
+        Trainer(_cfg(out, recipe="nvfp4_no_sr", steps=4, batch_size=4, log_every=1,
+                     ckpt_every=0, grad_accum=n, keep_hp="none"), data=data).fit()
+        runs[n] = [r["loss"] for r in _records(out) if "loss" in r]
+    assert len(runs[2]) == 4
+    assert runs[2] == pytest.approx(runs[1], rel=2e-3)
+    layers = sum(isinstance(m, Linear) for m in Trainer(_cfg(tmp_path / "n", recipe="nvfp4_no_sr",
+                                                              keep_hp="none"), data=data).model.modules())
+    assert len(fills) == 4 * layers                  # once per step and layer, not per micro-batch
+    with pytest.raises(ValueError, match="grad_accum"):
+        _cfg(tmp_path / "bad", batch_size=3, grad_accum=2)

@@ -64,6 +64,8 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--decay-frac", type=float, default=0.2, help="WSD: fraction of steps in the decay")
     g.add_argument("--weight-decay", type=float, default=0.1)
     g.add_argument("--grad-clip", type=float, default=1.0, help="clip the grad norm (0 = off)")
+    g.add_argument("--grad-accum", type=int, default=1,
+                   help="micro-batches per step (the batch split; weights quantized once a step)")
     g.add_argument("--seed", type=int, default=0, help="init + SR stream (+ data order unless --data-seed)")
     g.add_argument("--data-seed", type=int, default=None, help="data order and val set (default: --seed)")
     g = p.add_argument_group("precision")
@@ -114,7 +116,7 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         max_bytes=args.max_bytes, cache_dir=args.cache_dir, out=out, eval_every=args.eval_every,
         eval_batches=args.eval_batches, log_every=args.log_every, ckpt_every=args.ckpt_every,
         resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
-        compile_mode=args.compile_mode, cuda_graph=args.cuda_graph,
+        compile_mode=args.compile_mode, cuda_graph=args.cuda_graph, grad_accum=args.grad_accum,
         dist=getattr(args, "dist", "none"), all_gather=getattr(args, "all_gather", "auto"))
     if switch is not None:
         if str(switch) == "decay":
@@ -283,8 +285,24 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A log handler writing to whatever ``sys.stderr`` is when a record is emitted, not the
+    stream of the moment it was installed (which a caller, e.g. a test runner, may close)."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[_CurrentStderr()])
     args = build_parser().parse_args(argv)
     try:
         from .trainer import DivergenceError
