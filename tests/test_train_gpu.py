@@ -9,6 +9,7 @@ import json
 
 import pytest
 import torch
+import torch._inductor.config  # noqa: F401  (the config.patch decorator below)
 import torch.nn.functional as F
 
 import microscale as ms
@@ -96,13 +97,12 @@ def test_cuda_graph_replays_the_training_step(recipe):
 
 
 @pytest.mark.parametrize("recipe", ["nvfp4_no_sr", "fp8_blockwise", "fp8_tensorwise", "mxfp8"])
-def test_inductor_layer_bit_exact_and_model_close(recipe, monkeypatch):
+@torch._inductor.config.patch(emulate_precision_casts=True)
+def test_inductor_layer_bit_exact_and_model_close(recipe):
     """Inductor around a single layer computes the eager bits (custom ops run the same
     kernels; ``emulate_precision_casts`` keeps the bias's bf16 rounding, which Inductor's
     fused add would otherwise skip); around the model, only the fused high-precision ops
     (norms, RoPE) may move the loss, by float rounding."""
-    import torch._inductor.config as inductor_config
-    monkeypatch.setattr(inductor_config, "emulate_precision_casts", True)
     torch._dynamo.reset()
     layer = ms.Linear(256, 384, recipe=recipe, device="cuda")
     x = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
