@@ -152,7 +152,7 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
         (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(
             ("ROWCOL", "num_warps_rowcol", "PROGS_PER_SM_rowcol", "SUB_ROWS", "num_warps_sub",
              "PROGS_PER_SM_sub"), [
-                ("tile", 4, 4, 32, 4, 8), ("tile", 8, 1, 32, 4, 8), ("sub", 4, 4, 32, 4, 8),
+                ("tile", 4, 4, 64, 8, 4), ("tile", 8, 1, 64, 8, 4), ("sub", 4, 4, 32, 4, 8),
                 ("sub", 4, 4, 16, 4, 16), ("sub", 4, 4, 32, 8, 4), ("sub", 4, 4, 64, 8, 4),
                 ("sub", 4, 4, 16, 2, 16)])),
     ]

@@ -20,8 +20,11 @@ import json, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
 tot = {}
 for r in json.loads(lines[-1]).get("sweep", []) if lines else []:
-    default = "num_warps_rowcol=4,PROGS_PER_SM_rowcol=4,SUB_ROWS=32,num_warps_sub=4,PROGS_PER_SM_sub=8"
-    if r.get("us_graph") and r.get("config", "").endswith(default):   # each mode's defaults
+    cfg = r.get("config", "")
+    default = (cfg.startswith("ROWCOL=tile,num_warps_rowcol=4,PROGS_PER_SM_rowcol=4,") or
+               cfg.startswith("ROWCOL=sub,") and
+               cfg.endswith("SUB_ROWS=64,num_warps_sub=8,PROGS_PER_SM_sub=4"))
+    if r.get("us_graph") and default:                   # each mode with its default config
         mode = r["config"].split(",")[0].split("=")[1]
         tot.setdefault(mode, {}).setdefault(r["config"], 0.0)
         tot[mode][r["config"]] += r["us_graph"]

@@ -38,13 +38,15 @@ from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, e4m3_byte, 
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
 
-# ROWCOL: how a 1x128 row + column pair runs: "tile" (one [128, 128] tile in registers, the
-# default) or "sub" (``_fp8_rowcol_sub_kernel``: [SUB_ROWS, 128] sub-tiles, two passes over
-# the cached tile); MICROSCALE_FP8_ROWCOL overrides. Bit-identical.
+# ROWCOL: how a 1x128 row + column pair runs: "sub" (``_fp8_rowcol_sub_kernel``: [SUB_ROWS,
+# 128] sub-tiles, two passes over the cached tile; the default) or "tile" (one [128, 128] tile
+# in registers); MICROSCALE_FP8_ROWCOL overrides. Bit-identical. On an H200 (graph-replayed,
+# 16384x768 / 16384x3072): sub with 64-row sub-tiles, 8 warps 64.7 / 213 µs; tile 70.3 / 245 µs
+# (benchmarks/results/h200_20261123_session3/fp8_rowcol.log). Both far from the copy rate.
 CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 8,
           "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4,
-          "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "tile"), "SUB_ROWS": 32,
-          "num_warps_sub": 4, "PROGS_PER_SM_sub": 8}
+          "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "sub"), "SUB_ROWS": 64,
+          "num_warps_sub": 8, "PROGS_PER_SM_sub": 4}
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
