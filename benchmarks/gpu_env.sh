@@ -9,3 +9,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/env.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" \
   | tee -a "$OUT/env.txt"
+# step SECS LOG CMD...: run CMD time-limited, log to $OUT/LOG (USDT/DEBUG noise dropped), show
+# the last ${TAIL:-40} lines.
+step() { local secs=$1 log=$2; shift 2; echo "### $*" | tee "$OUT/$log"
+         timeout "$secs" "$@" 2>&1 | grep -v '^USDT\|^DEBUG' | tee -a "$OUT/$log" | tail -"${TAIL:-40}"; }

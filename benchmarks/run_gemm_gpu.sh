@@ -7,8 +7,6 @@
 #     QUICK=1 ...   (8192^3 only for the MXFP8 bench, T = 16384 only for the sweep)
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
-step() { local secs=$1 log=$2; shift 2; echo "### $*" | tee "$OUT/$log"
-         timeout "$secs" "$@" 2>&1 | grep -v '^USDT\|^DEBUG' | tee -a "$OUT/$log" | tail -40; }
 python3 -c "import torch; print('capability', torch.cuda.get_device_capability())" | tee -a "$OUT/env.txt"
 # 1. GPU tests: the new MXFP8 kernel (every sweep config), the dispatch, Blackwell (skips on
 #    Hopper), the existing GEMM kernels (their registration moved to kernels/gemm_block.py)

@@ -5,8 +5,7 @@
 # recipe) and 1b (MODELS_1B_RECIPES). Every step is time-limited; logs under $OUT.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
-step() { local secs=$1 log=$2; shift 2; echo "### $*" | tee "$OUT/$log"
-         timeout "$secs" "$@" 2>&1 | grep -v '^USDT\|^DEBUG' | tee -a "$OUT/$log" | tail -${TAIL:-25}; }
+TAIL=${TAIL:-25}
 step "${TEST_SECS:-110}" gpu_tests.log python3 -m pytest -q -m gpu -p no:cacheprovider -rf \
   tests/test_kernels_mxfp8.py tests/test_grouped_gpu.py tests/test_kernels_quant.py \
   -k "${TEST_K:-not every_sweep_config}"

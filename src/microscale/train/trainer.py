@@ -226,13 +226,9 @@ class Trainer:
         if self.cfg.grad_accum > 1:
             loss = self._accumulate(x, y, self.cfg.grad_accum)
         else:
-            with torch.autocast(self.device.type, dtype=torch.bfloat16):
-                logits = self.net(x)
-            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
-            loss.backward()
+            loss = self._loss_backward(x, y)
         clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
-        return loss.detach(), torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip,
-                                                             foreach=True)
+        return loss, torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip, foreach=True)
 
     def _accumulate(self, x: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
         """The batch as ``n`` micro-batches, gradients summed (each loss scaled by 1/n), the
@@ -245,12 +241,19 @@ class Trainer:
         loss = torch.zeros((), device=x.device)
         with weight_cache(self.model) if once else contextlib.nullcontext():
             for xc, yc in zip(x.chunk(n), y.chunk(n)):
-                with torch.autocast(self.device.type, dtype=torch.bfloat16):
-                    logits = self.net(xc)
-                part = F.cross_entropy(logits.flatten(0, 1), yc.flatten()) / n
-                part.backward()
-                loss = loss + part.detach()
+                loss = loss + self._loss_backward(xc, yc, n)
         return loss
+
+    def _loss_backward(self, x: torch.Tensor, y: torch.Tensor, divisor: int = 1):
+        """The mean cross-entropy of one (micro-)batch over ``divisor``, backpropagated;
+        returned detached."""
+        with torch.autocast(self.device.type, dtype=torch.bfloat16):
+            logits = self.net(x)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        if divisor != 1:
+            loss = loss / divisor
+        loss.backward()
+        return loss.detach()
 
     @torch.no_grad()
     def evaluate(self) -> float:
