@@ -222,7 +222,10 @@ def _ag_model(recipe: str, quantized_ag: bool) -> nn.Module:
 def check_fsdp_quantized_allgather(rank: int, world: int) -> dict:
     """FSDP2 with the quantized all-gather gives the losses, weights and input gradients of
     FSDP2's fp32 all-gather exactly (the layer quantizes the same full W either way), and the
-    layer sees a GatheredWeight."""
+    layer sees a GatheredWeight. With 2 ranks also under ``torch.compile(fullgraph=True)`` of
+    the sharded layer (Dynamo + AOTAutograd, ``aot_eager``: the harness's per-block compile;
+    before GatheredWeight was traceable, Dynamo baked in the first gather and the weight got
+    no gradient)."""
     from microscale.distributed import GatheredWeight
     x = torch.randn(GLOBAL_ROWS, 128, generator=torch.Generator().manual_seed(4))
     t = torch.randn(GLOBAL_ROWS, AG_OUT, generator=torch.Generator().manual_seed(5))
@@ -231,19 +234,25 @@ def check_fsdp_quantized_allgather(rank: int, world: int) -> dict:
     names = ("nvfp4", "mxfp8", "fp8_tensorwise") if world == 2 else ("nvfp4", "fp8_blockwise")
     for name in names:
         runs = {}
-        for quantized_ag in (False, True):
-            model = _ag_model(name, quantized_ag)
+        variants = (False, True, "compiled") if world == 2 and name != "mxfp8" else (False, True)
+        for variant in variants:
+            model = _ag_model(name, bool(variant))
             seen = []
             model[0].register_forward_pre_hook(lambda m, a, seen=seen: seen.append(type(m.weight)))
+            if variant == "compiled":
+                model[0].compile(backend="aot_eager", fullgraph=True)
             xi = x.clone().requires_grad_()
             losses = _steps(model, xi, t, world)
-            runs[quantized_ag] = (losses, _full_state(model), seen, xi.grad)
-        fp32_ag, quant_ag = runs[False], runs[True]
-        out[name] = {"losses": (fp32_ag[0], quant_ag[0]),
-                     "state_equal": all(torch.equal(fp32_ag[1][k], quant_ag[1][k])
-                                        for k in fp32_ag[1]),
-                     "dx_equal": torch.equal(fp32_ag[3], quant_ag[3]),
-                     "gathered": quant_ag[2] == [GatheredWeight] * STEPS}
+            runs[variant] = (losses, _full_state(model), seen, xi.grad)
+        fp32_ag = runs[False]
+        for variant in variants[1:]:
+            quant_ag = runs[variant]
+            key = name if variant is True else f"{name}/compiled"
+            out[key] = {"losses": (fp32_ag[0], quant_ag[0]),
+                        "state_equal": all(torch.equal(fp32_ag[1][k], quant_ag[1][k])
+                                           for k in fp32_ag[1]),
+                        "dx_equal": torch.equal(fp32_ag[3], quant_ag[3]),
+                        "gathered": quant_ag[2] == [GatheredWeight] * STEPS}
     return out
 
 

@@ -43,8 +43,10 @@ checkpoints see plain fp32 values) and implements FSDP2's ``fsdp_pre_all_gather`
 ``fsdp_post_all_gather``; the unsharded parameter FSDP2 builds is a :class:`GatheredWeight`,
 which holds the gathered views. ``ms.Linear`` feeds them to fprop and dgrad without
 re-quantizing. Call :func:`enable_quantized_all_gather` before ``fully_shard``.
-Compile: blocks compiled with ``torch.compile(fullgraph=True)`` (``aot_eager``, CPU) trace the
-gathered weight and give the eager results; Inductor on GPUs is not yet verified.
+Compile: :class:`GatheredWeight` is a traceable wrapper subclass, so blocks compiled with
+``torch.compile(fullgraph=True)`` read each step's gather as graph inputs and return the
+weight gradient to FSDP2 (tested against eager with ``aot_eager`` on CPU; the harness compiles
+blocks with Inductor on GPUs).
 Limits: no delayed-scaling or RHT weights; the precision switches (bf16 fprop, ``high_precision``) need
 the fp32 weight and raise; at least 2 ranks (with one, FSDP2 skips the collective and passes
 only the first all-gather input to the hook).
@@ -65,7 +67,8 @@ from ..tensor import QFormat, QuantizedTensor
 from .reduce import all_gather_rows, global_amax
 
 __all__ = ["GatheredWeight", "QuantizedShardWeight", "all_gather_bytes", "check_recipe",
-           "check_shards", "enable_quantized_all_gather", "plain_state_dict",
+           "check_shards", "enable_quantized_all_gather", "gathered_views", "is_gathered",
+           "plain_state_dict",
            "quantized_all_gather", "shard_rows_multiple"]
 
 aten = torch.ops.aten
@@ -307,8 +310,16 @@ class QuantizedShardWeight(torch.Tensor):
 
 class GatheredWeight(torch.Tensor):
     """The unsharded weight FSDP2 hands the layer: shape ``[out, in]`` fp32 as metadata, the
-    gathered quantized views inside. ``ms.Linear`` reads :meth:`quantized_views`; any other
-    op on it is an error (it holds no fp32 values)."""
+    gathered quantized views inside. ``ms.Linear`` reads them through :func:`gathered_views`;
+    any other op on it is an error (it holds no fp32 values).
+
+    A traceable wrapper subclass (``__tensor_flatten__``): under ``torch.compile`` Dynamo and
+    AOTAutograd see its six inner tensors (codes, scales and amax of both views) as graph
+    inputs, so a compiled block reads this step's gather and the layer's weight gradient flows
+    back to FSDP2 (without it, Dynamo bakes the first gather in and the weight gets no
+    gradient)."""
+
+    _INNER = ("row_data", "row_scale", "row_amax", "col_data", "col_scale", "col_amax")
 
     @staticmethod
     def __new__(cls, q_row: QuantizedTensor, q_col: QuantizedTensor, requires_grad=False):
@@ -317,7 +328,9 @@ class GatheredWeight(torch.Tensor):
                                                    requires_grad=requires_grad)
 
     def __init__(self, q_row: QuantizedTensor, q_col: QuantizedTensor, requires_grad=False):
-        self.q_row, self.q_col = q_row, q_col
+        self.row_data, self.row_scale, self.row_amax = q_row.data, q_row.scale, q_row.amax
+        self.col_data, self.col_scale, self.col_amax = q_col.data, q_col.scale, q_col.amax
+        self.views_meta = (_qt_meta(q_row), _qt_meta(q_col))
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
@@ -327,20 +340,23 @@ class GatheredWeight(torch.Tensor):
         same_shape = func in (aten.as_strided.default, aten.view.default) and \
             tuple(args[1]) == tuple(src.shape)
         if func in (aten.detach.default, aten.alias.default) or same_shape:
-            return GatheredWeight(src.q_row, src.q_col)
+            return GatheredWeight(*gathered_views(src))
         raise NotImplementedError(
             f"GatheredWeight holds the quantized codes FSDP2 all-gathered, not fp32 values; "
             f"{func} is not defined on it (only ms.Linear's GEMMs read it)")
 
-    def quantized_views(self, want_row: bool, want_col: bool):
-        if not want_row:
-            raise RuntimeError("this layer's weight was all-gathered quantized; fprop in high "
-                               "precision needs the fp32 weight")
-        return self.q_row, self.q_col if want_col else None
+    def __tensor_flatten__(self):
+        return list(self._INNER), (self.views_meta, self.requires_grad)
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        (row_meta, col_meta), requires_grad = ctx
+        q_row = _qt_from(row_meta, inner["row_data"], inner["row_scale"], inner["row_amax"])
+        q_col = _qt_from(col_meta, inner["col_data"], inner["col_scale"], inner["col_amax"])
+        return GatheredWeight(q_row, q_col, requires_grad)
 
     def _tensors(self) -> list[torch.Tensor]:
-        return [self.q_row.data, self.q_row.scale, self.q_row.amax,
-                self.q_col.data, self.q_col.scale, self.q_col.amax]
+        return [getattr(self, name) for name in self._INNER]
 
     def owned_tensors(self, outputs) -> tuple[torch.Tensor, ...]:
         """Tensors not backed by FSDP2's all-gather buffers (FSDP2 frees and re-allocates
@@ -364,7 +380,30 @@ class GatheredWeight(torch.Tensor):
                     old.copy_(fresh)
 
     def __repr__(self):
-        return f"GatheredWeight({self.q_row!r}, {self.q_col!r})"
+        return f"GatheredWeight{tuple(self.shape)}({self.views_meta[0][0]})"
+
+
+def is_gathered(weight) -> bool:
+    """``weight`` is a quantized FSDP2 gather (a plain isinstance: Dynamo traces it)."""
+    return isinstance(weight, GatheredWeight)
+
+
+def gathered_views(weight: GatheredWeight) -> tuple[QuantizedTensor, QuantizedTensor]:
+    """The gathered W view (fprop) and Wᵀ view (dgrad) as QuantizedTensors."""
+    row_meta, col_meta = weight.views_meta
+    return (_qt_from(row_meta, weight.row_data, weight.row_scale, weight.row_amax),
+            _qt_from(col_meta, weight.col_data, weight.col_scale, weight.col_amax))
+
+
+def _qt_meta(q: QuantizedTensor) -> tuple:
+    return (q.fmt, tuple(q.shape), q.orig_dtype, tuple(q.block), q.rht_d,
+            tuple(sorted(q.extra.items())))
+
+
+def _qt_from(meta: tuple, data, scale, amax) -> QuantizedTensor:
+    fmt, shape, orig_dtype, block, rht_d, extra = meta
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=torch.Size(shape),
+                           orig_dtype=orig_dtype, block=block, rht_d=rht_d, extra=dict(extra))
 
 
 def plain_state_dict(state: dict) -> dict:

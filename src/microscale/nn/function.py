@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..distributed.allgather import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax
 from ..gemm import gemm_factor
 from ..ops import delayed_scaling_update_, mm, quantize_views
@@ -145,9 +146,12 @@ def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, 
     if cached is not None and (cached[0] is not None or not fprop_q) \
             and (cached[1] is not None or not want_wt):
         return cached[0] if fprop_q else None, cached[1] if want_wt else None
-    gathered = getattr(weight, "quantized_views", None)
-    if gathered is not None:
-        return gathered(fprop_q, want_wt)
+    if is_gathered(weight):
+        if not fprop_q:
+            raise RuntimeError("this layer's weight was all-gathered quantized; fprop in high "
+                               "precision needs the fp32 weight")
+        q_w, q_wt = gathered_views(weight)
+        return q_w, q_wt if want_wt else None
     return _views(weight, plan, state, "fprop.b" if fprop_q else None,
                   "dgrad.b" if want_wt else None, seed)
 

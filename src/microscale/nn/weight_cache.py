@@ -53,7 +53,7 @@ def _cached_layers(model: torch.nn.Module) -> list:
 
 
 def _is_sharded(weight: torch.Tensor) -> bool:
-    return type(weight).__name__ == "DTensor" or hasattr(weight, "quantized_views")
+    return type(weight).__name__ == "DTensor" or type(weight).__name__ == "GatheredWeight"
 
 
 @contextlib.contextmanager
