@@ -96,7 +96,8 @@ def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--recipes", default="nvfp4,fp8_blockwise,mxfp8,fp8_tensorwise")
     p.add_argument("--n", type=int, default=256, help="operand size (n x n, tiny on purpose)")
-    p.add_argument("--profile", action="store_true", help="cProfile the compiled layer")
+    p.add_argument("--profile", action="store_true",
+                   help="cProfile the compiled layer, and torch.profiler's CPU time per op")
     args = p.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     a = torch.randn(args.n, args.n, device=device)
@@ -124,6 +125,14 @@ def main(argv=None) -> dict:
             profiles[recipe] = buf.getvalue()
             print(f"--- cProfile, {recipe} compiled layer fwd+bwd x50 (tottime)")
             print("\n".join(buf.getvalue().splitlines()[:45]))
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CPU]) as tprof:
+                for _ in range(20):
+                    compiled()
+                sync()
+            print(f"--- torch.profiler, {recipe} compiled layer fwd+bwd x20 (self CPU)")
+            print(tprof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18,
+                                             max_name_column_width=60))
     print(f"{'what':<52} {'host us/call':>12}")
     for r in rows:
         print(f"{r['what']:<52} {r['us']:>12.1f}")

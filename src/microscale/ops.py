@@ -34,6 +34,15 @@ call is a pure function of its inputs: compiled graphs may reorder or deduplicat
 :func:`quantize_view` / :func:`quantize_views` / :func:`mm` are the Python entry points that
 pack the ops' tensors into :class:`~microscale.tensor.QuantizedTensor` (what the public
 ``ms.quantize`` / ``ms.quantize_rowcol`` / ``ms.scaled_mm`` and the layers call).
+
+Host cost. A step that is not replayed as one CUDA graph (FSDP2, DDP, a Hugging Face model)
+pays every op call's Python on the host. ``torch.library.custom_op`` wraps an implementation in
+an autograd layer, a dynamo-disable wrapper and a run-time aliasing check; the layers never
+need the first (the ops run inside :class:`~microscale.nn.function.QuantizedLinearFn` on
+detached tensors) and :func:`_fresh` already guarantees the last. So the ops are defined with
+the dispatcher's own ``Library.define`` / ``impl`` (one ``CompositeExplicitAutograd`` kernel
+for every device) plus ``register_fake``: the same schemas, the same compile behaviour,
+a fraction of the call cost (``benchmarks/bench_host.py`` measures it).
 """
 
 from __future__ import annotations
@@ -51,6 +60,19 @@ from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
 from .tensor import QFormat, QuantizedTensor
 from .validate import check_generator
+
+_LIB = torch.library.Library("microscale", "FRAGMENT")      # the ops of this module
+
+
+def _define(schema: str, impl) -> None:
+    """``microscale::<name>`` with ``schema``, run by ``impl`` on every device (no autograd
+    formula: the layers call the ops on detached tensors inside their autograd.Function)."""
+    _LIB.define(schema)
+    _LIB.impl(schema.split("(", 1)[0], impl, "CompositeExplicitAutograd")
+
+
+def _fake(name: str):
+    return torch.library.register_fake(f"microscale::{name}", lib=_LIB)
 
 __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "quantize_views",
            "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
@@ -216,7 +238,6 @@ def _with_tensors(spec: str, **tensors) -> tuple[QFormat, dict]:
 
 
 # ============================================================================ the ops
-@torch.library.custom_op("microscale::quantize", mutates_args=())
 def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
                  rand_bits: Optional[Tensor], amax: Optional[Tensor],
                  scale: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
@@ -232,12 +253,15 @@ def _fake_view(x: Tensor, spec: str, rows, cols) -> tuple[Tensor, Tensor, Tensor
             x.new_empty((), dtype=torch.float32))
 
 
-@_quantize_op.register_fake
+_define("quantize(Tensor x, str spec, str backend, Tensor? seed, Tensor? rand_bits, "
+        "Tensor? amax, Tensor? scale) -> (Tensor, Tensor, Tensor)", _quantize_op)
+
+
+@_fake("quantize")
 def _(x, spec, backend, seed, rand_bits, amax, scale):
     return _fake_view(x, spec, *_rows_cols(x))
 
 
-@torch.library.custom_op("microscale::quantize_rowcol", mutates_args=())
 def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optional[Tensor],
                         row_rand_bits: Optional[Tensor], col_rand_bits: Optional[Tensor],
                         row_amax: Optional[Tensor], col_amax: Optional[Tensor],
@@ -262,7 +286,12 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
     return list(_fresh(outs, inputs))
 
 
-@_quantize_rowcol_op.register_fake
+_define("quantize_rowcol(Tensor x, str row, str col, str backend, Tensor? seed, "
+        "Tensor? row_rand_bits, Tensor? col_rand_bits, Tensor? row_amax, Tensor? col_amax, "
+        "Tensor? row_scale, Tensor? col_scale) -> Tensor[]", _quantize_rowcol_op)
+
+
+@_fake("quantize_rowcol")
 def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale,
       col_scale):
     rows, cols = _rows_cols(x)
@@ -273,7 +302,6 @@ def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_am
     return outs
 
 
-@torch.library.custom_op("microscale::scaled_mm", mutates_args=())
 def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
                   b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
                   backend: str, apply_factor: bool) -> Tensor:
@@ -284,7 +312,12 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
     return y.reshape(qa.rows, qb.rows)
 
 
-@_scaled_mm_op.register_fake
+_define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Tensor b_data, "
+        "Tensor b_scale, Tensor b_amax, str b_spec, ScalarType out_dtype, str backend, "
+        "bool apply_factor) -> Tensor", _scaled_mm_op)
+
+
+@_fake("scaled_mm")
 def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
       apply_factor):
     return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
@@ -306,14 +339,18 @@ def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedT
                            orig_dtype=torch.float32, block=block, rht_d=int(rht_d))
 
 
-@torch.library.custom_op("microscale::delayed_scaling_update_", mutates_args=("amax_history", "scale"))
-def delayed_scaling_update_(amax_history: Tensor, scale: Tensor, amax: Tensor, fp8_max: float,
+def _delayed_scaling_update_impl(amax_history: Tensor, scale: Tensor, amax: Tensor, fp8_max: float,
                             margin: int) -> None:
     """:func:`microscale.quant.fp8.delayed_scale_update_` as an op (mutates its first two)."""
     delayed_scale_update_(amax_history, scale, amax, fp8_max, margin)
 
 
-@delayed_scaling_update_.register_fake
+_define("delayed_scaling_update_(Tensor(a!) amax_history, Tensor(b!) scale, Tensor amax, "
+        "float fp8_max, SymInt margin) -> ()", _delayed_scaling_update_impl)
+delayed_scaling_update_ = torch.ops.microscale.delayed_scaling_update_.default
+
+
+@_fake("delayed_scaling_update_")
 def _(amax_history, scale, amax, fp8_max, margin):
     return None
 
