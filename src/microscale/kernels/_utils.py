@@ -395,14 +395,30 @@ def rht_matrix_on(d: int, device: torch.device) -> torch.Tensor:
     return _M_CACHE[key]
 
 
+_CC_CACHE: dict[str, tuple[int, int]] = {}
+
+
+def device_capability(device: torch.device) -> tuple[int, int]:
+    """``torch.cuda.get_device_capability``, cached per device (asked on every GEMM call)."""
+    key = str(device)
+    if key not in _CC_CACHE:
+        _CC_CACHE[key] = torch.cuda.get_device_capability(device)
+    return _CC_CACHE[key]
+
+
+def multiprocessors(device: torch.device) -> int:
+    """The device's SM count, cached per device."""
+    key = str(device)
+    if key not in _SM_CACHE:
+        _SM_CACHE[key] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SM_CACHE[key]
+
+
 def persistent_grid(n_tiles: int, device: torch.device, progs_per_sm: int) -> int:
     """Programs to launch: at most ``progs_per_sm`` per multiprocessor, each looping over tiles."""
     if device.type != "cuda":
         return max(1, min(n_tiles, 2))          # the interpreter: exercise the tile loop
-    key = str(device)
-    if key not in _SM_CACHE:
-        _SM_CACHE[key] = torch.cuda.get_device_properties(device).multi_processor_count
-    return max(1, min(n_tiles, _SM_CACHE[key] * progs_per_sm))
+    return max(1, min(n_tiles, multiprocessors(device) * progs_per_sm))
 
 
 @triton.jit

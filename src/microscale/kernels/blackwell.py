@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from ..backend import KernelUnsupported
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
+from ._utils import device_capability
 
 __all__ = [
     "NATIVE_MAJORS",
@@ -128,7 +129,7 @@ def has_native_block_scaling(device: torch.device) -> bool:
     """A CUDA device of compute capability 10.x/11.x/12.x and a torch with FP4 dtypes."""
     if device.type != "cuda" or not hasattr(torch, "float4_e2m1fn_x2"):
         return False
-    return torch.cuda.get_device_capability(device)[0] in NATIVE_MAJORS
+    return device_capability(device)[0] in NATIVE_MAJORS
 
 
 def _call(a, sa, b, sb, fmt: QFormat, out_dtype: torch.dtype) -> torch.Tensor:

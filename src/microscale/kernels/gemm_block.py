@@ -28,6 +28,7 @@ from ..backend import (
 )
 from ..tensor import QFormat, QuantizedTensor
 from . import blackwell, gemm_fp4, gemm_mxfp8
+from ._utils import device_capability, multiprocessors
 from .gemm_paths import choose_path, family_of
 
 __all__ = ["BLOCK_PATHS", "scaled_mm_block"]
@@ -39,7 +40,7 @@ _MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 def _sms(device: torch.device) -> int:
     if device.type != "cuda":
         return 132
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return multiprocessors(device)
 
 
 def _native_candidate(qa: QuantizedTensor, qb: QuantizedTensor) -> bool:
@@ -49,7 +50,7 @@ def _native_candidate(qa: QuantizedTensor, qb: QuantizedTensor) -> bool:
 
 def _native(qa, qb, out_dtype, apply_factor, key):
     y = blackwell.scaled_mm_native(qa, qb, out_dtype, apply_factor)
-    major, minor = torch.cuda.get_device_capability(qa.device)
+    major, minor = device_capability(qa.device)
     note_path("scaled_mm", key, f"native block-scaled GEMM (cuBLASLt, sm_{major}{minor}; "
               "not yet validated on hardware)")
     return y

@@ -72,7 +72,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, _interpreting
 from ..quant.mx_regroup import MANTISSA_BITS
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import grouped_tile
+from ._utils import device_capability, grouped_tile
 from .gemm_fp8 import _interpreter_f32
 
 __all__ = [
@@ -142,7 +142,7 @@ def has_fp8_tensor_cores(device: torch.device) -> bool:
     """FP8 MMA exists from compute capability 8.9 (Ada) on; Triton's CPU interpreter too."""
     if device.type != "cuda":
         return _interpreting()
-    return torch.cuda.get_device_capability(device) >= (8, 9)
+    return device_capability(device) >= (8, 9)
 
 
 # ----------------------------------------------------------------------------- kernel
