@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..distributed.allgather import gathered_views, is_gathered
+from ..distributed.gathered import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax
 from ..gemm import gemm_factor
 from ..ops import delayed_scaling_update_, mm, quantize_views
