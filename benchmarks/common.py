@@ -75,7 +75,7 @@ def env_header() -> str:
 def fmt_table(rows: list[dict], columns: list[str]) -> str:
     """Plain fixed-width table of ``rows`` (dicts) over ``columns``."""
     cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]

@@ -40,11 +40,23 @@ __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table"
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
-# Built-in rules: none yet, i.e. the defaults above everywhere (not yet measured with the
-# sweep; see benchmarks/results/gemm_notes.md). Example of the format:
-#   {"family": "fp8", "m": [None, 16384], "n": [None, 1024], "k": [None, None],
-#    "path": "triton", "config": {"bm": 128, "bn": 64}}
-RULES: list[dict] = []
+# Built-in rules: measured on one H200 (torch 2.11, Triton 3.6, 2026-11-23) by
+# `bench_gemm_sweep.py --quick` (T = 16384 tokens only: the 50m/125m training shapes at batch
+# 16 x 1024; log and suggested file in benchmarks/results/h200_20261123_gemm_sweep/). Only the
+# shapes where another path beat the family default; the speedup over the default in the
+# comment. Other token counts keep the defaults until a full sweep has timed them.
+_T = [16384, 16384]
+RULES: list[dict] = [
+    {"family": "fp8", "m": _T, "n": [896, 896], "k": [640, 640], "path": "triton"},   # 3.08x
+    {"family": "fp8", "m": _T, "n": [640, 640], "k": [640, 640], "path": "triton",    # 1.24x
+     "config": {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4}},
+    {"family": "fp4", "m": _T, "n": [896, 896], "k": [640, 640], "path": "mainloop"},  # 2.83x
+    {"family": "fp4", "m": _T, "n": [640, 640], "k": [896, 896], "path": "mainloop"},  # 1.43x
+    {"family": "fp4", "m": _T, "n": [640, 640], "k": [640, 640], "path": "mainloop"},  # 1.63x
+    {"family": "fp4", "m": _T, "n": [1280, 1280], "k": [768, 768], "path": "mainloop"},  # 1.19x
+    {"family": "fp4", "m": _T, "n": [768, 768], "k": [1280, 1280], "path": "mainloop"},  # 1.22x
+    {"family": "fp4", "m": _T, "n": [768, 768], "k": [768, 768], "path": "mainloop"},  # 1.59x
+]
 _ACTIVE: list[list[dict] | None] = [None]
 
 
