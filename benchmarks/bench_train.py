@@ -75,6 +75,9 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
 
 
 def train_step(model, opt, x, y) -> None:
+    # a new step for Inductor's CUDA-graph trees (--mode reduce-overhead: the previous step's
+    # graph outputs are dead); a no-op for every other mode
+    torch.compiler.cudagraph_mark_step_begin()
     with torch.autocast(x.device.type, dtype=torch.bfloat16):
         logits = model(x)
     F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
