@@ -202,7 +202,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
                        per_rank=True)
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
-                              None if seeds is None else seeds[1:2])
+                             None if seeds is None else seeds[1:2])
     if fprop_q:
         y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
     else:

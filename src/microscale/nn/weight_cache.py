@@ -38,6 +38,8 @@ import contextlib
 
 import torch
 
+from ..distributed.gathered import is_gathered
+
 __all__ = ["weight_cache"]
 
 
@@ -53,7 +55,7 @@ def _cached_layers(model: torch.nn.Module) -> list:
 
 
 def _is_sharded(weight: torch.Tensor) -> bool:
-    return type(weight).__name__ == "DTensor" or type(weight).__name__ == "GatheredWeight"
+    return type(weight).__name__ == "DTensor" or is_gathered(weight)
 
 
 @contextlib.contextmanager

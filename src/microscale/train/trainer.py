@@ -34,7 +34,6 @@ replaces that directory's metrics and checkpoints.
 from __future__ import annotations
 
 import contextlib
-
 import dataclasses
 import json
 import logging
@@ -49,9 +48,14 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from .checkpoint import (
+    atomic_write_text,
+    latest_checkpoint,
+    load_checkpoint,
+    resume_point,
+    save_checkpoint,
+)
 from .config import _RESUME_FIXED, DivergenceError, TrainConfig, keep_hp_arg, lr_at
-from .checkpoint import atomic_write_text, latest_checkpoint, load_checkpoint, save_checkpoint
-from .checkpoint import resume_point
 from .data import BatchSampler, TokenData, load_data
 from .model import build_model, flops_per_token
 from .records import Window, progress_bar, report_progress, truncate_metrics
@@ -142,7 +146,7 @@ class Trainer:
         return torch.stack([loss.detach().float(), grad_norm.float()]).tolist()
 
     def _convert(self, model: torch.nn.Module) -> torch.nn.Module:
-        import microscale as ms   # the layers load lazily; bf16 runs never need them
+        import microscale as ms  # the layers load lazily; bf16 runs never need them
 
         cfg = self.cfg
         self.recipe = ms.Recipe.from_name(cfg.recipe, **({"backend": cfg.backend} if cfg.backend else {}))
@@ -236,7 +240,7 @@ class Trainer:
         if x.shape[0] % n:
             raise ValueError(f"grad_accum={n} must divide this process's batch of "
                              f"{x.shape[0]} sequences")
-        from ..nn.weight_cache import weight_cache      # quantized runs only (lazy import)
+        from ..nn.weight_cache import weight_cache  # quantized runs only (lazy import)
         once = self.recipe is not None and self.cfg.dist != "fsdp"
         loss = torch.zeros((), device=x.device)
         with weight_cache(self.model) if once else contextlib.nullcontext():
