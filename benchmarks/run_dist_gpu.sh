@@ -7,7 +7,7 @@
 # logs, exit_codes.txt and dist_scaling.json (one JSON line: tokens/s, speedups, final losses,
 # all-gather bytes). Plot: python benchmarks/plot_dist.py $OUT docs/results/distributed_h200x2
 #     RECIPES=nvfp4,fp8_blockwise MODEL=125m STEPS=40 BATCH=128 SEQ=1024 FP32_AG=nvfp4 \
-#         bash benchmarks/run_dist_gpu.sh
+#         GRAPH=0 bash benchmarks/run_dist_gpu.sh
 # Budget: under 8 minutes on two H200s (5 timed slots of RUN_SECS + the smoke run; a cut run
 # still reports the steps it logged; tokens/s is the median over logged windows after step 10).
 # The global batch is large (128 x 1024) on purpose: a step that is not one CUDA graph pays
@@ -18,8 +18,11 @@ source "$(dirname "$0")/gpu_env.sh"
 export NCCL_NVLS_ENABLE=0          # NVLink multicast (NVLS) stays off on the lent machines
 RECIPES=${RECIPES:-nvfp4,fp8_blockwise}; MODEL=${MODEL:-125m}; STEPS=${STEPS:-40}
 BATCH=${BATCH:-128}; SEQ=${SEQ:-1024}; NGPU=${NGPU:-2}; RUN_SECS=${RUN_SECS:-80}; FP32_AG=${FP32_AG:-nvfp4}
+# GRAPH=1: every run (1 GPU and FSDP2) replays its steps from one CUDA graph (--cuda-graph)
+GRAPH_ARG=(); [ "${GRAPH:-0}" = 1 ] && GRAPH_ARG=(--cuda-graph)
 COMMON=(train --model "$MODEL" --steps "$STEPS" --batch-size "$BATCH" --seq-len "$SEQ"
-        --eval-every 100000 --eval-batches 4 --ckpt-every 0 --log-every 5 --no-progress)
+        --eval-every 100000 --eval-batches 4 --ckpt-every 0 --log-every 5 --no-progress
+        "${GRAPH_ARG[@]}")
 port=29500
 single() {  # single NAME GPU EXTRA...: a one-process run on one GPU
   local name=$1 gpu=$2; shift 2
@@ -35,7 +38,9 @@ multi() {   # multi NAME SECS ARGS...: an NGPU torchrun job
   echo "$name: exit $?" | tee -a "$OUT/exit_codes.txt"
 }
 multi smoke_tiny_fsdp 60 train --model tiny --steps 3 --batch-size 8 --seq-len 128 --eval-every 100000 \
-  --eval-batches 1 --ckpt-every 0 --no-progress --recipe nvfp4 --dist fsdp --all-gather quantized
+  --eval-batches 1 --ckpt-every 0 --no-progress --recipe "${SMOKE_RECIPE:-fp8_blockwise}" \
+  --dist fsdp --all-gather auto \
+  "${GRAPH_ARG[@]}"
 tail -5 "$OUT/smoke_tiny_fsdp.log"
 for recipe in ${RECIPES//,/ }; do
   single "${recipe}_1gpu_s0" 0 --recipe "$recipe" --seed 0 &

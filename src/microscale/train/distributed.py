@@ -23,6 +23,10 @@ What each rank does
   switch is scheduled, and logs which it chose and why.
 * Tensorwise FP8 amaxes are agreed over all ranks and SR seeds carry the rank
   (:mod:`microscale.distributed.reduce`).
+* ``--cuda-graph`` (FSDP2 only): forward + backward of a step, FSDP2's all-gathers and
+  reduce-scatters included, are captured in one CUDA graph after the warm-up steps and
+  replayed (NCCL collectives are capturable); the optimizer step and the loss all-reduce
+  stay outside. This removes the per-layer host time that makes small models host-bound.
 * Only rank 0 writes ``config.json``, ``metrics.jsonl`` and the progress output.
 * A step's loss and gradient norm are all-reduced together (the step's one host sync); a NaN or
   Inf on any rank makes the sum non-finite on every rank, so every rank stops with
@@ -52,6 +56,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from ..tensor import QFormat
 from .checkpoint import _unb64, atomic_write_text, rng_state, set_rng_state
 from .records import truncate_metrics
 from .trainer import TrainConfig, Trainer
@@ -95,8 +100,10 @@ class DistTrainer(Trainer):
     """:class:`~.trainer.Trainer` on every rank of a process group (see the module docs)."""
 
     def __init__(self, config: TrainConfig, monitor=None, data=None):
-        if config.cuda_graph:
-            raise ValueError("--cuda-graph is not supported with --dist")
+        if config.cuda_graph and config.dist != "fsdp":
+            raise ValueError(f"--cuda-graph with --dist {config.dist} is not supported (only "
+                             "--dist fsdp captures its collectives in the step's graph; DDP's "
+                             "bucketed all-reduce has not been tried under capture)")
         if getattr(config, "stop_after_s", None) is not None:   # each rank's own clock would
             raise ValueError("--stop-after is not supported with --dist yet (the ranks would "
                              "decide on their own clocks when to stop; use --steps)")
@@ -108,7 +115,11 @@ class DistTrainer(Trainer):
         super().__init__(config, monitor=monitor, data=data)
 
     def release(self) -> None:
-        """Drop the DDP/FSDP2 wrapper and optimizer before the process group is destroyed."""
+        """Drop the step's CUDA graph, the DDP/FSDP2 wrapper and the optimizer before the process
+        group is destroyed (a live graph with captured NCCL work makes
+        ``destroy_process_group`` hang: pytorch/pytorch#115388)."""
+        if getattr(self, "_step_graph", None) is not None:
+            self._step_graph.reset()
         self.net = self.optimizer = None
 
     # ------------------------------------------------------------------ model
@@ -134,6 +145,10 @@ class DistTrainer(Trainer):
         reason = None
         if self.cfg.switch_step is not None:
             reason = "a precision switch needs the fp32 weight"
+        elif self.cfg.cuda_graph and self.recipe.fprop.b.format == QFormat.NVFP4:
+            reason = ("the NVFP4 quantized all-gather inside a CUDA graph (--cuda-graph) did not "
+                      "train on two H200s (2026-11-23: the loss rose and the run stalled); "
+                      "the fp32 all-gather is the verified path with --cuda-graph")
         else:
             from ..distributed import all_gather_bytes
             try:

@@ -60,6 +60,13 @@ class StepGraph:
         self.graph.replay()
         return loss, norm
 
+    def reset(self) -> None:
+        """Release the captured graph (a later step warms up and captures again)."""
+        if self.graph is not None:
+            torch.cuda.synchronize()
+            self.graph.reset()
+        self.graph, self.static, self.key, self.seen = None, None, None, 0
+
     def _capture(self, x: torch.Tensor, y: torch.Tensor) -> None:
         trainer = self.trainer
         sx, sy = x.clone(), y.clone()
