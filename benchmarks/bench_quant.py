@@ -90,20 +90,7 @@ def _written(out) -> int:
     return sum(q.data.nbytes + q.scale.nbytes + 4 for q in outs if q is not None)
 
 
-def graph_ms(fn) -> float | None:
-    """Median time of ``fn`` replayed from a CUDA graph: the kernels without host overhead."""
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn()
-        return common.bench_ms(graph.replay)
-    except RuntimeError:   # e.g. an op that cannot be captured
-        return None
+graph_ms = common.graph_ms
 
 
 def run_variant(name: str, x: torch.Tensor, backend: str, copy_gbs: float,
@@ -150,11 +137,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
         (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(
-            ("ROWCOL", "num_warps_rowcol", "PROGS_PER_SM_rowcol", "SUB_ROWS", "num_warps_sub",
-             "PROGS_PER_SM_sub"), [
-                ("tile", 4, 4, 64, 8, 4), ("tile", 8, 1, 64, 8, 4), ("sub", 4, 4, 32, 4, 8),
-                ("sub", 4, 4, 16, 4, 16), ("sub", 4, 4, 32, 8, 4), ("sub", 4, 4, 64, 8, 4),
-                ("sub", 4, 4, 16, 2, 16)])),
+            ("ROWCOL", "SUB_ROWS", "num_warps_sub", "PROGS_PER_SM_sub", "PACK_COL",
+             "NUM_STAGES_sub"), [
+                # session 5: bytes vs packed words for the column store, pipelined or not
+                ("sub", 64, 8, 4, False, 2), ("sub", 64, 8, 4, True, 2),
+                ("sub", 64, 8, 4, True, 1), ("sub", 64, 8, 4, False, 1),
+                ("sub", 32, 4, 8, True, 2), ("sub", 32, 4, 8, True, 1),
+                ("sub", 128, 8, 2, True, 1), ("sub", 64, 4, 8, True, 1),
+                ("tile", 64, 8, 4, True, 2)])),
     ]
     rows = []
     for cfg, name, options in plans:

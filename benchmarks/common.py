@@ -39,6 +39,25 @@ def bench_ms(fn, warmup_ms: int = 25, rep_ms: int = 100) -> float:
     return statistics.median(times)
 
 
+def graph_ms(fn) -> float | None:
+    """Median time of ``fn`` replayed from a CUDA graph: the kernels without host overhead
+    (None where ``fn`` cannot be captured, or off CUDA)."""
+    if not torch.cuda.is_available():
+        return None
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        return bench_ms(graph.replay)
+    except RuntimeError:   # e.g. an op that cannot be captured
+        return None
+
+
 def copy_bandwidth_gbs(device: torch.device | str | None = None, nbytes: int = 1 << 30) -> float:
     """Device-to-device copy rate in GB/s (1e9 B/s), counting bytes read plus bytes written."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))

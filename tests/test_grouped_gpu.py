@@ -62,7 +62,10 @@ def test_sync_free_layer_matches_reference_on_cuda(name):
         y.backward(dy)
         out.append((y.float(), xg.grad.float(), wg.grad))
     for a, b in zip(*out):
-        torch.testing.assert_close(a, b, atol=8e-3, rtol=8e-3)
+        # FP8 blockwise runs on FP8 tensor cores, whose 128-product chains keep ~14 bits below
+        # their largest term (SPEC N5): an absolute error relative to the tensor's scale
+        slack = 2.0 ** -10 * b.abs().max().item() if name == "fp8_blockwise" else 0.0
+        torch.testing.assert_close(a, b, atol=8e-3 + slack, rtol=8e-3)
     assert "sync-free" in str(ms.explain())
 
 

@@ -225,11 +225,14 @@ def test_fp8_block_exact(shape, dtype, opts):
 
 @pytest.mark.parametrize("pow2,shape,mode", [(True, (128, 256), "tile"), (False, (128, 256), "tile"),
                                              (True, (384, 128), "tile"), (True, (128, 256), "sub"),
-                                             (False, (256, 384), "sub")])
+                                             (False, (256, 384), "sub"),
+                                             (True, (256, 256), "sub-bytes")])
 def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
-    """Both views of every tile, several row tiles too, with either row+column kernel."""
+    """Both views of every tile, several row tiles too, with either row+column kernel (the
+    sub-tiled one storing its column view as packed words or as single bytes)."""
     from microscale.kernels import quant_fp8
-    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode)
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode.split("-")[0])
+    monkeypatch.setitem(quant_fp8.CONFIG, "PACK_COL", mode != "sub-bytes")
     x = sample(shape, torch.bfloat16, spread=30)
     x[5, 7] = float("nan")                   # read as 0, stored as the NaN byte
     view = ("fp8_block", {"pow2_scales": pow2, "check_finite": False})
@@ -362,11 +365,13 @@ def test_gpu_mxfp4_rht32_close():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["tile", "sub"])
+@pytest.mark.parametrize("mode", ["tile", "sub", "sub-bytes"])
 def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
-    """Both FP8 1x128 row+column kernels on the GPU, at a training shape, bit for bit."""
+    """Both FP8 1x128 row+column kernels on the GPU, at a training shape, bit for bit (the
+    sub-tiled one with packed-word and with byte column stores)."""
     from microscale.kernels import quant_fp8
-    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode)
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode.split("-")[0])
+    monkeypatch.setitem(quant_fp8.CONFIG, "PACK_COL", mode != "sub-bytes")
     x = sample((4096, 768), torch.bfloat16, spread=30)
     view = ("fp8_block", {})
     k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")

@@ -13,16 +13,19 @@ kernel's block arithmetic with each expert's global scale); FP8 tensorwise (and 
 reference arithmetic with it broadcast (PyTorch ops). Stochastic rounding's bytes come from
 ``sr_bytes_grouped`` (one pass, the hash of ``quant.grouped.segment_rand_bits``).
 
-GEMMs (:func:`grouped_mm_fast`): both operands are partially dequantized (``value · block
-scale``, exact in bf16 for E2M1/FP8 values with E4M3 or power-of-two scales, gemm_fp4.py's
-argument; NVFP4/MX by gemm_fp4's Triton ``dequantize_bf16`` pass) and multiplied by one
-``torch._grouped_mm``: tokens × stacked experts for fprop and
-dgrad (groups along M, ``offs``), and the padded column views for wgrad (groups along K,
-``pad_ends``: the 2d × 2d form, ``[E, M, N]`` out). On CUDA the operands are bf16 with fp32
-accumulation; on CPU they stay fp32 (CPU's grouped GEMM returns its input dtype).
-``torch._grouped_mm(mat_a, mat_b, offs=..., out_dtype=...)`` has this signature in torch
-2.11-2.13; where a build rejects ``out_dtype`` (or bf16), the next form is tried and the path
-taken is recorded (``ms.explain``).
+GEMMs (:func:`grouped_mm_fast`): first the Triton grouped GEMM (``kernels/gemm_grouped.py``,
+fp32 result, group offsets read inside the kernel): FP8 blockwise × FP8 blockwise straight on
+the FP8 codes with the block scales applied per 128-wide K chunk in the main loop (FP8 tensor
+cores), and every other pair whose partial values (``value · block scale``) are exact in bf16
+on the bf16 tensor cores (NVFP4/MX partially dequantized by gemm_fp4's Triton
+``dequantize_bf16`` pass, FP8 in bf16). Otherwise (no Triton, or a pair not exact in bf16) both
+operands are partially dequantized and multiplied by one ``torch._grouped_mm``: tokens ×
+stacked experts for fprop and dgrad (groups along M, ``offs``), and the padded column views for
+wgrad (groups along K, ``pad_ends``: the 2d × 2d form, ``[E, M, N]`` out), bf16 operands with
+fp32 output where the build accepts it, else fp32 (no tensor cores: torch 2.11's CUDA
+``_grouped_mm`` refused bf16 → fp32 on an H200). ``torch._grouped_mm(mat_a, mat_b, offs=...,
+out_dtype=...)`` has this signature in torch 2.11-2.13; where a build rejects ``out_dtype`` (or
+bf16), the next form is tried. The path taken is recorded (``ms.explain``).
 """
 
 from __future__ import annotations
@@ -176,13 +179,46 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
     raise RuntimeError(f"grouped_scaled_mm: torch._grouped_mm failed in every form: {err}")
 
 
+def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key):
+    """The Triton grouped GEMM (``gemm_grouped``) where it takes the call, else None: FP8
+    blockwise × FP8 blockwise on the FP8 codes with the block scales in the main loop, and
+    any pair whose partial values are exact in bf16 on bf16 tensor cores (fp32 accumulate,
+    fp32 out). ``ENABLE_TRITON = False`` restores the ``torch._grouped_mm`` path."""
+    if not ENABLE_TRITON or not (a2.device.type == "cuda" or _interpreting()):
+        return None
+    fa, fb = a_spec.split(",")[0], b_spec.split(",")[0]
+    try:
+        from .gemm_grouped import grouped_gemm
+        if fa == fb == QFormat.FP8_BLOCK.value:
+            y = grouped_gemm(a2, b2, offs, mode, sa=sa2.float(), sb=sb2.float(),
+                             br_a=int(a_spec.split(",")[1]), br_b=int(b_spec.split(",")[1]))
+            note_path("grouped_scaled_mm", key, "sync-free: Triton grouped FP8 GEMM (block "
+                      "scales in the main loop)")
+            return y
+        if a_spec.endswith(",1") and b_spec.endswith(",1"):
+            pa, pb = _partial(a2, sa2, a_spec), _partial(b2, sb2, b_spec)
+            y = grouped_gemm(pa.to(torch.bfloat16), pb.to(torch.bfloat16), offs, mode)
+            note_path("grouped_scaled_mm", key, "sync-free: Triton grouped GEMM (bf16 partial "
+                      "values, fp32 accumulate)")
+            return y
+    except (ImportError, KernelUnsupported):
+        return None
+    return None
+
+
+ENABLE_TRITON = True
+
+
 def grouped_mm_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode,
                     backend: str = "auto"):
     """Same result as ``ops_grouped.grouped_mm_reference``, without reading ``offs``."""
-    pa = _partial(*_as_2d(a_data, a_scale, a_spec), a_spec)
-    pb = _partial(*_as_2d(b_data, b_scale, b_spec), b_spec)
-    exact = a_spec.endswith(",1") and b_spec.endswith(",1")
+    (a2, sa2), (b2, sb2) = _as_2d(a_data, a_scale, a_spec), _as_2d(b_data, b_scale, b_spec)
     key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
+    y = _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key)
+    if y is not None:
+        return y
+    pa, pb = _partial(a2, sa2, a_spec), _partial(b2, sb2, b_spec)
+    exact = a_spec.endswith(",1") and b_spec.endswith(",1")
     offs32 = offs.to(torch.int32)
     if mode == "tokens":                 # [T, K] · [E, N, K]ᵀ, groups of rows
         pb = pb.reshape(offs.shape[0], -1, pb.shape[-1])

@@ -41,12 +41,15 @@ __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CON
 # ROWCOL: how a 1x128 row + column pair runs: "sub" (``_fp8_rowcol_sub_kernel``: [SUB_ROWS,
 # 128] sub-tiles, two passes over the cached tile; the default) or "tile" (one [128, 128] tile
 # in registers); MICROSCALE_FP8_ROWCOL overrides. Bit-identical. On an H200 (graph-replayed,
-# 16384x768 / 16384x3072): sub with 64-row sub-tiles, 8 warps 64.7 / 213 µs; tile 70.3 / 245 µs
-# (benchmarks/results/h200_20261123_session3/fp8_rowcol.log). Both far from the copy rate.
+# 16384x768 / 16384x3072): sub with 64-row sub-tiles, 8 warps, byte column stores 64.4 / 212 µs;
+# with the column view packed four rows to a word (PACK_COL), 4 warps, 8 programs per SM and no
+# software pipelining 53.0 / 177 µs; tile 69.5 / 242 µs (benchmarks/results/
+# h200_20261123_session5b/fp8_rowcol_sweep.log). Still ~27% of the copy rate: ncu puts the old
+# kernel at 25% occupancy (128 registers) with the L1/shared-memory pipe the busiest (65%).
 CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 8,
           "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4,
           "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "sub"), "SUB_ROWS": 64,
-          "num_warps_sub": 8, "PROGS_PER_SM_sub": 4}
+          "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1}
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
@@ -148,7 +151,7 @@ def _fp8_block_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, col
 def _fp8_rowcol_sub_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
                            n_tiles, BC: tl.constexpr, SUB: tl.constexpr, FP8_MAX: tl.constexpr,
                            IN_MAX: tl.constexpr, POW2: tl.constexpr, E5M2: tl.constexpr,
-                           NUM_STAGES: tl.constexpr):
+                           NUM_STAGES: tl.constexpr, PACK: tl.constexpr):
     """1x128 row and column views of ``[128, BC]`` tiles, walked as ``128/SUB`` sub-tiles of
     ``[SUB, BC]`` so that a thread holds SUB·BC/threads values instead of 128·BC/threads.
 
@@ -156,6 +159,9 @@ def _fp8_rowcol_sub_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows
     pass 2 reads the same sub-tiles again (from L1/L2: the tile was just read) and writes the
     column view with the tile's column scales. Same arithmetic per block as ``_quant_1x128``
     and ``_quant_128x1``, so the same bits; x is read from memory once, twice from cache.
+    With PACK the column view's bytes are packed four rows to a uint32 before the transposing
+    store (``[SUB/4, BC]`` words: a quarter of the elements through the layout conversion and
+    4-byte stores instead of single bytes); same bytes in memory.
     """
     acc = tl.zeros((SUB, BC // 128), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -177,8 +183,17 @@ def _fp8_rowcol_sub_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows
             mask = (offs_r < rows)[:, None] & c_ok[None, :]
             x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
             x, nan = split_nan(x.to(tl.float32))
-            tl.store(qc_ptr + offs_c[None, :] * rows + offs_r[:, None],
-                     _fp8_byte(x * scale[None, :], E5M2, nan), mask=mask)
+            q = _fp8_byte(x * scale[None, :], E5M2, nan)
+            if PACK:      # rows % 128 == 0 here, so whole words; bytes little-endian by row
+                q4 = tl.reshape(q.to(tl.uint32), (SUB // 4, 4, BC))
+                shift = (tl.arange(0, 4) * 8).to(tl.uint32)
+                words = tl.sum(q4 << shift[None, :, None], axis=1)           # [SUB/4, BC]
+                offs_w = (r0 + s * SUB) // 4 + tl.arange(0, SUB // 4)
+                tl.store(qc_ptr.to(tl.pointer_type(tl.uint32)) + offs_c[None, :] * (rows // 4)
+                         + offs_w[:, None], words,
+                         mask=(offs_w < rows // 4)[:, None] & c_ok[None, :])
+            else:
+                tl.store(qc_ptr + offs_c[None, :] * rows + offs_r[:, None], q, mask=mask)
         tl.store(sc_ptr + offs_c * (rows // 128) + r0 // 128, tl.math.div_rn(1.0, scale),
                  mask=c_ok)
     tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0))
@@ -247,8 +262,8 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
         _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),
                                      sc, rows, cols, n_tc, n_tiles, bc, CONFIG["SUB_ROWS"],
                                      fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2,
-                                     fp8_dtype == torch.float8_e5m2, CONFIG["NUM_STAGES"],
-                                     num_warps=CONFIG["num_warps_sub"])
+                                     fp8_dtype == torch.float8_e5m2, CONFIG["NUM_STAGES_sub"],
+                                     CONFIG["PACK_COL"], num_warps=CONFIG["num_warps_sub"])
         return amax
     progs, warps = (CONFIG["PROGS_PER_SM_rowcol"], CONFIG["num_warps_rowcol"]) if col else \
         (CONFIG["PROGS_PER_SM"], CONFIG["num_warps"])

@@ -1,0 +1,264 @@
+"""Grouped (MoE) GEMMs with an fp32 result and no host synchronisation: bf16 or FP8 operands.
+
+Two shapes of grouping, both with the group *ends* ``offs [E]`` (int, cumulative, on the device;
+group e spans ``[offs[e-1], offs[e])``, ``offs[-1]`` may stop short of the full extent)::
+
+    "tokens":  a [R, K] rows grouped, b [E·N, K]   ->  y [R, N],     y[g_e] = a[g_e] · b_eᵀ
+    "reduce":  a [M, Kb], b [N, Kb], K grouped      ->  y [E, M, N],  y[e] = a[:, g_e] · b[:, g_e]ᵀ
+
+(fprop and dgrad of an expert layer are "tokens", wgrad is "reduce"). Rows of a "tokens" result
+past ``offs[-1]`` and the result of an empty "reduce" group are exact zeros.
+
+**FP8 operands** (E4M3/E5M2 codes, any pairing) carry DeepSeek-V3 block scales, fp32
+``scale_inv`` per row block and 128-wide K chunk: ``sa [R/br_a, K/128]``, ``sb [rows_b/br_b,
+K/128]`` with ``br`` 1 (1×128 activations and gradients) or 128 (128×128 weight tiles)::
+
+    y[m, n] = Σ_kb  sa[m/br_a, kb] · sb[n_b/br_b, kb] · Σ_{k in chunk kb} a[m, k] · b[n_b, k]
+
+The inner sum runs on the FP8 tensor cores (fp32 accumulation) one 128-wide chunk at a time and
+is scaled before it joins the total, as the dense kernel in ``gemm_fp8.py`` does; ``kb`` is the
+global chunk index, so "reduce" groups must start at multiples of 128 (the padded column views
+the grouped quantizer writes do). **bf16 operands** (block-scaled values already multiplied
+out, exact in bf16) go through the bf16 tensor cores with fp32 accumulation. Either way every
+product is exact in fp32 and the result equals :func:`grouped_gemm_reference` up to the order
+of the fp32 additions.
+
+**Schedule without the group sizes on the host.** The launch grid depends on shapes only.
+"tokens": ``cdiv(R, BM) + E + 1`` row tiles × ``cdiv(N, BN)`` column tiles; a program walks the
+ends in order, counting each group's ``cdiv(size, BM)`` row tiles (then the tail past
+``offs[-1]``, which it fills with zeros), and finds the group and the row offset of its tile;
+programs past the last tile have nothing to do (their K loop is empty and their store masked
+off). Column tiles vary fastest, so the programs in flight share a few row tiles of ``a`` and one
+expert's ``b`` in L2. "reduce": ``E × cdiv(M, BM) × cdiv(N, BN)`` programs, each looping K over
+its own group's range only.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import KernelUnsupported, _interpreting
+from .gemm_fp8 import _interpreter_f32
+
+__all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference"]
+
+CONFIG = {"bf16": {"BM": 128, "BN": 128, "BK": 64, "num_warps": 8, "num_stages": 3},
+          "fp8": {"BM": 128, "BN": 128, "BK": 128, "num_warps": 8, "num_stages": 4}}
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+_MODES = ("tokens", "reduce")
+
+
+@triton.jit
+def _operand(ptr, rows, rmask, cols, cmask, stride, FP8: tl.constexpr, E5M2: tl.constexpr,
+             DOT_F32: tl.constexpr):
+    """A [len(rows), len(cols)] tile as the dot's operand (fp8 codes bit-cast; fp32 in the
+    interpreter, whose tl.dot reads bf16 as integers and fp8 NaN codes as numbers)."""
+    t = tl.load(ptr + rows.to(tl.int64)[:, None] * stride + cols[None, :],
+                mask=rmask[:, None] & cmask[None, :], other=0)
+    if FP8:
+        raw = t
+        t = t.to(tl.float8e5 if E5M2 else tl.float8e4nv, bitcast=True)
+        if DOT_F32:
+            t = _interpreter_f32(t, raw, E5M2)
+    elif DOT_F32:
+        t = t.to(tl.float32)
+    return t
+
+
+@triton.jit
+def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, k_hi,
+              stride_a, stride_b, stride_sa, stride_sb, BR_A: tl.constexpr, BR_B: tl.constexpr,
+              FP8: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr, DOT_F32: tl.constexpr):
+    """fp32 ``Σ_k a[offs_m, k] · b[b_rows, k]`` over ``k_lo <= k < k_hi``, scaled per chunk."""
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BK):
+        offs_k = k0 + tl.arange(0, BK)
+        kmask = offs_k < k_hi
+        a = _operand(a_ptr, offs_m, mmask, offs_k, kmask, stride_a, FP8, A_E5M2, DOT_F32)
+        b = _operand(b_ptr, b_rows, nmask, offs_k, kmask, stride_b, FP8, B_E5M2, DOT_F32)
+        if FP8:
+            kb = k0 // BK                                          # BK == 128: one chunk
+            sa = tl.load(sa_ptr + (offs_m // BR_A) * stride_sa + kb, mask=mmask, other=0.0)
+            sb = tl.load(sb_ptr + (b_rows // BR_B) * stride_sb + kb, mask=nmask, other=0.0)
+            acc += tl.dot(a, tl.trans(b)) * sa[:, None] * sb[None, :]
+        else:
+            acc = tl.dot(a, tl.trans(b), acc)
+    return acc
+
+
+@triton.jit
+def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, R, N, K, E,
+                   stride_a, stride_b, stride_y, stride_sa, stride_sb,
+                   BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
+                   A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, DOT_F32: tl.constexpr):
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BN)
+    tile_m, tile_n = pid // n_tiles, pid % n_tiles
+    # walk the groups (then the tail past offs[-1], group E) to find this row tile's group
+    group = tl.full([], -1, tl.int32)
+    lo = tl.full([], 0, tl.int32)
+    hi = tl.full([], 0, tl.int32)
+    first = tl.full([], 0, tl.int32)
+    start = tl.full([], 0, tl.int32)
+    seen = tl.full([], 0, tl.int32)
+    for e in range(0, E + 1):
+        end = tl.load(offs_ptr + tl.minimum(e, E - 1)).to(tl.int32)
+        end = tl.where(e == E, R, end)
+        count = tl.cdiv(end - start, BM)
+        hit = (tile_m >= seen) & (tile_m < seen + count)
+        group = tl.where(hit, e, group)
+        lo = tl.where(hit, start, lo)
+        hi = tl.where(hit, end, hi)
+        first = tl.where(hit, seen, first)
+        seen += count
+        start = end
+    offs_m = lo + (tile_m - first) * BM + tl.arange(0, BM)
+    mmask = offs_m < hi                   # idle programs: group -1, lo = hi = 0, no row
+    offs_n = tile_n * BN + tl.arange(0, BN)
+    nmask = offs_n < N
+    b_rows = tl.minimum(group, E - 1) * N + offs_n
+    k_hi = tl.where((group >= 0) & (group < E), K, 0)          # tail rows and idle programs: 0
+    acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, 0, k_hi,
+                    stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
+                    BM, BN, BK, DOT_F32)
+    tl.store(y_ptr + offs_m.to(tl.int64)[:, None] * stride_y + offs_n[None, :], acc,
+             mask=mmask[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _reduce_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, M, N,
+                   stride_a, stride_b, stride_y, stride_sa, stride_sb,
+                   BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
+                   A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, DOT_F32: tl.constexpr):
+    pid = tl.program_id(0)
+    m_tiles, n_tiles = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    e = pid // (m_tiles * n_tiles)
+    rest = pid % (m_tiles * n_tiles)
+    tile_m, tile_n = rest // n_tiles, rest % n_tiles
+    k_hi = tl.load(offs_ptr + e).to(tl.int32)
+    k_lo = tl.load(offs_ptr + tl.maximum(e - 1, 0)).to(tl.int32)
+    k_lo = tl.where(e == 0, 0, k_lo)
+    offs_m = tile_m * BM + tl.arange(0, BM)
+    offs_n = tile_n * BN + tl.arange(0, BN)
+    mmask, nmask = offs_m < M, offs_n < N
+    acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, offs_n, nmask, k_lo, k_hi,
+                    stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
+                    BM, BN, BK, DOT_F32)
+    tl.store(y_ptr + e.to(tl.int64) * M * N + offs_m[:, None] * stride_y + offs_n[None, :], acc,
+             mask=mmask[:, None] & nmask[None, :])
+
+
+# --------------------------------------------------------------------------- host side
+def _check(a, b, offs, mode, sa, sb, br_a, br_b) -> bool:
+    """Validate the call; True for FP8 operands."""
+    if mode not in _MODES:
+        raise ValueError(f"grouped_gemm: mode must be one of {_MODES}, got {mode!r}")
+    if a.dim() != 2 or b.dim() != 2 or offs.dim() != 1:
+        raise ValueError(f"grouped_gemm: a and b must be 2-D and offs 1-D, got {tuple(a.shape)}, "
+                         f"{tuple(b.shape)}, {tuple(offs.shape)}")
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"grouped_gemm: a and b must share K, got {a.shape[1]} and {b.shape[1]}")
+    if offs.numel() == 0 or offs.dtype not in (torch.int32, torch.int64):
+        raise ValueError("grouped_gemm: offs must be a non-empty int32/int64 tensor of group ends")
+    fp8 = a.dtype in _FP8
+    if fp8 != (b.dtype in _FP8) or (not fp8 and a.dtype != b.dtype):
+        raise ValueError(f"grouped_gemm: a and b must both be FP8 or both {a.dtype}, got "
+                         f"{a.dtype} and {b.dtype}")
+    if mode == "tokens" and b.shape[0] % offs.numel():
+        raise ValueError(f"grouped_gemm: b's {b.shape[0]} rows do not split into "
+                         f"{offs.numel()} experts")
+    if fp8:
+        _check_scales(a, b, sa, sb, br_a, br_b)
+    elif sa is not None or sb is not None:
+        raise ValueError("grouped_gemm: scales are for FP8 operands only")
+    return fp8
+
+
+def _check_scales(a, b, sa, sb, br_a, br_b) -> None:
+    if sa is None or sb is None:
+        raise ValueError("grouped_gemm: FP8 operands need their block scales sa and sb")
+    for name, br, t, s in (("a", br_a, a, sa), ("b", br_b, b, sb)):
+        if br not in (1, 128):
+            raise ValueError(f"grouped_gemm: br_{name} must be 1 or 128, got {br}")
+        want = (-(-t.shape[0] // br), -(-t.shape[1] // 128))
+        if tuple(s.shape) != want or s.dtype != torch.float32:
+            raise ValueError(f"grouped_gemm: s{name} must be fp32 {want}, got {s.dtype} "
+                             f"{tuple(s.shape)}")
+
+
+def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=None):
+    """fp32 grouped ``a · bᵀ`` (module docstring); no host synchronisation."""
+    fp8 = _check(a, b, offs, mode, sa, sb, br_a, br_b)
+    if not (a.device.type == "cuda" or _interpreting()):
+        raise KernelUnsupported("the Triton grouped GEMM needs CUDA tensors or TRITON_INTERPRET=1")
+    cfg = {**CONFIG["fp8" if fp8 else "bf16"], **(config or {})}
+    if fp8 and cfg["BK"] != 128:
+        raise ValueError("grouped_gemm: FP8 operands need BK = 128 (one scale chunk per step)")
+    a, b = a.contiguous(), b.contiguous()
+    E = offs.numel()
+    if fp8:
+        sa, sb = sa.contiguous(), sb.contiguous()
+        a_arg, b_arg = a.view(torch.uint8), b.view(torch.uint8)
+        flags = dict(BR_A=br_a, BR_B=br_b, FP8=True, A_E5M2=a.dtype == torch.float8_e5m2,
+                     B_E5M2=b.dtype == torch.float8_e5m2)
+        s_strides = (sa.stride(0), sb.stride(0))
+    else:
+        sa = sb = a.new_zeros(1, dtype=torch.float32)
+        a_arg, b_arg = a, b
+        flags = dict(BR_A=1, BR_B=1, FP8=False, A_E5M2=False, B_E5M2=False)
+        s_strides = (0, 0)
+    tiles = dict(BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], DOT_F32=_interpreting(),
+                 num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    if mode == "tokens":
+        R, K = a.shape
+        N = b.shape[0] // E
+        y = torch.empty((R, N), dtype=torch.float32, device=a.device)
+        grid = ((triton.cdiv(R, cfg["BM"]) + E + 1) * triton.cdiv(N, cfg["BN"]),)
+        _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, R, N, K, E, a.stride(0),
+                             b.stride(0), y.stride(0), *s_strides, **flags, **tiles)
+        return y
+    M, N = a.shape[0], b.shape[0]
+    y = torch.empty((E, M, N), dtype=torch.float32, device=a.device)
+    grid = (E * triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)
+    _reduce_kernel[grid](a_arg, b_arg, y, sa, sb, offs, M, N, a.stride(0), b.stride(0),
+                         y.stride(1), *s_strides, **flags, **tiles)
+    return y
+
+
+def _values(t, s, br) -> torch.Tensor:
+    """fp32 values of an operand: FP8 codes times their expanded block scales."""
+    if s is None:
+        return t.float()
+    s = s.float().repeat_interleave(br, dim=0)[: t.shape[0]]
+    s = s.repeat_interleave(128, dim=1)[:, : t.shape[1]]
+    return t.float() * s
+
+
+def grouped_gemm_reference(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=None):
+    """The spec of :func:`grouped_gemm`: fp32, one matmul per group (reads ``offs`` on the host)."""
+    fp8 = _check(a, b, offs, mode, sa, sb, br_a, br_b)
+    if fp8:      # per-chunk scaling equals scaling the values: every product is exact in fp32
+        a_hp, b_hp = _values(a, sa, br_a), _values(b, sb, br_b)
+    else:
+        a_hp, b_hp = a.float(), b.float()
+    ends, start = [int(v) for v in offs.tolist()], 0
+    if mode == "tokens":
+        n = b.shape[0] // len(ends)
+        y = a_hp.new_zeros((a.shape[0], n))
+        for e, end in enumerate(ends):
+            y[start:end] = a_hp[start:end] @ b_hp[e * n:(e + 1) * n].t()
+            start = end
+        return y
+    y = a_hp.new_zeros((len(ends), a.shape[0], b.shape[0]))
+    for e, end in enumerate(ends):
+        if fp8 and start % 128:
+            raise ValueError(f"grouped_gemm: FP8 'reduce' groups must start at multiples of "
+                             f"128, group {e} starts at {start}")
+        y[e] = a_hp[:, start:end] @ b_hp[:, start:end].t()
+        start = end
+    return y
