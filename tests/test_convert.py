@@ -101,6 +101,20 @@ def test_head_detected_by_name_without_embedding(head_name):
     assert report.converted == ["body"] and "named" in report.kept[head_name]
 
 
+def test_vocab_sized_layer_inside_a_block_is_not_a_head():
+    """The harness's 125m decoder: 256-token vocabulary, 256-wide v projections, and a head
+    that is not an nn.Linear. No v projection may be kept as an 'output head'."""
+    from microscale.train.model import build_model
+    model = build_model("125m", max_seq_len=64)
+    assert model.blocks[-1].attn.v_proj.out_features == model.config.vocab_size
+    report = ms.convert(model, "fp8_blockwise")
+    assert not [n for n, why in report.kept.items() if "output head" in why]
+    assert f"blocks.{len(model.blocks) - 1}.attn.v_proj" in report.converted
+    # a model whose last linear outside any block has the vocabulary's width: still the head
+    lm = nn.Sequential(nn.Embedding(80, 32), nn.Linear(32, 32), nn.Linear(32, 80))
+    assert "vocabulary" in ms.convert(lm, "mxfp8").kept["2"]
+
+
 def test_tied_head_is_kept():
     model = TinyLM(vocab=64, head_name="decoder")
     model.decoder.weight = model.tok.weight

@@ -148,9 +148,14 @@ def _block_of(name: str, blocks: list[str]) -> int | None:
 
 
 def _find_heads(model: nn.Module) -> dict[str, str]:
+    """Output heads by name, by a weight tied to an embedding, or else (no head found so) the
+    last linear outside the repeated blocks whose out_features is an embedding's vocabulary.
+    A layer inside a block is never a head by shape alone: a 125m decoder with a 256-token
+    vocabulary has 256-wide v projections."""
     embeddings = [m for m in model.modules() if isinstance(m, nn.Embedding)]
     vocab = {e.num_embeddings for e in embeddings}
     emb_weights = {id(e.weight) for e in embeddings}
+    _, blocks = find_blocks(model)
     heads, last_vocab = {}, None
     for name, mod in model.named_modules():
         if not _is_candidate(mod):
@@ -159,9 +164,9 @@ def _find_heads(model: nn.Module) -> dict[str, str]:
             heads[name] = f"output head (named {name.rsplit('.', 1)[-1]!r})"
         elif id(mod.weight) in emb_weights:
             heads[name] = "output head (weight tied to an embedding)"
-        if gemm_dims(mod)[1] in vocab:
+        if gemm_dims(mod)[1] in vocab and _block_of(name, blocks) is None:
             last_vocab = name
-    if last_vocab is not None and last_vocab not in heads:
+    if last_vocab is not None and not heads:
         out = gemm_dims(model.get_submodule(last_vocab))[1]
         heads[last_vocab] = f"output head (out_features {out} = embedding vocabulary)"
     return heads
