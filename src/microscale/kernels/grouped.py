@@ -179,6 +179,9 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
     raise RuntimeError(f"grouped_scaled_mm: torch._grouped_mm failed in every form: {err}")
 
 
+ENABLE_TRITON = True      # False: the torch._grouped_mm path below (for A/B timings)
+
+
 def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key):
     """The Triton grouped GEMM (``gemm_grouped``) where it takes the call, else None: FP8
     blockwise × FP8 blockwise on the FP8 codes with the block scales in the main loop, and
@@ -204,9 +207,6 @@ def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key):
     except (ImportError, KernelUnsupported):
         return None
     return None
-
-
-ENABLE_TRITON = True
 
 
 def grouped_mm_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode,
