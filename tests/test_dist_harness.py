@@ -75,3 +75,16 @@ def test_resume_on_one_process(dist_runs, tmp_path, monkeypatch):
     resumed, uninterrupted = losses(run), losses(dist_runs["dir"] / "run2")
     torch.testing.assert_close([resumed[5], resumed[6]], [uninterrupted[5], uninterrupted[6]],
                                rtol=RTOL, atol=0)
+
+
+def test_cuda_graph_with_ddp_is_refused_before_anything_starts(tmp_path):
+    """``--cuda-graph`` is supported with ``--dist fsdp`` only; DDP says so up front."""
+    import pytest
+
+    from microscale.train.distributed import DistTrainer
+    from microscale.train.trainer import TrainConfig
+    cfg = TrainConfig(recipe="nvfp4", model="micro", steps=2, batch_size=4, seq_len=64,
+                      dist="ddp", cuda_graph=True, out=str(tmp_path / "run"), progress=False)
+    with pytest.raises(ValueError, match="--cuda-graph with --dist ddp is not supported"):
+        DistTrainer(cfg)
+    assert not (tmp_path / "run").exists()
