@@ -120,7 +120,6 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
     rows_cfgs = cfgs(q_keys, [
         (32, 32, 4, 16, 2), (32, 32, 2, 16, 2), (32, 32, 4, 8, 2), (32, 32, 4, 32, 2),
         (32, 64, 4, 8, 2), (64, 32, 4, 8, 2), (64, 64, 4, 8, 2), (16, 64, 2, 16, 2)])
-    rc_keys = ("BR_rowcol", "BC_rowcol", "num_warps_rowcol", "PROGS_PER_SM_rowcol")
     plans = [
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
@@ -129,9 +128,9 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
         (quant_nvfp4.CONFIG, "nvfp4/col_rht", cfgs(
             ("AMAX_BR", "AMAX_BC", "AMAX_WARPS", "AMAX_PROGS_PER_SM"),
             [(64, 64, 4, 4), (64, 128, 4, 4), (32, 128, 4, 8), (64, 64, 4, 8), (128, 64, 8, 2)])),
-        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(rc_keys, [
-            (64, 64, 4, 8), (32, 128, 4, 8), (128, 32, 4, 8), (64, 128, 8, 4), (128, 64, 8, 4),
-            (128, 128, 8, 2), (64, 64, 8, 4)])),
+        (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(q_keys + ("PACK_COL",), [
+            (32, 128, 4, 8, 2, False), (32, 128, 4, 8, 2, True), (32, 128, 4, 8, 1, True),
+            (64, 128, 8, 4, 2, True), (64, 64, 4, 8, 2, True), (32, 64, 4, 16, 2, True)])),
         (quant_mx.CONFIG, "mxfp4/1x32", cfgs(q_keys, [
             (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 128, 8, 4, 2)])),
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [

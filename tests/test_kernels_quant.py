@@ -181,7 +181,11 @@ def test_mxfp4_rht32_close(shape, dtype):
         assert_mx_rht32_close(k[1], r[1], max_frac=0.02)
 
 
-def test_mx_rowcol_exact():
+@pytest.mark.parametrize("pack", [False, True])
+def test_mx_rowcol_exact(pack, monkeypatch):
+    """Both views, MXFP8 column stores as bytes or as packed words (quant_mx.CONFIG)."""
+    from microscale.kernels import quant_mx
+    monkeypatch.setitem(quant_mx.CONFIG, "PACK_COL", pack)
     x = sample((64, 96), torch.bfloat16, exact=True)
     rb = torch.randint(0, 256, (96, 64), dtype=torch.uint8)
     for row, col in [(("mxfp8_e4m3", {}), ("mxfp8_e4m3", {})),
@@ -407,6 +411,21 @@ def test_gpu_rowcol_exact(dtype):
         r = ms.quantize_rowcol(x, row, col, backend="reference")
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pack", [False, True])
+def test_gpu_mxfp8_rowcol_packed_column_exact(pack, monkeypatch):
+    """The MXFP8 column view with byte or packed-word stores, on the GPU, bit for bit."""
+    from microscale.kernels import quant_mx
+    monkeypatch.setitem(quant_mx.CONFIG, "PACK_COL", pack)
+    x = sample((4096, 768), torch.bfloat16, spread=30)
+    view = ("mxfp8_e4m3", {})
+    k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")
+    r = ms.quantize_rowcol(x, view, view, backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
 
 
 @pytest.mark.gpu

@@ -39,7 +39,10 @@ from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_b
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 
-CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2}
+# PACK_COL: the MXFP8 column view stored as packed uint32 words (bit-identical); off until an
+# H200 sweep (bench_quant.py --sweep) has timed it against the byte stores.
+CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
+          "PACK_COL": False}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
@@ -152,8 +155,11 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
 @triton.jit
 def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
                  IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
-                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
-    """Column view of a tile as ``[BR/32, 32, BC]`` (blocks along x's rows), no transpose."""
+                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr,
+                 PACK: tl.constexpr):
+    """Column view of a tile as ``[BR/32, 32, BC]`` (blocks along x's rows), no transpose.
+    MXFP8 with PACK: the codes of four consecutive rows go out as one uint32 (fewer, wider
+    transposed stores, as ``quant_fp8``'s PACK_COL); same bytes in memory."""
     offs_c = c0 + tl.arange(0, BC)
     grp = r0 // 32 + tl.arange(0, BR // 32)
     j = tl.arange(0, 32)
@@ -189,6 +195,13 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
         idx = (offs_c[None, :] * (rows // 8) + grp[:, None] * 4)[:, :, None, None] + \
             (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
         tl.store(q_ptr + idx, _words(out, j[None, :, None], 1), mask=ok[:, :, None, None])
+    elif PACK:    # rows % 32 == 0 for a column view: whole words, bytes little-endian by row
+        o4 = tl.reshape(out.to(tl.uint32), (BR // 32, 8, 4, BC))
+        shift = (tl.arange(0, 4) * 8).to(tl.uint32)
+        words = tl.sum(o4 << shift[None, None, :, None], axis=2)                # [G, 8, BC]
+        w8 = tl.arange(0, 8)
+        widx = offs_c[None, None, :] * (rows // 4) + (grp[:, None] * 8 + w8[None, :])[:, :, None]
+        tl.store(q_ptr.to(tl.pointer_type(tl.uint32)) + widx, words, mask=ok[:, None, :])
     else:
         tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], out,
                  mask=ok[:, None, :])
@@ -204,7 +217,8 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
                ROW: tl.constexpr, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
                ROW_RHT_D: tl.constexpr, ROW_SR: tl.constexpr,
                COL: tl.constexpr, COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
-               COL_RHT_D: tl.constexpr, COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
+               COL_RHT_D: tl.constexpr, COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr,
+               PACK_COL: tl.constexpr):
     """Each program loops over tiles keeping elementwise maxima of the block maxima; one
     reduction and one atomic max per view and program at the end."""
     acc_r = tl.zeros((BR, BC // 32), dtype=tl.float32)
@@ -218,7 +232,7 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
         if COL:
             acc_c = tl.maximum(acc_c, _mx_col_view(
                 x_ptr, mc_ptr, seed_ptr, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
-                IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR))
+                IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR, PACK_COL))
     if ROW:
         tl.atomic_max(amax_ptr, tl.max(tl.max(acc_r, axis=1), axis=0))
     if COL:
@@ -296,7 +310,7 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
                      *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),
                      IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
                      *(row.flags() if row else off), *(col.flags() if col else off),
-                     cfg["NUM_STAGES"], num_warps=cfg["num_warps"])
+                     cfg["NUM_STAGES"], cfg["PACK_COL"], num_warps=cfg["num_warps"])
     return amax
 
 
