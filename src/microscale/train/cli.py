@@ -83,9 +83,11 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
                    help="torch.compile each block (auto: on for CUDA, off for CPU)")
     g.add_argument("--compile-mode", default="default",
                    choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
-                   help="torch.compile mode; reduce-overhead adds CUDA graphs per block")
+                   help="torch.compile mode; reduce-overhead asks for CUDA graphs per block "
+                        "(fails on GPUs for these models: use --cuda-graph)")
     g.add_argument("--cuda-graph", action="store_true",
-                   help="replay forward+backward of each step from one CUDA graph (CUDA; small models)")
+                   help="replay forward+backward of each step from one CUDA graph (CUDA; "
+                        "also with --dist fsdp, collectives included)")
     g.add_argument("--threads", type=int, default=None,
                    help="CPU threads (default: 1 for quantized recipes on CPU, where it is faster; else torch's)")
     g.add_argument("--out", default=out, help=f"output directory (default: {out})")
