@@ -13,3 +13,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 # the last ${TAIL:-40} lines.
 step() { local secs=$1 log=$2; shift 2; echo "### $*" | tee "$OUT/$log"
          timeout "$secs" "$@" 2>&1 | grep -v '^USDT\|^DEBUG' | tee -a "$OUT/$log" | tail -"${TAIL:-40}"; }
+# pack_out NAME: everything under $OUT into $OUT/NAME (a .tgz), the rest removed (the device tool
+# returns only a few files).
+pack_out() { (cd "$OUT" && tar czf "$1" --exclude="$1" * && \
+              find . -mindepth 1 ! -name "$1" -exec rm -rf {} +); }

@@ -19,5 +19,4 @@ if [ -n "$TRAIN" ]; then
   TAIL=12 step "${TRAIN_SECS:-200}" bench_moe_train.log python3 benchmarks/bench_moe.py \
     --shapes qwen3_down --recipes fp8_blockwise --train-recipes "$TRAIN"
 fi
-(cd "$OUT" && tar czf moe_gpu.tgz --exclude=moe_gpu.tgz * && \
-   find . -mindepth 1 ! -name moe_gpu.tgz -exec rm -rf {} +)
+pack_out moe_gpu.tgz

@@ -30,5 +30,4 @@ TAIL=30 step "${MOE_SECS:-120}" bench_moe.log python3 benchmarks/bench_moe.py --
 TAIL=30 step "${TRAIN_SECS:-240}" train_125m_per_block_graphs.log python3 benchmarks/bench_train.py \
   --models 125m --recipes "${RECIPES:-bf16,fp8_blockwise,nvfp4,fp8_tensorwise}" --graph none \
   --compile blocks --mode reduce-overhead --steps 10 --out "$OUT/train_125m_per_block_graphs.json"
-(cd "$OUT" && tar czf session5.tgz --exclude=session5.tgz * && \
-   find . -mindepth 1 ! -name session5.tgz -exec rm -rf {} +)
+pack_out session5.tgz

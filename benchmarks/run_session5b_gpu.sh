@@ -15,5 +15,4 @@ TAIL=16 step "${QUANT_SECS:-100}" fp8_rowcol_sweep.log python3 benchmarks/bench_
 TAIL=20 step "${TRAIN_SECS:-220}" train_125m_step_graph.log python3 benchmarks/bench_train.py \
   --models 125m --recipes "${RECIPES:-bf16,fp8_blockwise,mxfp8,fp8_tensorwise}" --graph step \
   --steps 10 --warmup 2 --out "$OUT/train_125m_step_graph.json"
-(cd "$OUT" && tar czf session5b.tgz --exclude=session5b.tgz * && \
-   find . -mindepth 1 ! -name session5b.tgz -exec rm -rf {} +)
+pack_out session5b.tgz

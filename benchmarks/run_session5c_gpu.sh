@@ -13,5 +13,4 @@ TAIL=12 step "${TRAIN_SECS:-150}" train_125m_step_graph.log python3 benchmarks/b
 TAIL=14 step "${MOE_SECS:-240}" bench_moe_train_graph.log python3 benchmarks/bench_moe.py \
   --shapes qwen3_down --recipes fp8_blockwise --train-recipes fp8_blockwise,nvfp4,mxfp8 \
   --train-graph step
-(cd "$OUT" && tar czf session5c.tgz --exclude=session5c.tgz * && \
-   find . -mindepth 1 ! -name session5c.tgz -exec rm -rf {} +)
+pack_out session5c.tgz

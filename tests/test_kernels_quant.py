@@ -376,8 +376,12 @@ def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
     from microscale.kernels import quant_fp8
     monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode.split("-")[0])
     monkeypatch.setitem(quant_fp8.CONFIG, "PACK_COL", mode != "sub-bytes")
+    _gpu_both_views_exact(("fp8_block", {}))
+
+
+def _gpu_both_views_exact(view):
+    """Row + column views of ``view`` at a training shape: kernel on the GPU = reference."""
     x = sample((4096, 768), torch.bfloat16, spread=30)
-    view = ("fp8_block", {})
     k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")
     r = ms.quantize_rowcol(x, view, view, backend="reference")
     assert_same(k[0], r[0])
@@ -413,19 +417,13 @@ def test_gpu_rowcol_exact(dtype):
         assert_same(k[1], r[1])
 
 
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("pack", [False, True])
 def test_gpu_mxfp8_rowcol_packed_column_exact(pack, monkeypatch):
     """The MXFP8 column view with byte or packed-word stores, on the GPU, bit for bit."""
     from microscale.kernels import quant_mx
     monkeypatch.setitem(quant_mx.CONFIG, "PACK_COL", pack)
-    x = sample((4096, 768), torch.bfloat16, spread=30)
-    view = ("mxfp8_e4m3", {})
-    k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")
-    r = ms.quantize_rowcol(x, view, view, backend="reference")
-    assert_same(k[0], r[0])
-    assert_same(k[1], r[1])
+    _gpu_both_views_exact(("mxfp8_e4m3", {}))
 
 
 @pytest.mark.gpu
