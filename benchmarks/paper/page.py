@@ -83,16 +83,29 @@ def table(results: dict, sigma: float | None) -> list[dict]:
     for name in [n for n in ORDER if n in gs]:
         g = gs[name]
         runs = [r for j, r in results["runs"].items() if variant_of(j) == name and r["status"].get("done")]
-        tok_s = [rec["tok_per_s"] for r in runs for rec in r["records"] if "tok_per_s" in rec]
+        tok_s = {}  # device -> tokens/s of every logged step on it (devices differ in speed: never pooled)
+        for r in runs:
+            tok_s.setdefault(_device_of(r), []).extend(rec["tok_per_s"] for rec in r["records"] if "tok_per_s" in rec)
         row = {"variant": name, "seeds": g.n, "mean": g.mean, "spread": g.spread if g.n > 1 else None,
                "std": statistics.stdev(g.losses) if g.n > 1 and math.isfinite(g.mean) else None,
-               "tok_per_s": statistics.median(tok_s) if tok_s else None,
+               "tok_per_s": {d: statistics.median(v) for d, v in sorted(tok_s.items()) if v},
                "wall_s": sum(r["status"].get("wall_s", 0.0) for r in runs)}
         if "bf16" in gs and name != "bf16" and math.isfinite(g.mean):
             row["gap"] = (g.mean - gs["bf16"].mean) / gs["bf16"].mean
             row["z_vs_bf16"] = claims.compare(g, gs["bf16"], sigma) if sigma else None
         rows.append(row)
     return rows
+
+
+def _device_of(run: dict) -> str:
+    """Short name of the GPU a run's pieces ran on ('H200'), or 'mixed' when its pieces span two kinds."""
+    names = {str(p.get("device", "?")) for p in run["status"].get("pieces", [])}
+    short = {next((w for w in n.split() if w[:1] in "HABL" and w[1:2].isdigit()), n) for n in names}
+    return short.pop() if len(short) == 1 else "mixed"
+
+
+def _tok_md(by_device: dict) -> str:
+    return " / ".join(f"{v:,.0f} ({d})" for d, v in by_device.items()) or "–"
 
 
 def _fmt(x, spec_: str = ".4f") -> str:
@@ -103,12 +116,12 @@ def _fmt(x, spec_: str = ".4f") -> str:
 
 def table_md(rows: list[dict]) -> str:
     lines = [("| variant | seeds | final val loss (mean ± seed std) | seed spread (max − min) | gap vs bf16 | z vs bf16 | "
-             "tokens/s (median) | wall s |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "tokens/s (median, per GPU) | wall s |"), "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         gap = f"{r['gap']:+.2%}" if "gap" in r else ("0" if r["variant"] == "bf16" else "–")
         mean = _fmt(r["mean"]) + (f" ± {r['std']:.4f}" if r["std"] is not None else "")
         lines.append(f"| {r['variant']} | {r['seeds']} | {mean} | {_fmt(r['spread'])} | {gap} | "
-                     f"{_fmt(r.get('z_vs_bf16'), '+.1f')} | {_fmt(r['tok_per_s'], ',.0f')} | {r['wall_s']:.0f} |")
+                     f"{_fmt(r.get('z_vs_bf16'), '+.1f')} | {_tok_md(r['tok_per_s'])} | {r['wall_s']:.0f} |")
     return "\n".join(lines)
 
 
