@@ -21,6 +21,10 @@ other compile/graph settings, and the fastest bf16 run is the baseline of every 
 CUDA graph after warm-up and times its replays: no host work per step, for any recipe. ``--torchao`` adds torchao float8 training (tensorwise and
 rowwise) with the same settings when torchao is installed (``pip install torchao``).
 
+A recipe may name kernel settings after an ``@`` (``KERNEL_SETS``): ``fp8_blockwise@reg`` runs
+fp8_blockwise with the register-resident row + column quantizers, in the same process as the
+default kernels, so the two rows compare against the same bf16 run.
+
 ``--profile RECIPE`` records one step of that recipe with torch.profiler and splits the GPU
 time into quantize / dequantize / GEMM / attention / norm+elementwise / optimizer kernels, plus
 the idle time (wall minus GPU busy) and the number of kernel launches.
@@ -31,6 +35,7 @@ Prints a table per model and ends with one JSON line (``--out`` also writes it t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import statistics
@@ -55,6 +60,34 @@ BATCH = {"1b": (8, 2048)}                 # (batch, seq); every other size: 16 x
 TARGETS = {"125m": {"fp8_blockwise": 0.9, "fp8_tensorwise": 0.9, "mxfp8": 0.85, "nvfp4": 0.75},
            "1b": {"fp8_blockwise": 1.2, "fp8_tensorwise": 1.2, "mxfp8": 1.1, "nvfp4": 0.9}}
 TARGET_ANY = {"125m": 0.6, "1b": 0.8}
+# recipe@NAME: kernel CONFIG entries set for that run only, {module: {key: value}}
+KERNEL_SETS = {
+    "reg": {"quant_fp8": {"ROWCOL": "reg"}, "quant_mx": {"ROWCOL": "reg"}},
+    "reg-nan0": {"quant_fp8": {"ROWCOL": "reg", "NAN_SEL": False},
+                 "quant_mx": {"ROWCOL": "reg", "NAN_SEL": False}},
+    "sub": {"quant_fp8": {"ROWCOL": "sub"}, "quant_mx": {"ROWCOL": "mx"}},
+}
+
+
+@contextlib.contextmanager
+def kernel_settings(recipe: str):
+    """Apply ``KERNEL_SETS[name]`` for ``recipe@name`` (nothing for a plain recipe); restore."""
+    name = recipe.partition("@")[2]
+    if not name:
+        yield
+        return
+    import importlib
+    saved = []
+    for module, entries in KERNEL_SETS[name].items():
+        cfg = importlib.import_module(f"microscale.kernels.{module}").CONFIG
+        saved.append((cfg, dict(cfg)))
+        cfg.update(entries)
+    try:
+        yield
+    finally:
+        for cfg, old in saved:
+            cfg.clear()
+            cfg.update(old)
 
 
 def build(model_name: str, recipe: str, seq: int, device: torch.device):
@@ -104,8 +137,14 @@ def make_step(model, opt, x, y, graph: str):
 
 def run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str,
             graph: str) -> dict:
+    with kernel_settings(recipe):
+        return _run_one(model_name, recipe, args, device, compile_how, graph)
+
+
+def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str,
+             graph: str) -> dict:
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
-    model, share = build(model_name, recipe, seq, device)
+    model, share = build(model_name, recipe.partition("@")[0], seq, device)
     t0 = time.perf_counter()
     if compile_how == "blocks":
         compile_blocks(model, args.mode)
@@ -194,9 +233,14 @@ def _kind(name: str) -> str:
 
 def profile_step(model_name: str, recipe: str, args, device: torch.device) -> dict:
     """GPU time per kernel kind for one compiled training step, plus idle time and launches."""
+    with kernel_settings(recipe):
+        return _profile_step(model_name, recipe, args, device)
+
+
+def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> dict:
     from torch.profiler import ProfilerActivity, profile
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
-    model, _ = build(model_name, recipe, seq, device)
+    model, _ = build(model_name, recipe.partition("@")[0], seq, device)
     compile_blocks(model, args.mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     x = torch.randint(0, 256, (batch, seq), device=device)    # eager launches: kernel times
@@ -263,8 +307,9 @@ def add_ratios(rows: list[dict]) -> None:
             if base:
                 r["x_bf16"] = r["tok_s"] / base["tok_s"]
                 r["mem_x"] = r["peak_gb"] / base["peak_gb"] if r["peak_gb"] else None
-            target = TARGETS.get(model, {}).get(r["recipe"], TARGET_ANY.get(model))
-            r["target"] = target if r["recipe"] not in ("bf16", *TORCHAO) else None
+            base_recipe = r["recipe"].partition("@")[0]
+            target = TARGETS.get(model, {}).get(base_recipe, TARGET_ANY.get(model))
+            r["target"] = target if base_recipe not in ("bf16", *TORCHAO) else None
 
 
 def main(argv=None) -> None:

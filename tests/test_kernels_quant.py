@@ -33,7 +33,9 @@ pytestmark = [
     # the interpreter runs kernels in numpy, which warns on the IEEE 1/0 = inf the spec uses
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),
 ]
-pytest.importorskip("triton")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+from microscale.kernels.quant_rowcol_reg import pow2_scale  # noqa: E402  (needs triton)
 
 CPU = torch.device("cpu")
 NVFP4_SHAPES = [((16, 32), torch.bfloat16), ((48, 64), torch.float16),
@@ -197,6 +199,33 @@ def test_mx_rowcol_exact(pack, monkeypatch):
         assert_same(k[1], r[1])
 
 
+@pytest.mark.parametrize("shape,dtype", [((256, 384), torch.bfloat16), ((128, 128), torch.float16),
+                                         ((384, 256), torch.float32)])
+def test_mx_rowcol_reg_exact(shape, dtype, monkeypatch):
+    """MXFP8 pairs through the register-resident kernel (quant_rowcol_reg): mixed element
+    types and scale roundings, wide exponent spread, +-NaN and +-Inf; shapes that do not tile
+    by 128 and MXFP4 views still take quant_mx's own kernel (checked the same way)."""
+    from microscale.kernels import quant_mx
+    monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "reg")
+    x = sample(shape, dtype, spread=30)
+    x[5, 7], x[70, 9], x[3, 2], x[9, 100] = float("nan"), -float("nan"), float("inf"), -float("inf")
+    nf = {"check_finite": False}
+    for row, col in [(("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf)),
+                     (("mxfp8_e4m3", nf), ("mxfp8_e5m2", {**nf, "scale_rounding": "floor"})),
+                     (("mxfp8_e5m2", nf), ("mxfp8_e4m3", nf))]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+    y = sample((96, 64), dtype)              # not whole tiles: quant_mx's kernel
+    k, r = both(lambda be: ms.quantize_rowcol(y, ("mxfp8_e4m3", {}), ("mxfp8_e4m3", {}),
+                                              backend=be))
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+    monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "regs")
+    with pytest.raises(ValueError, match="MICROSCALE_MX_ROWCOL"):
+        ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
+
+
 def test_mxfp4_in_kernel_sr_seeded():
     x = sample((32, 64), torch.float32, seed=5)
     torch.manual_seed(11)
@@ -230,20 +259,65 @@ def test_fp8_block_exact(shape, dtype, opts):
 @pytest.mark.parametrize("pow2,shape,mode", [(True, (128, 256), "tile"), (False, (128, 256), "tile"),
                                              (True, (384, 128), "tile"), (True, (128, 256), "sub"),
                                              (False, (256, 384), "sub"),
-                                             (True, (256, 256), "sub-bytes")])
+                                             (True, (256, 256), "sub-bytes"),
+                                             (True, (256, 384), "reg"), (False, (128, 256), "reg"),
+                                             (True, (384, 128), "reg-e5m2"),
+                                             (True, (128, 256), "reg-fp16")])
 def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
-    """Both views of every tile, several row tiles too, with either row+column kernel (the
-    sub-tiled one storing its column view as packed words or as single bytes)."""
+    """Both views of every tile, several row tiles too, with each row+column kernel (the
+    sub-tiled one storing its column view as packed words or as single bytes; "reg" falls back
+    to "sub" for non-pow2 scales)."""
     from microscale.kernels import quant_fp8
     monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode.split("-")[0])
     monkeypatch.setitem(quant_fp8.CONFIG, "PACK_COL", mode != "sub-bytes")
-    x = sample(shape, torch.bfloat16, spread=30)
+    fp16 = mode.endswith("fp16")
+    x = sample(shape, torch.float16 if fp16 else torch.bfloat16, spread=8 if fp16 else 30)
     x[5, 7] = float("nan")                   # read as 0, stored as the NaN byte
-    view = ("fp8_block", {"pow2_scales": pow2, "check_finite": False})
+    x[70, 9] = -float("nan")                 # either sign: the byte is 0x7F
+    x[3, 2], x[9, 130 % shape[1]] = float("inf"), -float("inf")   # unit scale, saturated
+    fp8 = torch.float8_e5m2 if mode.endswith("e5m2") else torch.float8_e4m3fn
+    view = ("fp8_block", {"pow2_scales": pow2, "check_finite": False, "fp8_dtype": fp8})
     for row, col in [(view, view), (None, view)]:
         k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+
+
+@triton.jit
+def _pow2_probe_kernel(v_ptr, s_ptr, i_ptr, n, E: tl.constexpr, IN_EXP: tl.constexpr):
+    offs = tl.arange(0, 8192)
+    v = tl.load(v_ptr + offs, mask=offs < n, other=0.0)
+    s, inv = pow2_scale(v, E, IN_EXP)
+    tl.store(s_ptr + offs, s, mask=offs < n)
+    tl.store(i_ptr + offs, inv, mask=offs < n)
+
+
+def _pow2_scale_probe():
+    """Block maxima that meet every branch of ``pow2_scale``: zero, subnormals, the overflow
+    edge of fp8_max / vmax, mantissas around 1.75, the top binade, Inf, and random values."""
+    bits = [0, 1, 0x7FFFFF, 0x800000, 0x5FFFFF, 0x600000, 0x600001, 0x7F7FFFFF, 0x7F800000]
+    for e in (1, 2, 3, 4, 5, 6, 7, 8, 9, 120, 126, 127, 128, 134, 135, 136, 141, 142, 143, 253, 254):
+        bits += [(e << 23) | m for m in (0, 1, 0x5FFFFF, 0x600000, 0x600001, 0x7FFFFF)]
+    g = torch.Generator().manual_seed(1)
+    bits += torch.randint(0, 0x7F800000, (4000,), generator=g).tolist()
+    return torch.tensor(bits, dtype=torch.int32).view(torch.float32)
+
+
+@pytest.mark.parametrize("fp8_dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+@pytest.mark.parametrize("in_dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_fp8_pow2_scale_matches_the_division(fp8_dtype, in_dtype):
+    """The division-free pow2 scale and its inverse = ``fp8_scale_from_amax`` (one IEEE
+    division, floor log2, exp2) and ``1 / scale``, bit for bit, at every edge."""
+    from microscale.kernels.quant_rowcol_reg import pow2_exponents
+    from microscale.quant.fp8 import FP8_MAX, fp8_scale_from_amax
+
+    vmax = _pow2_scale_probe()
+    scale, inv = torch.empty_like(vmax), torch.empty_like(vmax)
+    exp, in_exp = pow2_exponents(FP8_MAX[fp8_dtype], torch.finfo(in_dtype).max)
+    _pow2_probe_kernel[(1,)](vmax, scale, inv, vmax.numel(), exp, in_exp)
+    want = fp8_scale_from_amax(vmax, fp8_dtype, True, in_dtype)
+    assert torch.equal(scale.view(torch.int32), want.view(torch.int32))
+    assert torch.equal(inv.view(torch.int32), (1.0 / want).view(torch.int32))
 
 
 def test_fp8_rowcol_mode_is_checked(monkeypatch):
@@ -424,6 +498,32 @@ def test_gpu_mxfp8_rowcol_packed_column_exact(pack, monkeypatch):
     from microscale.kernels import quant_mx
     monkeypatch.setitem(quant_mx.CONFIG, "PACK_COL", pack)
     _gpu_both_views_exact(("mxfp8_e4m3", {}))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nan_sel", [True, False], ids=["nan_sel", "nan_native"])
+@pytest.mark.parametrize("which", ["fp8_block", "mxfp8"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_gpu_rowcol_reg_exact(which, nan_sel, dtype, monkeypatch):
+    """The register-resident row + column kernels on the GPU, bit for bit, with +-NaN and
+    +-Inf: with ``NAN_SEL`` off the NaN byte is whatever the hardware conversion makes of a
+    NaN times a scale, which must be 0x7F for either sign."""
+    from microscale.kernels import quant_fp8, quant_mx
+    cfg = quant_fp8.CONFIG if which == "fp8_block" else quant_mx.CONFIG
+    monkeypatch.setitem(cfg, "ROWCOL", "reg")
+    monkeypatch.setitem(cfg, "NAN_SEL", nan_sel)
+    x = sample((4096, 768), dtype, spread=30 if dtype == torch.bfloat16 else 8)
+    x[5, 7], x[70, 9], x[3, 2], x[9, 100] = float("nan"), -float("nan"), float("inf"), -float("inf")
+    nf = {"check_finite": False}
+    pairs = [(("fp8_block", nf), ("fp8_block", nf)),
+             (("fp8_block", {**nf, "fp8_dtype": torch.float8_e5m2}),) * 2] if which == "fp8_block" \
+        else [(("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf)),
+              (("mxfp8_e5m2", nf), ("mxfp8_e4m3", {**nf, "scale_rounding": "floor"}))]
+    for row, col in pairs:
+        k = ms.quantize_rowcol(x.cuda(), row, col, backend="triton")
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
 
 
 @pytest.mark.gpu

@@ -106,9 +106,8 @@ def fp8_rne_byte(v, MANT: tl.constexpr, EMIN: tl.constexpr, BIAS: tl.constexpr,
 
 @triton.jit
 def e4m3_byte(v):
-    if NATIVE_CASTS:
-        a = tl.minimum(tl.maximum(v, -448.0), 448.0)
-        out = a.to(tl.float8e4nv, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
+    if NATIVE_CASTS:    # cvt.rn.satfinite: out of range and +-Inf saturate to +-448 (no clamp)
+        out = v.to(tl.float8e4nv, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
     else:
         out = fp8_rne_byte(v, 3, -6, 7, 448.0, 512.0, 0.015625)  # subnormal step 2^-9
     return out
@@ -116,9 +115,8 @@ def e4m3_byte(v):
 
 @triton.jit
 def e5m2_byte(v):
-    if NATIVE_CASTS:
-        a = tl.minimum(tl.maximum(v, -57344.0), 57344.0)
-        out = a.to(tl.float8e5, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
+    if NATIVE_CASTS:    # cvt.rn.satfinite, as above (+-57344)
+        out = v.to(tl.float8e5, fp_downcast_rounding="rtne").to(tl.uint8, bitcast=True)
     else:
         out = fp8_rne_byte(v, 2, -14, 15, 57344.0, 65536.0, 6.103515625e-05)  # step 2^-16
     return out
@@ -132,6 +130,29 @@ def e4m3_value(byte):
     m = b & 7
     normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
     return tl.where(e > 0, normal, m.to(tl.float32) * 0.001953125)
+
+
+# --------------------------------------------------------------------------- MX scales
+@triton.jit
+def mx_exponent(vmax, ELEM: tl.constexpr, CEIL: tl.constexpr):
+    """Block exponent k (int32, [-127, 127]; vmax = 0 -> -127) from fp32 block maxima."""
+    pos = vmax > 0.0
+    fl, mant = floor_log2_sig(tl.where(pos, vmax, 1.0))
+    if ELEM == 0:
+        k = fl - 8
+    elif ELEM == 1:
+        k = fl - 15
+    else:
+        k = fl - 2
+    if CEIL:
+        if ELEM == 2:
+            k = k + (mant > 0x400000).to(tl.int32)           # significand > 1.5
+        else:
+            k = k + (mant > 0x600000).to(tl.int32)           # significand > 1.75
+    k = tl.minimum(tl.maximum(k, -127), 127)
+    k = tl.where(vmax > 3.4028234663852886e38, 0, k)        # Inf: the unit scale
+    return tl.where(pos, k, -127)
+
 
 
 # --------------------------------------------------------------------------- NVFP4 scales

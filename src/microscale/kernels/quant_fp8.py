@@ -33,23 +33,28 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, e4m3_byte, e5m2_byte,
-                     exp2_int, floor_log2_sig, persistent_grid, split_nan, tile_coords)
+from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, exp2_int, floor_log2_sig,
+                     persistent_grid, split_nan, tile_coords)
+from .quant_rowcol_reg import fp8_byte, fp8_rowcol_reg_kernel, pow2_exponents
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
 
-# ROWCOL: how a 1x128 row + column pair runs: "sub" (``_fp8_rowcol_sub_kernel``: [SUB_ROWS,
-# 128] sub-tiles, two passes over the cached tile; the default) or "tile" (one [128, 128] tile
-# in registers); MICROSCALE_FP8_ROWCOL overrides. Bit-identical. On an H200 (graph-replayed,
-# 16384x768 / 16384x3072): sub with 64-row sub-tiles, 8 warps, byte column stores 64.4 / 212 µs;
-# with the column view packed four rows to a word (PACK_COL), 4 warps, 8 programs per SM and no
-# software pipelining 53.0 / 177 µs; tile 69.5 / 242 µs (benchmarks/results/
-# h200_20261123_session5b/fp8_rowcol_sweep.log). Still ~27% of the copy rate: ncu puts the old
-# kernel at 25% occupancy (128 registers) with the L1/shared-memory pipe the busiest (65%).
+# ROWCOL: how a 1x128 row + column pair runs: "reg" (``quant_rowcol_reg``: the [128, 128] tile
+# in registers, 4 consecutive rows per thread so the column view packs into words in-thread,
+# division-free pow2 scales; pow2 scales only, "sub" serves the others; the default), "sub"
+# (``_fp8_rowcol_sub_kernel``: [SUB_ROWS, 128] sub-tiles, two passes over the cached tile) or
+# "tile" (one [128, 128] tile in registers); MICROSCALE_FP8_ROWCOL overrides. Bit-identical.
+# Graph-replayed on an H100 (copy rate 3.0 TB/s), 16384x768 / 16384x3072: "reg" with 4 warps,
+# 2 programs per SM, NaN byte from the hardware (NAN_SEL off) 33.0 / 98.3 µs (~72% of the copy
+# rate at 3072), "sub" 52.2 / 169.2 µs (benchmarks/results/h100_20261125_session6/). SASS for
+# sm_90 (benchmarks/sass_offline.py): 16.5 instructions per element for "reg" (25 with
+# NAN_SEL), 46 for "sub".
 CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 8,
           "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4,
-          "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "sub"), "SUB_ROWS": 64,
-          "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1}
+          "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "reg"), "SUB_ROWS": 64,
+          "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1,
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False}
+_ROWCOL_MODES = ("reg", "sub", "tile")
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
@@ -70,11 +75,7 @@ def _scale_from_vmax(vmax, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr, POW2: tl
 @triton.jit
 def _fp8_byte(y, E5M2: tl.constexpr, nan):
     """FP8 bytes of fp32 ``y`` (RNE, satfinite), the NaN byte 0x7F where ``nan``."""
-    if E5M2:
-        out = e5m2_byte(y)
-    else:
-        out = e4m3_byte(y)
-    return tl.where(nan, 127, out).to(tl.uint8)
+    return fp8_byte(y, E5M2, nan, True)
 
 
 @triton.jit
@@ -257,7 +258,10 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
     fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
     n_tc = triton.cdiv(cols, bc)
     n_tiles = triton.cdiv(rows, br) * n_tc
-    if col and mode == 0 and _rowcol_mode() == "sub":
+    if col and mode == 0 and pow2 and _rowcol_mode() == "reg":
+        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype)
+        return amax
+    if col and mode == 0 and _rowcol_mode() != "tile":
         grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
         _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),
                                      sc, rows, cols, n_tc, n_tiles, bc, CONFIG["SUB_ROWS"],
@@ -278,10 +282,22 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
 
 def _rowcol_mode() -> str:
     mode = CONFIG["ROWCOL"]
-    if mode not in ("tile", "sub"):
-        raise ValueError(f"quant_fp8.CONFIG['ROWCOL'] (MICROSCALE_FP8_ROWCOL) must be 'tile' or "
-                         f"'sub', got {mode!r}")
+    if mode not in _ROWCOL_MODES:
+        raise ValueError(f"quant_fp8.CONFIG['ROWCOL'] (MICROSCALE_FP8_ROWCOL) must be one of "
+                         f"{_ROWCOL_MODES}, got {mode!r}")
     return mode
+
+
+def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype):
+    """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``)."""
+    rows, cols = x2.shape
+    n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
+    exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
+    grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
+    fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
+                                rows, cols, n_tc, n_tiles, exp, in_exp,
+                                fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
+                                CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev):

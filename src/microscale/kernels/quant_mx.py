@@ -25,6 +25,8 @@ Philox), exactly as NVFP4 does. Bytes per element for bf16 x: 2 read; 1.03 (MXFP
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -32,43 +34,28 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
+from .quant_rowcol_reg import mx8_rowcol_reg_kernel
 from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
                      check_views, e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
-                     floor_log2_sig, kernel_seed, pack16, persistent_grid, rht_cols,
+                     kernel_seed, mx_exponent, pack16, persistent_grid, rht_cols,
                      rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 
 # PACK_COL: the MXFP8 column view stored as packed uint32 words (bit-identical); off until an
-# H200 sweep (bench_quant.py --sweep) has timed it against the byte stores.
+# H200 sweep (bench_quant.py --sweep) has timed it against the byte stores (H100, session 6:
+# slower, 88.8 vs 52.2 µs at 16384x768). ROWCOL "reg" (the default): an MXFP8 row + column pair
+# on shapes that tile by 128 runs ``quant_rowcol_reg``'s kernel (the tile in registers, see
+# there; H100, 16384x768 / 16384x3072: 36.4 / 108.8 µs against 52.2 / 163.1 µs here); "mx"
+# keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides.
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
-          "PACK_COL": False}
+          "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
 _OPTS = ("scale_rounding", "rht", "rht_d", "stochastic", "generator", "seed", "rand_bits",
          "check_finite")
-
-
-@triton.jit
-def _scale_exponent(vmax, ELEM: tl.constexpr, CEIL: tl.constexpr):
-    """Block exponent k (int32, [-127, 127]; vmax = 0 -> -127) from fp32 block maxima."""
-    pos = vmax > 0.0
-    fl, mant = floor_log2_sig(tl.where(pos, vmax, 1.0))
-    if ELEM == 0:
-        k = fl - 8
-    elif ELEM == 1:
-        k = fl - 15
-    else:
-        k = fl - 2
-    if CEIL:
-        if ELEM == 2:
-            k = k + (mant > 0x400000).to(tl.int32)           # significand > 1.5
-        else:
-            k = k + (mant > 0x600000).to(tl.int32)           # significand > 1.75
-    k = tl.minimum(tl.maximum(k, -127), 127)
-    k = tl.where(vmax > 3.4028234663852886e38, 0, k)        # Inf: the unit scale
-    return tl.where(pos, k, -127)
 
 
 @triton.jit
@@ -123,7 +110,7 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
                        (BR, BC // 32, 32))
     v, nan = split_nan(v)
     vmax = tl.max(tl.abs(v), axis=2)                                     # [BR, BC/32]
-    k = _scale_exponent(vmax, ELEM, CEIL)
+    k = mx_exponent(vmax, ELEM, CEIL)
     if SR == 1:
         bits = tl.load(bits_ptr + offs_r[:, None, None] * cols + col[None, :, :],
                        mask=ok[:, :, None], other=0).to(tl.int32)
@@ -173,7 +160,7 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
         v = rht_cols(v, mt, BR // 32, 32, BC, IN_DTYPE)
     v, nan = split_nan(v)
     vmax = tl.max(tl.abs(v), axis=1)                                     # [G, BC]
-    k = _scale_exponent(vmax, ELEM, CEIL)
+    k = mx_exponent(vmax, ELEM, CEIL)
     if SR == 1:
         bits = tl.load(bits_ptr + offs_c[None, None, :] * rows + row[:, :, None],
                        mask=ok[:, None, :], other=0).to(tl.int32)
@@ -314,6 +301,30 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
     return amax
 
 
+def _reg_applies(x2: torch.Tensor, row: _View | None, col: _View | None) -> bool:
+    """An MXFP8 pair (no RHT) on a shape of whole [128, 128] tiles, with ROWCOL "reg"."""
+    mode = CONFIG["ROWCOL"]
+    if mode not in ("mx", "reg"):
+        raise ValueError(f"quant_mx.CONFIG['ROWCOL'] (MICROSCALE_MX_ROWCOL) must be 'mx' or "
+                         f"'reg', got {mode!r}")
+    views = (row, col)
+    return mode == "reg" and all(v is not None and v.fmt != QFormat.MXFP4 and not v.rht
+                                 for v in views) \
+        and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
+
+
+def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
+    rows, cols = x2.shape
+    amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
+    n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
+    grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
+    mx8_rowcol_reg_kernel[grid](x2, amax, row.data_u8, row.scale, col.data_u8, col.scale, rows,
+                                cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
+                                _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
+                                CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])
+    return amax
+
+
 def _single(fmt: QFormat):
     def kernel(x: torch.Tensor, **opts) -> QuantizedTensor:
         check_input(x, fmt.value, 32, 1, opts.get("check_finite", True))
@@ -333,7 +344,7 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col):
     check_kernel_input(x)
     rv = _View(x2, row[0], row[1], False) if row else None
     cv = _View(x2, col[0], col[1], True) if col else None
-    amax = _run(x, rv, cv)
+    amax = _run_reg(x2, rv, cv) if _reg_applies(x2, rv, cv) else _run(x, rv, cv)
     rows, cols = x2.shape
     return (rv.result(amax[0], torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax[1], torch.Size((cols, rows)), x.dtype) if cv else None)

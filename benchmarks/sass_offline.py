@@ -1,0 +1,115 @@
+"""What a quantization kernel compiles to on sm_90, with no GPU: registers, shared memory, SASS.
+
+    python benchmarks/sass_offline.py                      # every preset below
+    python benchmarks/sass_offline.py fp8_reg fp8_sub      # some of them
+    python benchmarks/sass_offline.py mx_reg --sass out/   # also write the SASS listings
+
+Compiles with ``triton.compile(..., target=GPUTarget("cuda", 90, 32))`` (the Triton installed
+here: use the GPU machine's version, 3.6, for figures that should match it; ptxas and cuobjdump
+come with Triton's wheel) and prints, per kernel, registers per thread, dynamic shared memory,
+the static SASS instruction count and that count per element of a tile (static: slow paths
+such as a division's fallback are counted once, never-taken or not; loops over tiles run the
+body once per tile, so per element is per tile element). The opcode histogram shows where the
+instructions go (``FMNMX``: maxima and clamps, ``SEL``/``P2R``: NaN masks, ``SHFL``: lane
+reductions, ``STS``/``LDS``: layout conversions through shared memory). Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.pop("TRITON_INTERPRET", None)          # compile for the GPU, native casts on
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from microscale.kernels import quant_fp8, quant_mx, quant_rowcol_reg  # noqa: E402
+
+BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp32",
+          "qc_ptr": "*u8", "sc_ptr": "*fp32", "rows": "i32", "cols": "i32", "n_tc": "i32",
+          "n_tiles": "i32"}
+MX_ROWCOL = ROWCOL | {"sr_ptr": "*u8", "sc_ptr": "*u8"}
+MX_OLD = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*bf16", "rows": "i32",
+          "cols": "i32", "n_tc": "i32", "n_tiles": "i32", "mr_ptr": "*bf16", "br_ptr": "*bf16",
+          "qr_ptr": "*u8", "sr_ptr": "*u8", "mc_ptr": "*bf16", "bc_ptr": "*bf16", "qc_ptr": "*u8",
+          "sc_ptr": "*u8"}
+ALIGNED = ("x_ptr", "qr_ptr", "qc_ptr", "sr_ptr", "sc_ptr", "rows", "cols")
+_MX_OLD_CONSTS = dict(IN_DTYPE=1, BR=32, BC=128, ROW=True, ROW_ELEM=0, ROW_CEIL=True,
+                      ROW_RHT_D=0, ROW_SR=0, COL=True, COL_ELEM=0, COL_CEIL=True, COL_RHT_D=0,
+                      COL_SR=0, NUM_STAGES=2, PACK_COL=False)
+# name -> (kernel, signature, constexprs, num_warps, num_stages, elements per tile)
+PRESETS = {
+    "fp8_reg": (quant_rowcol_reg.fp8_rowcol_reg_kernel, ROWCOL,
+                dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=False, NUM_STAGES=1), 4, 1,
+                128 * 128),
+    "fp8_reg_nansel": (quant_rowcol_reg.fp8_rowcol_reg_kernel, ROWCOL,
+                       dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=True, NUM_STAGES=1), 4, 1,
+                       128 * 128),
+    "fp8_sub": (quant_fp8._fp8_rowcol_sub_kernel, ROWCOL,
+                dict(BC=128, SUB=64, FP8_MAX=448.0, IN_MAX=3.3895313892515355e38, POW2=True,
+                     E5M2=False, NUM_STAGES=1, PACK=True), 4, 1, 128 * 128),
+    "mx_reg": (quant_rowcol_reg.mx8_rowcol_reg_kernel, MX_ROWCOL,
+               dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False,
+                    NUM_STAGES=1), 4, 1, 128 * 128),
+    "mx_old": (quant_mx._mx_kernel, MX_OLD, _MX_OLD_CONSTS, 4, 2, 32 * 128),
+}
+
+
+def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):
+    signature = {n: "constexpr" if n in consts else sig[n] for n in fn.arg_names}
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in ALIGNED if n in sig}
+    src = ASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def inspect(kernel) -> tuple[dict, collections.Counter, str]:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "k.cubin"
+        path.write_bytes(kernel.asm["cubin"])
+        sass = subprocess.run([str(BIN / "cuobjdump"), "-sass", str(path)], check=True,
+                              capture_output=True, text=True).stdout
+        res = subprocess.run([str(BIN / "cuobjdump"), "-res-usage", str(path)], check=True,
+                             capture_output=True, text=True).stdout
+    ops = collections.Counter(
+        m.group(1) for m in re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)",
+                                        sass, re.M))
+    usage = {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED):(\d+)", res)}
+    return usage, ops, sass
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", default=list(PRESETS))
+    ap.add_argument("--sass", default=None, help="write each SASS listing into this folder")
+    args = ap.parse_args(argv)
+    print(f"# triton {triton.__version__}, sm_90, compiled offline")
+    print(f"{'kernel':16} {'warps':>5} {'regs':>5} {'stack':>5} {'smem KB':>8} {'SASS':>6} "
+          f"{'per elem':>8}  top opcodes")
+    for name in args.names:
+        fn, sig, consts, warps, stages, elems = PRESETS[name]
+        k = compile_sm90(fn, sig, consts, warps, stages)
+        usage, ops, sass = inspect(k)
+        total = sum(ops.values())
+        per_elem = total * warps * 32 / elems
+        top = ", ".join(f"{o} {n}" for o, n in ops.most_common(6))
+        print(f"{name:16} {warps:5d} {usage.get('REG', 0):5d} {usage.get('STACK', 0):5d} "
+              f"{k.metadata.shared / 1024:8.1f} {total:6d} {per_elem:8.1f}  {top}")
+        if args.sass:
+            Path(args.sass).mkdir(parents=True, exist_ok=True)
+            (Path(args.sass) / f"{name}.sass").write_text(sass)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Row + column quantization with the whole tile in registers: FP8 1x128 blockwise and MXFP8.
+
+Both kernels write the two views a linear layer needs of an activation or gradient x
+``[rows, cols]`` (multiples of 128) from one read, bit-exact with ``quant.fp8`` / ``quant.mx``:
+the row view (blocks along ``cols``: ``data[rows, cols]``) and the column view (blocks along
+``rows``, stored transposed: ``data[cols, rows]``), with their scales.
+
+* FP8 blockwise (SPEC §8, DeepSeek-V3): 1x128 blocks both ways, fp32 ``scale_inv`` per block.
+* MXFP8 (SPEC §7): 1x32 blocks both ways, one UE8M0 byte per block, E4M3 or E5M2 elements.
+
+Layout
+======
+A program owns a ``[128, 128]`` tile and loads it as ``[128/G, G, 128]``: element
+``(i, j, c)`` is row ``r0 + G·i + j``. Triton gives the strided axis ``i`` the lanes and warps
+(4 lanes × 8 warps = 32 values of i for 8 warps), the contiguous axis ``c`` 8 lanes × 16
+values, and leaves ``j`` to each thread's registers. So a thread holds G = 4 *consecutive*
+rows of 16 columns, and
+
+* the row view is the usual one: 16 bytes of a row per thread, a 16-byte store;
+* the column view packs its thread's 4 bytes of a column (rows ``G·i .. G·i+3``) into one
+  little-endian uint32 with shifts inside the thread -- no shuffles -- and stores ``[32, 128]``
+  words, i.e. each column's 128 bytes, after one shuffle through shared memory of 16 KB.
+
+MXFP8's 32-blocks are views of the same registers: a row block is 16 values of two
+neighbouring lanes, a column block 8 values of i (4 lanes × 2 warps) times the 4 of j.
+
+Scales without a division
+=========================
+For power-of-two FP8 scales (``pow2_scales=True``, every preset) the rule
+``2^floor(log2(fl(fp8_max / vmax)))`` is read off vmax's bits: with ``fp8_max = 1.75·2^E``
+(448: E = 8, 57344: E = 15) and ``vmax = m·2^e``, the quotient is ``(1.75/m)·2^(E-e)``, so the
+exponent is ``E - e`` when ``m ≤ 1.75`` and ``E - e - 1`` otherwise (the rounded quotient never
+reaches the next power of two: the nearest ``m`` above 1.75 gives ``1 - 3.4e-8``, which rounds
+below 1). An exponent ≥ 128 is the division's overflow (the spec then uses the input dtype's
+max, ``2^127`` for fp32/bf16, ``2^15`` for fp16); zero and subnormal vmax land there too,
+before zero and Inf take the unit scale. ``scale_inv = 2^-n`` is exact (subnormal at n = 127).
+This replaces an IEEE division, a log2 and an exp2 per scale -- per thread, 16 column scales
+and 4 row scales a tile -- with ~10 integer operations. (MX exponents never divided.)
+
+NaN and Inf
+===========
+On the GPU the maxima use the hardware max, which drops NaN (as the reference's NaN → 0 does),
+and the satfinite conversion saturates ±Inf. A NaN element times its scale is the canonical NaN,
+which the conversion turns into 0x7F, the reference's NaN byte, for either sign of the input
+(``test_gpu_rowcol_reg_exact``, H100): so the kernels skip the per-byte select by default
+(``NAN_SEL`` off; on, it costs ~9 SASS instructions per element and 1.2-1.6x the time). The
+interpreter keeps the reference's NaN → 0 and the explicit byte.
+
+Measured (H100, graph-replayed, 16384x768 / 16384x3072 bf16, copy rate 3.0 TB/s): FP8 33.0 /
+98.3 µs (``quant_fp8``'s sub-tiled kernel: 52.2 / 169.2), MXFP8 36.4 / 108.8 µs
+(``quant_mx``'s kernel: 52.2 / 163.1); the 125m training step with both pairs: fp8_blockwise
+0.73x -> 0.85x of bf16, mxfp8 0.65x -> 0.70x (benchmarks/results/h100_20261125_session6/).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._utils import NATIVE_CASTS, e4m3_byte, e5m2_byte, exp2_int, mx_exponent, tile_coords
+
+__all__ = ["fp8_byte", "pow2_scale", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel",
+           "pow2_exponents"]
+
+
+def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
+    """``(E, IN_EXP)``: fp8_max = 1.75·2^E; IN_EXP = floor(log2 of the input dtype's max)."""
+    exp = {448.0: 8, 57344.0: 15}[fp8_max]
+    return exp, (15 if in_max == 65504.0 else 127)
+
+
+@triton.jit
+def pow2_scale(vmax, FP8_EXP: tl.constexpr, IN_EXP: tl.constexpr):
+    """``(scale, scale_inv)`` for fp32 block maxima ``vmax`` ≥ 0 (never NaN), exactly
+    ``fp8_scale_from_amax(vmax, pow2_scales=True)`` and its inverse, without a division."""
+    b = vmax.to(tl.int32, bitcast=True)
+    n = FP8_EXP + 127 - (b >> 23) - ((b & 0x7FFFFF) > 0x600000).to(tl.int32)
+    n = tl.where(n >= 128, IN_EXP, n)                      # overflow (zero, subnormal too)
+    n = tl.where((b - 1).to(tl.uint32, bitcast=True) >= 0x7F7FFFFF, 0, n)   # 0 or Inf: unit
+    return ((n + 127) << 23).to(tl.float32, bitcast=True), exp2_int(-n)
+
+
+@triton.jit
+def fp8_byte(y, E5M2: tl.constexpr, nan, NAN_SEL: tl.constexpr):
+    """FP8 bytes of fp32 ``y`` (RNE, satfinite); the NaN byte 0x7F where ``nan`` if
+    ``NAN_SEL`` (always in the interpreter, whose casts are emulated)."""
+    if E5M2:
+        out = e5m2_byte(y)
+    else:
+        out = e4m3_byte(y)
+    if NAN_SEL or not NATIVE_CASTS:
+        out = tl.where(nan, 127, out)
+    return out.to(tl.uint8)
+
+
+@triton.jit
+def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr):
+    """The ``[128/G, G, 128]`` view of tile (r0, c0) as fp32, its NaN mask, and the offsets."""
+    rows3 = G * tl.arange(0, 128 // G)[:, None, None] + tl.arange(0, G)[None, :, None]
+    offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
+    x_in = tl.load(x_ptr + offs)
+    x = x_in.to(tl.float32)
+    if NATIVE_CASTS:
+        nan = x_in != x_in                  # on bf16/fp16 pairs
+    else:                                   # (the interpreter holds bf16 as raw integers)
+        nan = x != x
+        x = tl.where(nan, 0.0, x)           # and its max keeps NaN
+    return x, nan, offs
+
+
+@triton.jit
+def _store_col_words(qc_ptr, q, r0, c0, rows, G: tl.constexpr):
+    """Column-view bytes ``q`` [128/G, G, 128] -> ``data[c, r0 + ...]`` as uint32 words."""
+    shift = (tl.arange(0, G) * 8).to(tl.uint32)[None, :, None]
+    words = tl.sum(q.to(tl.uint32) << shift, axis=1)               # [NI, 128]: rows G·i..+3
+    offs_w = (c0 + tl.arange(0, 128))[None, :] * (rows // 4) + r0 // 4 \
+        + tl.arange(0, 128 // G)[:, None]
+    tl.store(qc_ptr.to(tl.pointer_type(tl.uint32)) + offs_w, words)
+
+
+@triton.jit
+def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
+                          n_tiles, FP8_EXP: tl.constexpr, IN_EXP: tl.constexpr,
+                          E5M2: tl.constexpr, NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in."""
+    G: tl.constexpr = 4
+    NI: tl.constexpr = 128 // G
+    acc = tl.zeros((NI, G), dtype=tl.float32)                   # running row-block maxima
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(t, n_tc, 128, 128)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G)
+        a = tl.abs(x)
+        rmax = tl.max(a, axis=2)                                  # [NI, G]
+        acc = tl.maximum(acc, rmax)
+        rscale, rinv = pow2_scale(rmax, FP8_EXP, IN_EXP)
+        tl.store(qr_ptr + offs, fp8_byte(x * rscale[:, :, None], E5M2, nan, NAN_SEL))
+        rows2 = r0 + G * tl.arange(0, NI)[:, None] + tl.arange(0, G)[None, :]
+        tl.store(sr_ptr + rows2 * (cols // 128) + c0 // 128, rinv)
+        cscale, cinv = pow2_scale(tl.max(tl.max(a, axis=1), axis=0), FP8_EXP, IN_EXP)  # [128]
+        _store_col_words(qc_ptr, fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL),
+                         r0, c0, rows, G)
+        tl.store(sc_ptr + (c0 + tl.arange(0, 128)) * (rows // 128) + r0 // 128, cinv)
+    tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0))
+
+
+@triton.jit
+def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
+                          n_tiles, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
+                          COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
+                          NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
+    stored transposed, bytes ``[cols, rows/32]``) of every ``[128, 128]`` tile; the amax of
+    each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for
+    E4M3 elements, 1 for E5M2 (``quant_mx``'s codes)."""
+    G: tl.constexpr = 4
+    NI: tl.constexpr = 128 // G
+    acc = tl.zeros((NI, G), dtype=tl.float32)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(t, n_tc, 128, 128)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G)
+        a = tl.abs(x)
+        # row view: [NI, G, 4 blocks, 32]
+        rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)                  # [NI, G, 4]
+        acc = tl.maximum(acc, tl.max(rmax, axis=2))
+        k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
+        y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None], (NI, G, 128))
+        tl.store(qr_ptr + offs, fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL))
+        rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
+        sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
+        tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
+        # column view: [4 blocks, 8 i, G, 128]: block g holds rows 32g .. 32g+31
+        cmax = tl.max(tl.max(tl.reshape(a, (4, 8, G, 128)), axis=2), axis=1)  # [4, 128]
+        kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
+        yc = tl.reshape(tl.reshape(x, (4, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
+                        (NI, G, 128))
+        _store_col_words(qc_ptr, fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL), r0, c0, rows, G)
+        cidx = (c0 + tl.arange(0, 128))[None, :] * (rows // 32) + r0 // 32 + tl.arange(0, 4)[:, None]
+        tl.store(sc_ptr + cidx, (kc + 127).to(tl.uint8))
+    amax = tl.max(tl.max(acc, axis=1), axis=0)
+    tl.atomic_max(amax_ptr, amax)
+    tl.atomic_max(amax_ptr + 1, amax)
