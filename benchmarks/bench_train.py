@@ -216,7 +216,8 @@ def _free(device):
 # kernels (named after the ops they fuse, quantize_rowcol included), attention before GEMMs
 # (cuDNN's flash kernels carry "sm90" too), then library GEMMs and the rest.
 _KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax_kernel",
-                        "_mx_kernel", "_fp8_block_kernel", "_cast_kernel", "_amax_kernel")),
+                        "_mx_kernel", "_fp8_block_kernel", "_cast_kernel", "_amax_kernel",
+                        "rowcol_reg_kernel", "_fp8_rowcol_sub_kernel")),
           ("dequantize", ("_dequant_kernel", "_scale_inplace")),
           ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
                                 "cat", "fill", "index")),
@@ -254,7 +255,10 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
         train_step(model, opt, x, y)
         torch.cuda.synchronize(device)
         wall = time.perf_counter() - t0
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    # device-side events, less the ranges Inductor annotates on the stream ("## Call
+    # CompiledFxGraph ...", torch 2.11): they span kernels and are not kernels themselves
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and not e.name.startswith("## ")]
     by_kind: dict[str, float] = {}
     spans = []
     for e in kernels:
