@@ -154,7 +154,6 @@ def mx_exponent(vmax, ELEM: tl.constexpr, CEIL: tl.constexpr):
     return tl.where(pos, k, -127)
 
 
-
 # --------------------------------------------------------------------------- NVFP4 scales
 @triton.jit
 def nvfp4_global_scales(amax_ptr):

@@ -11,10 +11,11 @@ the row view (blocks along ``cols``: ``data[rows, cols]``) and the column view (
 Layout
 ======
 A program owns a ``[128, 128]`` tile and loads it as ``[128/G, G, 128]``: element
-``(i, j, c)`` is row ``r0 + G·i + j``. Triton gives the strided axis ``i`` the lanes and warps
-(4 lanes × 8 warps = 32 values of i for 8 warps), the contiguous axis ``c`` 8 lanes × 16
-values, and leaves ``j`` to each thread's registers. So a thread holds G = 4 *consecutive*
-rows of 16 columns, and
+``(i, j, c)`` is row ``r0 + G·i + j``. Triton's coalescing gives the contiguous axis ``c`` 8
+lanes × 16 values and the strided axis ``i`` the other 4 lanes and the warps (4 lanes × 4
+warps, twice over, with the default 4 warps), and leaves ``j`` to each thread's registers: the
+axis that comes *after* ``i`` (ties between non-contiguous axes go to the lower index first).
+So a thread holds G = 4 *consecutive* rows of 16 columns, and
 
 * the row view is the usual one: 16 bytes of a row per thread, a 16-byte store;
 * the column view packs its thread's 4 bytes of a column (rows ``G·i .. G·i+3``) into one
@@ -22,7 +23,7 @@ rows of 16 columns, and
   words, i.e. each column's 128 bytes, after one shuffle through shared memory of 16 KB.
 
 MXFP8's 32-blocks are views of the same registers: a row block is 16 values of two
-neighbouring lanes, a column block 8 values of i (4 lanes × 2 warps) times the 4 of j.
+neighbouring lanes, a column block 8 consecutive values of i (lanes and warps) times the 4 of j.
 
 Scales without a division
 =========================
@@ -174,7 +175,8 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         yc = tl.reshape(tl.reshape(x, (4, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
                         (NI, G, 128))
         _store_col_words(qc_ptr, fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL), r0, c0, rows, G)
-        cidx = (c0 + tl.arange(0, 128))[None, :] * (rows // 32) + r0 // 32 + tl.arange(0, 4)[:, None]
+        cidx = (c0 + tl.arange(0, 128))[None, :] * (rows // 32) + r0 // 32 \
+            + tl.arange(0, 4)[:, None]
         tl.store(sc_ptr + cidx, (kc + 127).to(tl.uint8))
     amax = tl.max(tl.max(acc, axis=1), axis=0)
     tl.atomic_max(amax_ptr, amax)
