@@ -320,6 +320,17 @@ def test_fp8_pow2_scale_matches_the_division(fp8_dtype, in_dtype):
     assert torch.equal(inv.view(torch.int32), (1.0 / want).view(torch.int32))
 
 
+def test_rowcol_kernel_choice_is_reported():
+    """ms.explain() says which row + column kernel ran, and why not the register one."""
+    x = sample((128, 256), torch.bfloat16)
+    for opts, says in [({}, "tile in registers"), ({"pow2_scales": False}, "pow2 scales only")]:
+        view = ("fp8_block", opts)
+        ms.quantize_rowcol(x, view, view, backend="triton")
+        assert says in ms.explain()[("quantize_rowcol", "fp8_block|fp8_block")]
+    ms.quantize_rowcol(x, ("mxfp8_e4m3", {}), ("mxfp8_e5m2", {}), backend="triton")
+    assert "tile in registers" in ms.explain()[("quantize_rowcol", "mxfp8_e4m3|mxfp8_e5m2")]
+
+
 def test_fp8_rowcol_mode_is_checked(monkeypatch):
     from microscale.kernels import quant_fp8
     monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", "tiles")

@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, register_kernel
+from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, exp2_int, floor_log2_sig,
@@ -55,6 +55,14 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1,
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False}
 _ROWCOL_MODES = ("reg", "sub", "tile")
+_KEY = rowcol_key("fp8_block", "fp8_block")             # what ms.explain() says of each
+_REG_PATH = "triton (1x128 pair: tile in registers, quant_rowcol_reg)"
+_PATHS = {("reg", False): "triton (1x128 pair: sub-tiled kernel, as the register kernel takes "
+                          "pow2 scales only)",
+          ("sub", True): "triton (1x128 pair: sub-tiled kernel, ROWCOL='sub')",
+          ("sub", False): "triton (1x128 pair: sub-tiled kernel, ROWCOL='sub')",
+          ("tile", True): "triton (1x128 pair: one-tile kernel, ROWCOL='tile')",
+          ("tile", False): "triton (1x128 pair: one-tile kernel, ROWCOL='tile')"}
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
@@ -260,7 +268,10 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
     n_tiles = triton.cdiv(rows, br) * n_tc
     if col and mode == 0 and pow2 and _rowcol_mode() == "reg":
         _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype)
+        note_path("quantize_rowcol", _KEY, _REG_PATH)
         return amax
+    if col and mode == 0:
+        note_path("quantize_rowcol", _KEY, _PATHS[_rowcol_mode(), pow2])
     if col and mode == 0 and _rowcol_mode() != "tile":
         grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
         _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),

@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, register_kernel
+from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
@@ -344,7 +344,12 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col):
     check_kernel_input(x)
     rv = _View(x2, row[0], row[1], False) if row else None
     cv = _View(x2, col[0], col[1], True) if col else None
-    amax = _run_reg(x2, rv, cv) if _reg_applies(x2, rv, cv) else _run(x, rv, cv)
+    if _reg_applies(x2, rv, cv):
+        amax = _run_reg(x2, rv, cv)
+        note_path("quantize_rowcol", rowcol_key(row[0].value, col[0].value),
+                  "triton (MXFP8 pair: tile in registers, quant_rowcol_reg)")
+    else:
+        amax = _run(x, rv, cv)
     rows, cols = x2.shape
     return (rv.result(amax[0], torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax[1], torch.Size((cols, rows)), x.dtype) if cv else None)
