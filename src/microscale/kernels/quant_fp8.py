@@ -55,14 +55,12 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1,
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False}
 _ROWCOL_MODES = ("reg", "sub", "tile")
-_KEY = rowcol_key("fp8_block", "fp8_block")             # what ms.explain() says of each
-_REG_PATH = "triton (1x128 pair: tile in registers, quant_rowcol_reg)"
-_PATHS = {("reg", False): "triton (1x128 pair: sub-tiled kernel, as the register kernel takes "
-                          "pow2 scales only)",
-          ("sub", True): "triton (1x128 pair: sub-tiled kernel, ROWCOL='sub')",
-          ("sub", False): "triton (1x128 pair: sub-tiled kernel, ROWCOL='sub')",
-          ("tile", True): "triton (1x128 pair: one-tile kernel, ROWCOL='tile')",
-          ("tile", False): "triton (1x128 pair: one-tile kernel, ROWCOL='tile')"}
+_KEY = rowcol_key("fp8_block", "fp8_block")
+# what ms.explain() says of a 1x128 pair, by the kernel that ran
+_PATHS = {"reg": "triton (1x128 pair: tile in registers, quant_rowcol_reg)",
+          "sub": "triton (1x128 pair: sub-tiled kernel, ROWCOL='sub')",
+          "tile": "triton (1x128 pair: one-tile kernel, ROWCOL='tile')"}
+_NOT_POW2 = "triton (1x128 pair: sub-tiled kernel, as the register kernel takes pow2 scales only)"
 
 _IN_MAX = (3.4028234663852886e38, 3.3895313892515355e38, 65504.0)  # fp32, bf16, fp16
 _OPTS = ("block", "pow2_scales", "fp8_dtype", "check_finite")
@@ -266,13 +264,13 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
     fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
     n_tc = triton.cdiv(cols, bc)
     n_tiles = triton.cdiv(rows, br) * n_tc
-    if col and mode == 0 and pow2 and _rowcol_mode() == "reg":
+    kind = _rowcol_mode() if col and mode == 0 else None
+    if kind is not None:
+        note_path("quantize_rowcol", _KEY, _PATHS[kind] if pow2 or kind != "reg" else _NOT_POW2)
+    if kind == "reg" and pow2:
         _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype)
-        note_path("quantize_rowcol", _KEY, _REG_PATH)
         return amax
-    if col and mode == 0:
-        note_path("quantize_rowcol", _KEY, _PATHS[_rowcol_mode(), pow2])
-    if col and mode == 0 and _rowcol_mode() != "tile":
+    if kind in ("reg", "sub"):
         grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
         _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),
                                      sc, rows, cols, n_tc, n_tiles, bc, CONFIG["SUB_ROWS"],
