@@ -129,7 +129,20 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
     rows_cfgs = cfgs(q_keys, [
         (32, 32, 4, 16, 2), (32, 32, 2, 16, 2), (32, 32, 4, 8, 2), (32, 32, 4, 32, 2),
         (32, 64, 4, 8, 2), (64, 32, 4, 8, 2), (64, 64, 4, 8, 2), (16, 64, 2, 16, 2)])
+    reg_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "maxnreg", "ROW_SR")
+    # the reg pass: NI·(lanes x warps along i) must cover the tile's groups once (4 lanes and
+    # num_warps warps along i at BC = 64; 8 lanes at BC = 32)
+    reg_cfgs = cfgs(reg_keys, [(16, 64, 4, 2, 1, None, True), (16, 64, 4, 1, 1, None, True),
+                               (16, 64, 4, 3, 1, 168, True), (16, 64, 4, 2, 2, None, True),
+                               (8, 64, 2, 4, 1, None, True), (8, 64, 2, 6, 1, 168, True),
+                               (16, 64, 4, 4, 1, 128, True), (32, 32, 4, 2, 1, None, True)])
+    amax_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES")
     plans = [
+        (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
+        (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
+        (quant_nvfp4.CONFIG["REG_AMAX"], "nvfp4/col_rht", cfgs(amax_keys, [
+            (16, 32, 4, 4, 2), (16, 32, 4, 8, 2), (16, 32, 4, 4, 1), (16, 64, 4, 2, 1),
+            (8, 32, 2, 8, 2)])),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", rows_cfgs),
@@ -164,6 +177,9 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
     for cfg, name, options in plans:
         if only and not name.startswith(tuple(only.split(","))):
             continue
+        if name.startswith("nvfp4") and (cfg is quant_nvfp4.CONFIG) != (
+                quant_nvfp4.CONFIG["PASS"] != "reg"):
+            continue                   # the knobs of the pass that is not running
         default = dict(cfg)
         want = VARIANTS[name][0](x, "triton")          # every config gives these bits
         for opt in options:
@@ -190,7 +206,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
     ap.add_argument("--shapes", default=None, help="e.g. 16384x768,8192x8192 (default: SHAPES)")
     ap.add_argument("--passes", default=None,
-                    help="NVFP4 quantize passes to compare, e.g. v3,rows (quant_nvfp4.CONFIG['PASS'])")
+                    help="NVFP4 quantize passes to compare, e.g. v3,rows,reg,reg-sr "
+                         "(quant_nvfp4.CONFIG['PASS']; reg-sr: REG['ROW_SR'] on)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_quant needs a CUDA device")
@@ -204,12 +221,16 @@ def main() -> None:
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] \
         if args.shapes else ([(8192, 8192)] if args.quick else SHAPES)
     from microscale.kernels import quant_nvfp4
+    # "reg-sr": the reg pass taking stochastically rounded row views too (REG['ROW_SR'])
     passes = args.passes.split(",") if args.passes else [quant_nvfp4.CONFIG["PASS"]]
+    row_sr_default = quant_nvfp4.CONFIG["REG"]["ROW_SR"]
     for shape in shapes:
         x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
         rows = []
         for pass_ in passes:
-            quant_nvfp4.CONFIG["PASS"] = pass_
+            quant_nvfp4.CONFIG["PASS"] = pass_.split("-")[0]
+            quant_nvfp4.CONFIG["REG"]["ROW_SR"] = pass_ == "reg-sr" or (
+                pass_ == "reg" and row_sr_default)
             for n in names:
                 if len(passes) > 1 and not n.startswith("nvfp4"):
                     continue

@@ -63,12 +63,18 @@ TARGET_ANY = {"125m": 0.6, "1b": 0.8}
 # recipe@NAME: kernel CONFIG entries set for that run only, {module: {key: value}}; spelled out
 # in full, so a name runs the same kernels whatever the defaults ("reg" is what session 6's
 # first call ran under that name: the register kernels with the explicit NaN byte)
+_NV_REG = {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
+           "maxnreg": None}
 KERNEL_SETS = {
     "reg": {"quant_fp8": {"ROWCOL": "reg", "NAN_SEL": True},
             "quant_mx": {"ROWCOL": "reg", "NAN_SEL": True}},
     "reg-nan0": {"quant_fp8": {"ROWCOL": "reg", "NAN_SEL": False},
                  "quant_mx": {"ROWCOL": "reg", "NAN_SEL": False}},
     "sub": {"quant_fp8": {"ROWCOL": "sub"}, "quant_mx": {"ROWCOL": "mx"}},
+    # session 7: NVFP4's quantize pass, the register-layout one or session 6's rows pass
+    "nv-reg": {"quant_nvfp4": {"PASS": "reg"}},      # REG['ROW_SR'] as the default says
+    "nv-reg-sr": {"quant_nvfp4": {"PASS": "reg", "REG": {**_NV_REG, "ROW_SR": True}}},
+    "nv-rows": {"quant_nvfp4": {"PASS": "rows"}},
 }
 
 

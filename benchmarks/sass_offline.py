@@ -32,7 +32,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from microscale.kernels import quant_fp8, quant_mx, quant_rowcol_reg  # noqa: E402
+from microscale.kernels import (quant_fp8, quant_mx, quant_nvfp4, quant_nvfp4_reg,  # noqa: E402
+                                quant_rowcol_reg)
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp32",
@@ -47,6 +48,16 @@ ALIGNED = ("x_ptr", "qr_ptr", "qc_ptr", "sr_ptr", "sc_ptr", "rows", "cols")
 _MX_OLD_CONSTS = dict(IN_DTYPE=1, BR=32, BC=128, ROW=True, ROW_ELEM=0, ROW_CEIL=True,
                       ROW_RHT_D=0, ROW_SR=0, COL=True, COL_ELEM=0, COL_CEIL=True, COL_RHT_D=0,
                       COL_SR=0, NUM_STAGES=2, PACK_COL=False)
+NV_REG = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*i32", "qr_ptr": "*i32",
+          "sr_ptr": "*u8", "br_ptr": "*u8", "qc_ptr": "*i32", "sc_ptr": "*u8", "bc_ptr": "*u8",
+          "rows": "i32", "cols": "i32", "n_tc": "i32", "n_tiles": "i32"}
+NV_ROWS = NV_REG | {"m_ptr": "*fp32", "qr_ptr": "*u8", "qc_ptr": "*u8"}
+NV_AMAX = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "m_ptr": "*fp32", "rows": "i32", "cols": "i32",
+           "n_tc": "i32", "n_tiles": "i32"}
+_NV_REG = dict(IN_DTYPE=1, NI=16, BC=64, EVEN=True, ROW=True, ROW_SR=0, COL=True, COL_RHT=True,
+               COL_SR=0, SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=1)
+_NV_ROWS = dict(IN_DTYPE=1, BR=32, BC=32, ROW=True, ROW_RHT=False, ROW_2D=False, ROW_SR=0,
+                COL=True, COL_RHT=True, COL_2D=False, COL_SR=0, NUM_STAGES=2)
 # name -> (kernel, signature, constexprs, num_warps, num_stages, elements per tile)
 PRESETS = {
     "fp8_reg": (quant_rowcol_reg.fp8_rowcol_reg_kernel, ROWCOL,
@@ -62,6 +73,36 @@ PRESETS = {
                dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False,
                     NUM_STAGES=1), 4, 1, 128 * 128),
     "mx_old": (quant_mx._mx_kernel, MX_OLD, _MX_OLD_CONSTS, 4, 2, 32 * 128),
+    # NVFP4 pairs: x (row RNE, column RHT RNE) and dy (row SR, column RHT + SR, Philox)
+    "nv_reg_x": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG, _NV_REG, 4, 1, 256 * 64),
+    "nv_reg_dy": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                  _NV_REG | dict(ROW_SR=2, COL_SR=2), 4, 1, 256 * 64),
+    "nv_reg_col_rht": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                       _NV_REG | dict(ROW=False), 4, 1, 256 * 64),
+    "nv_reg_col_rht_sr": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                          _NV_REG | dict(ROW=False, COL_SR=2), 4, 1, 256 * 64),
+    "nv_reg_row": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                   _NV_REG | dict(COL=False), 4, 1, 256 * 64),
+    "nv_reg_row_sr": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                      _NV_REG | dict(COL=False, ROW_SR=2), 4, 1, 256 * 64),
+    "nv_reg_x_masked": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                        _NV_REG | dict(EVEN=False), 4, 1, 256 * 64),
+    "nv_reg_amax": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX,
+                    dict(IN_DTYPE=1, NI=16, BC=64, EVEN=True, ROW=True, COL=True, COL_RHT=True,
+                         SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2), 4, 2, 256 * 64),
+    "nv_reg_amax1": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX,
+                     dict(IN_DTYPE=1, NI=16, BC=64, EVEN=True, ROW=True, COL=True, COL_RHT=True,
+                          SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=1), 4, 1, 256 * 64),
+    "nv_reg_amax_bc32": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX,
+                         dict(IN_DTYPE=1, NI=16, BC=32, EVEN=True, ROW=True, COL=True,
+                              COL_RHT=True, SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2),
+                         4, 2, 256 * 32),
+    "nv_rows_x": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS, 4, 2, 32 * 32),
+    "nv_rows_dy": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS | dict(ROW_SR=2, COL_SR=2),
+                   4, 2, 32 * 32),
+    "nv_amax_old": (quant_nvfp4._nvfp4_amax_kernel, NV_AMAX,
+                    dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
+                         COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),
 }
 
 

@@ -145,6 +145,57 @@ def test_nvfp4_in_kernel_sr_seeded_and_unbiased():
     assert (mean - x).abs().mean() < 0.4 * rne_err
 
 
+@pytest.mark.parametrize("shape,dtype", [((512, 128), torch.bfloat16), ((256, 64), torch.float16),
+                                         ((2, 128, 192), torch.float32), ((272, 80), torch.bfloat16)],
+                         ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
+def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
+    """The "reg" pass (quant_nvfp4_reg) on whole [256, 64] tiles and on partial ones, with
+    NaN, +-Inf and values past the RHT's input clamp: every view a training step asks for,
+    and the single views, bit for bit with the reference."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
+    x = sample(shape, dtype, exact=True, seed=4)
+    flat = x.view(-1, shape[-1])
+    flat[5, 7], flat[40, 33], flat[41, 2], flat[100, 17] = (float("nan"), float("inf"),
+                                                            -float("inf"), -float("nan"))
+    if dtype != torch.float16:
+        flat[30, 40], flat[31, 41] = 3e38, -1e38                # above 2^125: clamped
+    rows, cols = flat.shape
+    nf = {"check_finite": False}
+    rb_row = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
+    rb_col = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
+    for row, col in [(("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
+                     (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}),
+                      ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})),
+                     (("nvfp4", nf), ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_col})),
+                     (None, ("nvfp4", {**nf, "rht": True})), (("nvfp4", nf), None)]:
+        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        key = f"{'nvfp4' if row else 'none'}|{'nvfp4' if col else 'none'}"
+        assert ms.explain()[("quantize_rowcol", key)].startswith("triton (NVFP4 reg pass")
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+def test_nvfp4_reg_pass_says_why_not():
+    """Views the reg pass does not take run the rows pass, and ms.explain() says why."""
+    from microscale.kernels import quant_nvfp4
+    assert quant_nvfp4.CONFIG["REG"]["ROW_SR"] is False          # the default this tests
+    x = sample((256, 64), torch.bfloat16, exact=True)
+    bits = torch.randint(0, 256, (256, 64), dtype=torch.uint8)
+    for row, col, why in [(("nvfp4", {"rht": True}), None, "row view with the RHT"),
+                          (("nvfp4", {"stochastic": True, "rand_bits": bits}), None,
+                           "stochastically rounded row view"),
+                          (("nvfp4", {"block_2d": True}), ("nvfp4", {"block_2d": True}),
+                           "16x16 (2D) scales")]:
+        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        path = ms.explain()[("quantize_rowcol", f"nvfp4|{'nvfp4' if col else 'none'}")]
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+        assert "rows pass" in path and why in path, path
+
+
 # --------------------------------------------------------------------------- MX
 @pytest.mark.parametrize("shape,dtype", MX_SHAPES)
 @pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp4"])
@@ -538,6 +589,41 @@ def test_gpu_rowcol_reg_exact(which, nan_sel, dtype, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(16384, 768), (4096, 3072), (1000, 80)])
+def test_gpu_nvfp4_reg_pass_matches(shape, monkeypatch):
+    """The reg pass on the GPU at training shapes (and a partial tile): bit for bit with the
+    reference (caller bits) and with the rows pass (in-kernel Philox), NaN and Inf included."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
+    x = sample(shape, torch.bfloat16, exact=True, seed=2)
+    x[5, 7], x[70, 9], x[3, 2], x[9, 60] = float("nan"), -float("nan"), float("inf"), -3e38
+    rows, cols = x.shape
+    nf = {"check_finite": False}
+    rb_r = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
+    rb_c = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
+    pair = (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_r}),
+            ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_c}))
+    dev = [(f, {k: (t.cuda() if isinstance(t, torch.Tensor) else t) for k, t in o.items()})
+           for f, o in pair]
+    k = ms.quantize_rowcol(x.cuda(), *dev, backend="triton")
+    assert ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")].startswith("triton (NVFP4 reg")
+    r = ms.quantize_rowcol(x, *pair, backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+    outs = []
+    for pass_ in ("reg", "rows"):
+        monkeypatch.setitem(quant_nvfp4.CONFIG, "PASS", pass_)
+        for views in [(("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
+                      (("nvfp4", {**nf, "stochastic": True}),
+                       ("nvfp4", {**nf, "rht": True, "stochastic": True}))]:
+            torch.manual_seed(11)
+            outs.append(ms.quantize_rowcol(x.cuda(), *views, backend="triton"))
+    for a, b in zip(outs[:2], outs[2:]):
+        assert_same(a[0], b[0])
+        assert_same(a[1], b[1])
+
+
+@pytest.mark.gpu
 def test_gpu_sr_seeded():
     x = sample((1024, 1024), torch.bfloat16).cuda()
     torch.manual_seed(3)
@@ -558,17 +644,21 @@ def test_gpu_sr_seeded():
     (("nvfp4", {"rht": True}), ("nvfp4", {})), (None, ("nvfp4", {"stochastic": True}))],
     ids=["dy_sr_rht", "weight_2d", "row_rht", "col_sr"])
 def test_nvfp4_passes_agree_bit_for_bit(row, col, monkeypatch):
-    """The two quantize passes ("v3" and "rows", quant_nvfp4.CONFIG['PASS']) give the same
-    bytes, in-kernel Philox streams included; the reference agrees where it draws no bits."""
+    """The quantize passes ("v3", "rows" and "reg", quant_nvfp4.CONFIG['PASS']) give the same
+    bytes, in-kernel Philox streams included (reg: on a partial and on whole tiles)."""
     from microscale.kernels import quant_nvfp4
-    x = sample((96, 160), torch.bfloat16, exact=True, seed=9)
-    outs = []
-    for pass_ in ("v3", "rows"):
-        monkeypatch.setitem(quant_nvfp4.CONFIG, "PASS", pass_)
-        torch.manual_seed(5)
-        outs.append(ms.quantize_rowcol(x, row, col, backend="triton"))
-    for a, b in zip(*outs):
-        assert_same(a, b)
+    for shape in ((96, 160), (256, 128)):
+        x = sample(shape, torch.bfloat16, exact=True, seed=9)
+        outs = []
+        for pass_ in ("v3", "rows", "reg", "reg-sr"):
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "PASS", pass_.split("-")[0])
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"],
+                                                            "ROW_SR": pass_ == "reg-sr"})
+            torch.manual_seed(5)
+            outs.append(ms.quantize_rowcol(x, row, col, backend="triton"))
+        for views in zip(*outs):
+            for other in views[1:]:
+                assert_same(other, views[0])
     monkeypatch.setitem(quant_nvfp4.CONFIG, "PASS", "typo")
     with pytest.raises(ValueError, match="PASS"):
         ms.quantize_rowcol(x, row, col, backend="triton")

@@ -45,9 +45,10 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, register_kernel
+from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
+from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
 from .quant_nvfp4_rows import _tile_max, nvfp4_rows_kernel
 from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
                      check_views, e2m1_mag_code, e2m1_sr_mag_code, kernel_seed,
@@ -57,17 +58,26 @@ from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_b
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
 # Tile shapes (tuned on H100; see benchmarks/results/quant_notes.md).
-# PASS: "rows" (``quant_nvfp4_rows``: the column view as rows of the transposed tile) or "v3"
-# (the column view without transposes, below); bit-identical. "rows" measured 3-19% faster on
-# an H200 for every row+column pair training runs and for row views
-# (benchmarks/results/h200_20261123_quant_passes.log); "v3" for a column view alone with the RHT.
+# PASS: "reg" (``quant_nvfp4_reg``: a column's 16-row block in one thread's registers; the
+# default wherever it applies: 1x16 row views without RHT, 1x16 column views with or without
+# RHT, RNE or SR), "rows" (``quant_nvfp4_rows``: the column view as rows of the transposed
+# tile; what "reg" falls back to, e.g. for 2D weight views) or "v3" (the column view without
+# transposes, below); all bit-identical. "rows" measured 3-19% faster than "v3" on an H200 for
+# every row+column pair training runs (benchmarks/results/h200_20261123_quant_passes.log).
 # Rows-pass tile: 32x32 with 4 warps ran the pairs a training step asks for 21-38% faster than
 # 64x64 on an H200 at 16384x768 (64x64 needs 188-221 registers a thread: 12% occupancy,
 # latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
+# "REG": the reg pass's tile [16·NI, BC] and launch (maxnreg: ptxas's register cap, None =
+# its own choice), and whether it takes stochastically rounded row views (ROW_SR: off, the rows
+# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's.
 CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
+          "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
+                  "maxnreg": None, "ROW_SR": False},
+          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
-          "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "rows")}
+          "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
+_PASSES = ("reg", "rows", "v3")
 
 _OPTS = ("block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax", "rand_bits",
          "check_finite")
@@ -315,17 +325,31 @@ class _NoView:
         self.bits = None
 
 
-def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.Tensor):
+def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.Tensor,
+               reg: bool):
     """fp32 ``[2]`` buffer: slot 0 the row view's amax, slot 1 the column view's.
 
-    Measured by one kernel for the views without a given amax; given ones are copied in.
-    Returns the buffer and the two amax tensors to report (the given tensor when given).
+    Measured by one kernel for the views without a given amax (``reg``: the register-layout
+    amax kernel); given ones are copied in. Returns the buffer and the two amax tensors to
+    report (the given tensor when given).
     """
     rows, cols = x2.shape
-    cfg, dev = CONFIG, x2.device
+    dev = x2.device
     amax_buf = torch.zeros(2, dtype=torch.float32, device=dev)
     need = [v is not None and v.amax is None for v in (row, col)]
-    if any(need):
+    if any(need) and reg:
+        cfg = CONFIG["REG_AMAX"]
+        br, bc = 16 * cfg["NI"], cfg["BC"]
+        n_tc = triton.cdiv(cols, bc)
+        n_tiles = triton.cdiv(rows, br) * n_tc
+        grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+        nvfp4_amax_reg_kernel[grid](x2, amax_buf, rows, cols, n_tc, n_tiles,
+                                    IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
+                                    rows % br == 0 and cols % bc == 0, need[0], need[1],
+                                    bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
+                                    num_warps=cfg["num_warps"])
+    elif any(need):
+        cfg = CONFIG
         n_tc = triton.cdiv(cols, cfg["AMAX_BC"])
         n_tiles = triton.cdiv(rows, cfg["AMAX_BR"]) * n_tc
         grid = (persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)
@@ -344,22 +368,71 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     return amax_buf, amaxes
 
 
-def _run(x: torch.Tensor, row: _View | None, col: _View | None):
+def _reg_refusal(row: _View | None, col: _View | None) -> str | None:
+    """Why the "reg" pass cannot take these views (None: it can)."""
+    if row is not None and row.rht:
+        return "a row view with the RHT"
+    if row is not None and row.stochastic and not CONFIG["REG"]["ROW_SR"]:
+        return "a stochastically rounded row view (REG['ROW_SR'] is off)"
+    if any(v is not None and v.block_2d for v in (row, col)):
+        return "16x16 (2D) scales"
+    return None
+
+
+def _choose_pass(row: _View | None, col: _View | None, op: str) -> str:
+    """The pass that runs ("reg", "rows" or "v3"), recorded for ``ms.explain()``."""
+    want = CONFIG["PASS"]
+    if want not in _PASSES:
+        raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be one of "
+                         f"{_PASSES}, got {want!r}")
+    key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
+    why = _reg_refusal(row, col) if want == "reg" else None
+    if want == "reg" and why is None:
+        note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers)")
+        return "reg"
+    if why is not None:
+        note_path(op, key, f"triton (NVFP4 rows pass; the reg pass does not take {why})")
+        return "rows"
+    note_path(op, key, f"triton (NVFP4 {want} pass, PASS={want!r})")
+    return want
+
+
+def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
+                col: _View | None) -> None:
+    """The "reg" quantize pass (``quant_nvfp4_reg``); codes written as int32 words."""
+    rows, cols = x2.shape
+    cfg = CONFIG["REG"]
+    br, bc = 16 * cfg["NI"], cfg["BC"]
+    n_tc = triton.cdiv(cols, bc)
+    n_tiles = triton.cdiv(rows, br) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
+    (qr, sr, br_), (qc, sc, bc_) = [(c.view(torch.int32), sb, b) for c, sb, b in bufs]
+    nvfp4_rowcol_reg_kernel[grid](
+        x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
+        IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
+        row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
+        col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"], num_warps=cfg["num_warps"],
+        **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
+
+
+def _run(x: torch.Tensor, row: _View | None, col: _View | None, op: str):
     """Launch the amax pass (if needed) and the quantize pass; return (amax_row, amax_col)."""
     x2 = x.reshape(-1, x.shape[-1])
     rows, cols = x2.shape
-    cfg, dev = CONFIG, x.device
+    dev = x.device
+    pass_ = _choose_pass(row, col, op)
     m = rht_matrix_on(16, dev)
-    amax_buf, amaxes = _amax_pass(x2, row, col, m)
+    amax_buf, amaxes = _amax_pass(x2, row, col, m, pass_ == "reg")
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
-    if CONFIG["PASS"] not in ("v3", "rows"):
-        raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be 'v3' or "
-                         f"'rows', got {CONFIG['PASS']!r}")
-    rows_pass = CONFIG["PASS"] == "rows"
-    if not rows_pass:
-        cfg = {**CONFIG, **CONFIG["V3"]}
+    if pass_ == "reg":
+        bufs = [(v.codes, v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
+                for v in views]
+        _launch_reg(x2, amax_buf, seed, bufs, row, col)
+        return amaxes
+    rows_pass = pass_ == "rows"
+    cfg = CONFIG if rows_pass else {**CONFIG, **CONFIG["V3"]}
     n_tc = triton.cdiv(cols, cfg["BC"])
     n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
@@ -385,7 +458,7 @@ def quantize_nvfp4_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
     check_kernel_input(x)
     x2 = x.reshape(-1, x.shape[-1])
     view = _View(x2, opts, transposed=False)
-    amax, _ = _run(x, view, None)
+    amax, _ = _run(x, view, None, "quantize")
     return view.result(amax, x.shape, x.dtype)
 
 
@@ -396,7 +469,7 @@ def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col):
     check_kernel_input(x)
     rv = _View(x2, row[1], False) if row else None
     cv = _View(x2, col[1], True) if col else None
-    amax_r, amax_c = _run(x, rv, cv)
+    amax_r, amax_c = _run(x, rv, cv, "quantize_rowcol")
     rows, cols = x2.shape
     return (rv.result(amax_r, torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax_c, torch.Size((cols, rows)), x.dtype) if cv else None)
