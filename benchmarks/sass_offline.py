@@ -33,7 +33,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from microscale.kernels import (quant_fp8, quant_mx, quant_nvfp4, quant_nvfp4_reg,  # noqa: E402
-                                quant_rowcol_reg)
+                                quant_nvfp4_v3, quant_rowcol_reg)
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp32",
@@ -100,7 +100,7 @@ PRESETS = {
     "nv_rows_x": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS, 4, 2, 32 * 32),
     "nv_rows_dy": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS | dict(ROW_SR=2, COL_SR=2),
                    4, 2, 32 * 32),
-    "nv_amax_old": (quant_nvfp4._nvfp4_amax_kernel, NV_AMAX,
+    "nv_amax_old": (quant_nvfp4_v3.nvfp4_amax_kernel, NV_AMAX,
                     dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
                          COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),
 }

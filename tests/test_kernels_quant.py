@@ -145,9 +145,9 @@ def test_nvfp4_in_kernel_sr_seeded_and_unbiased():
     assert (mean - x).abs().mean() < 0.4 * rne_err
 
 
-@pytest.mark.parametrize("shape,dtype", [((512, 128), torch.bfloat16), ((256, 64), torch.float16),
-                                         ((2, 128, 192), torch.float32), ((272, 80), torch.bfloat16)],
-                         ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
+@pytest.mark.parametrize("shape,dtype", [
+    ((512, 128), torch.bfloat16), ((256, 64), torch.float16), ((2, 128, 192), torch.float32),
+    ((272, 80), torch.bfloat16)], ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
 def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
     """The "reg" pass (quant_nvfp4_reg) on whole [256, 64] tiles and on partial ones, with
     NaN, +-Inf and values past the RHT's input clamp: every view a training step asks for,
@@ -175,6 +175,23 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
         r = ms.quantize_rowcol(x, row, col, backend="reference")
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+
+
+@pytest.mark.parametrize("shape,dtype", [((1, 16), torch.float32), ((37, 48), torch.bfloat16),
+                                         ((3, 5, 32), torch.float16)])
+def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
+    """A row view alone takes any number of rows (only the column view needs multiples of
+    16): rows past the end of a 16-row group are masked, not read (found by hypothesis in
+    test_properties: a (1, 16) fp32 input read 15 rows past the tensor). SR through the reg
+    pass too (REG['ROW_SR'] on)."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
+    x = sample(shape, dtype, spread=40 if dtype != torch.float16 else 0, seed=1)
+    for opts in ({}, {"stochastic": True,
+                      "rand_bits": torch.randint(0, 256, shape, dtype=torch.uint8)}):
+        k = ms.quantize(x, "nvfp4", backend="triton", **opts)
+        assert ms.explain()[("quantize", "nvfp4")].startswith("triton (NVFP4 reg pass")
+        assert_same(k, ms.quantize(x, "nvfp4", backend="reference", **opts))
 
 
 def test_nvfp4_reg_pass_says_why_not():

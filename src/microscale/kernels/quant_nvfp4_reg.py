@@ -67,7 +67,7 @@ import triton
 import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
-from ._utils import (block_flag, clamp_keep_nan, e2m1_mag_code, e2m1_sr_mag_code,
+from ._utils import (clamp_keep_nan, e2m1_mag_code, e2m1_sr_mag_code,
                      nvfp4_block_scales, nvfp4_global_scales, round_to_input_dtype, sign_nibble,
                      split_nan, tile_coords)
 
@@ -75,7 +75,6 @@ __all__ = ["RHT_SIGN_MASK", "nvfp4_rowcol_reg_kernel", "nvfp4_amax_reg_kernel"]
 
 # Bit j set where the SPEC §4 sign s_j is -1 (a compile-time constant of the kernels).
 RHT_SIGN_MASK = sum(1 << j for j, s in enumerate(RHT_SIGNS_16) if s < 0)
-_RHT_LIMIT = 4.253529586511731e37          # 2^125 = hadamard.rht_input_limit(16)
 
 
 @triton.jit
@@ -88,19 +87,19 @@ def _load16(x_ptr, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
     if IN_DTYPE == 0:
         c = c0 + tl.arange(0, BC)[None, :]
         ptr = x_ptr + r * cols + c
-        mask = (r < rows) & (c < cols)
+        mask = c < cols
         step = cols
     else:
         m = c0 // 2 + tl.arange(0, BC // 2)[None, :]
         ptr = x_ptr.to(tl.pointer_type(tl.int32)) + r * (cols // 2) + m
-        mask = (r < rows) & (m < cols // 2)
+        mask = m < cols // 2
         step = cols // 2
     xs = ()
     for j in tl.static_range(16):
         if EVEN:
             xs = xs + (tl.load(ptr + j * step),)
-        else:
-            xs = xs + (tl.load(ptr + j * step, mask=mask, other=0),)
+        else:       # row r + j: a row view alone may have any number of rows
+            xs = xs + (tl.load(ptr + j * step, mask=mask & (r + j < rows), other=0),)
     return xs
 
 
@@ -140,7 +139,7 @@ def _rht16(xs, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
         if IN_DTYPE == 2:                      # fp16 never exceeds the clamp
             u = u + (xs[j] * (0.25 - 0.5 * ((SIGNS >> j) & 1)),)
         else:
-            u = u + (clamp_keep_nan(xs[j], 4.253529586511731e37)
+            u = u + (clamp_keep_nan(xs[j], 4.253529586511731e37)          # 2^125 = L(16)
                      * (0.25 - 0.5 * ((SIGNS >> j) & 1)),)
     for s in tl.static_range(4):               # Sylvester order: pairs (j, j + 2^s)
         w = ()
