@@ -218,6 +218,24 @@ def e2m1_sr_code(y, rbyte):
 
 
 @triton.jit
+def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
+    """NVFP4 step 5: the E2M1 code of ``clamp(v·enc, ±6)``, RNE or (SR) stochastic with the
+    random byte ``rbyte`` (ignored for RNE)."""
+    if SR:
+        code = e2m1_sr_code(v * enc, rbyte)
+    else:
+        code = e2m1_code(v * enc)
+    return code
+
+
+@triton.jit
+def abs_nan0(v):
+    """``|v|`` with NaN read as 0, what every NVFP4 maximum sees (the GPU's max drops NaN,
+    the interpreter's keeps it)."""
+    return tl.where(v != v, 0.0, tl.abs(v))
+
+
+@triton.jit
 def pack_pairs(codes, R: tl.constexpr, C: tl.constexpr):
     """int32 codes ``[R, C]`` -> uint8 ``[R, C/2]``, element 2j low nibble, 2j+1 high."""
     c3 = tl.reshape(codes, (R, C // 2, 2))

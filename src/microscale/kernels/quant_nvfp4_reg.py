@@ -67,9 +67,8 @@ import triton
 import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
-from ._utils import (clamp_keep_nan, e2m1_mag_code, e2m1_sr_mag_code,
-                     nvfp4_block_scales, nvfp4_global_scales, round_to_input_dtype, sign_nibble,
-                     split_nan, tile_coords)
+from ._utils import (abs_nan0, clamp_keep_nan, nvfp4_block_scales, nvfp4_global_scales,
+                     round_to_input_dtype, scaled_e2m1_code, split_nan, tile_coords)
 
 __all__ = ["RHT_SIGN_MASK", "nvfp4_rowcol_reg_kernel", "nvfp4_amax_reg_kernel"]
 
@@ -159,18 +158,6 @@ def _rht16(xs, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
 
 
 @triton.jit
-def _code(v, enc, rbyte, SR: tl.constexpr):
-    """E2M1 code (int32) of ``clamp(v·enc, ±6)``: RNE, or SR with the random byte."""
-    y = v * enc
-    a = tl.minimum(tl.abs(y), 6.0)
-    if SR > 0:
-        mag = e2m1_sr_mag_code(a, rbyte)
-    else:
-        mag = e2m1_mag_code(a)
-    return mag | sign_nibble(y)
-
-
-@triton.jit
 def _word_byte(w, K: tl.constexpr):
     """Byte K (0..3) of the int32/uint32 words ``w`` as int32."""
     return ((w.to(tl.uint32, bitcast=True) >> (8 * K)) & 255).to(tl.int32)
@@ -217,7 +204,7 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
         rb = ((w >> ((k % 4) * 8).to(tl.uint32)) & 255).to(tl.int32)
     else:
         rb = 0
-    codes = _code(v4, enc[:, :, None, None], rb, SR)                   # [NI, BC/16, 2, 8]
+    codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0)    # [NI, BC/16, 2, 8]
     words = tl.reshape(tl.sum(codes << (4 * k), axis=3), (NI, BC // 8))
     wcol = c0 // 8 + tl.arange(0, BC // 8)[None, :]
     if EVEN:
@@ -276,9 +263,9 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexp
         else:
             rb = 0
         if j < 8:
-            lo = lo | (_code(v, enc, rb, SR) << (4 * j))
+            lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * j))
         else:
-            hi = hi | (_code(v, enc, rb, SR) << (4 * (j - 8)))
+            hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * (j - 8)))
     if RHT:                                    # a NaN chunk's codes are zeros
         lo = tl.where(bad, 0, lo)
         hi = tl.where(bad, 0, hi)
@@ -428,11 +415,11 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                 vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
             if ROW or (COL and not COL_RHT):
                 for j in tl.static_range(16):
-                    acc_r = tl.maximum(acc_r, tl.abs(tl.where(vs[j] != vs[j], 0.0, vs[j])))
+                    acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
             if COL and COL_RHT:
                 ys = _rht16(vs, IN_DTYPE, SIGNS)
                 for j in tl.static_range(16):
-                    acc_c = tl.maximum(acc_c, tl.abs(tl.where(ys[j] != ys[j], 0.0, ys[j])))
+                    acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
     amax_r = tl.max(tl.max(acc_r, axis=1), axis=0)
     if ROW:
         tl.atomic_max(amax_ptr, amax_r)

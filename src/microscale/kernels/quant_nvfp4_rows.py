@@ -29,9 +29,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import (block_flag, e2m1_mag_code, e2m1_sr_mag_code, nvfp4_block_scales,
-                     nvfp4_global_scales, rht_tile, select_byte, sign_nibble, split_nan,
-                     tile_coords)
+from ._utils import (block_flag, nvfp4_block_scales, nvfp4_global_scales, rht_tile,
+                     scaled_e2m1_code, select_byte, split_nan, tile_coords)
 
 __all__ = ["quantize_rows", "nvfp4_rows_kernel"]
 
@@ -76,13 +75,7 @@ def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r,
                            e[None, None, :])
     else:
         bits = 0
-    y = v3 * enc[:, :, None]
-    a = tl.minimum(tl.abs(y), 6.0)
-    if SR > 0:
-        mag = e2m1_sr_mag_code(a, bits)
-    else:
-        mag = e2m1_mag_code(a)
-    codes = tl.reshape(mag | sign_nibble(y), (R, C // 2, 2))
+    codes = tl.reshape(scaled_e2m1_code(v3, enc[:, :, None], bits, SR > 0), (R, C // 2, 2))
     lo, hi = tl.split(codes)                                           # elements 2j, 2j+1
     byte = (lo | (hi << 4)).to(tl.uint8)
     bcol = c0 // 2 + tl.arange(0, C // 2)
@@ -100,7 +93,7 @@ def nvfp4_rows_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
                       COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
                       COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Persistent loop over ``[BR, BC]`` tiles: one load, the row view and/or the column view
-    (the transposed tile). Same arguments as ``quant_nvfp4._nvfp4_quant_kernel``."""
+    (the transposed tile). Same arguments as ``quant_nvfp4_v3.nvfp4_v3_kernel``."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
     s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0

@@ -27,29 +27,10 @@ import triton
 import triton.language as tl
 
 from .quant_nvfp4_rows import _tile_max
-from ._utils import (block_flag, e2m1_mag_code, e2m1_sr_mag_code, nvfp4_block_scales,
-                     nvfp4_global_scales, pack16, rht_cols, rht_tile, select_byte, sign_nibble,
-                     split_nan, tile_coords)
+from ._utils import (abs_nan0, block_flag, nvfp4_block_scales, nvfp4_global_scales, pack16,
+                     rht_cols, rht_tile, scaled_e2m1_code, select_byte, split_nan, tile_coords)
 
 __all__ = ["nvfp4_amax_kernel", "nvfp4_v3_kernel"]
-
-
-@triton.jit
-def _codes(v, enc, bits, SR: tl.constexpr):
-    """E2M1 codes of ``clamp(v * enc, +-6)`` (int32), RNE or stochastic."""
-    y = v * enc
-    a = tl.minimum(tl.abs(y), 6.0)
-    if SR:
-        mag = e2m1_sr_mag_code(a, bits)
-    else:
-        mag = e2m1_mag_code(a)
-    return mag | sign_nibble(y)
-
-
-@triton.jit
-def _abs0(v):
-    """|v| with NaN read as 0 (what every max in this file sees)."""
-    return tl.where(v != v, 0.0, tl.abs(v))
 
 
 @triton.jit
@@ -97,7 +78,7 @@ def _rot_cols(v, m_ptr, BR: tl.constexpr, BC: tl.constexpr, IN_DTYPE: tl.constex
 
 @triton.jit
 def nvfp4_amax_kernel(x_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
-                       IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+                      IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
                        ROW: tl.constexpr, ROW_RHT: tl.constexpr,
                        COL: tl.constexpr, COL_RHT: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Each program loops over tiles keeping an elementwise running max (no cross-thread
@@ -113,14 +94,14 @@ def nvfp4_amax_kernel(x_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
             if ROW_RHT:
                 v = _rot_rows(_load_rows(x_ptr, r0 + tl.arange(0, BR), c0, rows, cols, BR, BC),
                               m_ptr, BR, BC, IN_DTYPE)
-                acc_rr = tl.maximum(acc_rr, _abs0(v))
+                acc_rr = tl.maximum(acc_rr, abs_nan0(v))
             else:
-                acc_r = tl.maximum(acc_r, _abs0(xc))
+                acc_r = tl.maximum(acc_r, abs_nan0(xc))
         if COL:
             v = xc
             if COL_RHT:
                 v = _rot_cols(xc, m_ptr, BR, BC, IN_DTYPE)
-            acc_c = tl.maximum(acc_c, _abs0(v))
+            acc_c = tl.maximum(acc_c, abs_nan0(v))
     if ROW:
         if ROW_RHT:
             tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_rr, axis=2), axis=1), axis=0))
@@ -155,12 +136,13 @@ def _row_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
         bits = tl.load(bits_ptr + offs_r[:, None, None] * cols + col[None, :, :],
                        mask=ok[:, :, None], other=0).to(tl.int32)
     elif SR == 2:
-        w0, w1, w2, w3 = tl.randint4x(tl.load(seed_ptr), offs_r[:, None] * (cols // 16) + blk[None, :])
+        w0, w1, w2, w3 = tl.randint4x(tl.load(seed_ptr),
+                                      offs_r[:, None] * (cols // 16) + blk[None, :])
         bits = select_byte(w0[:, :, None], w1[:, :, None], w2[:, :, None], w3[:, :, None],
                            e[None, None, :])
     else:
         bits = 0
-    codes = _codes(v, enc[:, :, None], bits, SR > 0)
+    codes = scaled_e2m1_code(v, enc[:, :, None], bits, SR > 0)
     lo, hi = pack16(codes, e[None, None, :], 2)
     idx = offs_r[:, None] * (cols // 16) + blk[None, :]
     tl.store(q32_ptr + 2 * idx[:, :, None] + tl.arange(0, 2)[None, None, :], tl.join(lo, hi),
@@ -202,7 +184,7 @@ def _col_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
                            j[None, :, None])
     else:
         bits = 0
-    codes = _codes(v, enc[:, None, :], bits, SR > 0)
+    codes = scaled_e2m1_code(v, enc[:, None, :], bits, SR > 0)
     lo, hi = pack16(codes, j[None, :, None], 1)
     idx = offs_c[None, :] * (rows // 16) + grp[:, None]
     tl.store(q32_ptr + 2 * idx[:, :, None] + tl.arange(0, 2)[None, None, :], tl.join(lo, hi),
@@ -212,19 +194,21 @@ def _col_view(x_ptr, s_enc6, s_dec, m_ptr, seed_ptr, q32_ptr, s_ptr, bits_ptr, r
 
 @triton.jit
 def nvfp4_v3_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
-                        qr_ptr, sr_ptr, br_ptr, qc_ptr, sc_ptr, bc_ptr, rows, cols, n_tc, n_tiles,
-                        IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
-                        ROW: tl.constexpr, ROW_RHT: tl.constexpr, ROW_2D: tl.constexpr,
-                        ROW_SR: tl.constexpr,
-                        COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
-                        COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
+                    qr_ptr, sr_ptr, br_ptr, qc_ptr, sc_ptr, bc_ptr, rows, cols, n_tc, n_tiles,
+                    IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+                    ROW: tl.constexpr, ROW_RHT: tl.constexpr, ROW_2D: tl.constexpr,
+                    ROW_SR: tl.constexpr,
+                    COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
+                    COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Persistent loop over ``[BR, BC]`` tiles: the row view and/or the column view, each
+    read from x (no transpose). Same arguments as ``quant_nvfp4_rows.nvfp4_rows_kernel``."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)          # once per program, not per tile
     s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
         if ROW:
-            _row_view(x_ptr, s_enc6_r, s_dec_r, m_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, r0, c0, rows,
-                      cols, IN_DTYPE, BR, BC, ROW_RHT, ROW_2D, ROW_SR)
+            _row_view(x_ptr, s_enc6_r, s_dec_r, m_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, r0, c0,
+                      rows, cols, IN_DTYPE, BR, BC, ROW_RHT, ROW_2D, ROW_SR)
         if COL:
-            _col_view(x_ptr, s_enc6_c, s_dec_c, m_ptr, seed_ptr, qc_ptr, sc_ptr, bc_ptr, r0, c0, rows,
-                      cols, IN_DTYPE, BR, BC, COL_RHT, COL_2D, COL_SR)
+            _col_view(x_ptr, s_enc6_c, s_dec_c, m_ptr, seed_ptr, qc_ptr, sc_ptr, bc_ptr, r0, c0,
+                      rows, cols, IN_DTYPE, BR, BC, COL_RHT, COL_2D, COL_SR)
