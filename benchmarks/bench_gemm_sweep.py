@@ -5,9 +5,9 @@
     python benchmarks/bench_gemm_sweep.py --mxfp8-configs   # MXFP8 tile configs at big shapes
     python benchmarks/bench_gemm_sweep.py --device cpu --tiny   # smoke test (TRITON_INTERPRET=1)
 
-Shapes: every GEMM of every linear layer of the 50m (d 640, qkv 896, ffn 2560) and 125m
-(d 768, qkv 1280, ffn 3072) models at T tokens: fprop ``[T, in]·[out, in]ᵀ``, dgrad
-``[T, out]·[in, out]ᵀ``, wgrad ``[out, T]·[in, T]ᵀ`` (M, N, K = T, out, in / T, in, out /
+Shapes: every GEMM of every linear layer of the ``--models`` (default 50m and 125m; the
+zoo's q, k, v, o, up and down projections, read off ``MODEL_CONFIGS``) at T tokens: fprop
+``[T, in]·[out, in]ᵀ``, dgrad ``[T, out]·[in, out]ᵀ``, wgrad ``[out, T]·[in, T]ᵀ`` (M, N, K = T, out, in / T, in, out /
 out, in, T). For each shape it times bf16 cuBLAS and every path of every family that
 ``kernels/gemm_paths.py`` chooses between (operands pre-quantized; the GEMM alone):
 
@@ -32,29 +32,35 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_gemm import bench_ms as _bench_ms
 
 import microscale as ms
 
 
 def bench_ms(fn, device) -> float:
-    """Median ms with a short budget (hundreds of timings in one device call)."""
-    try:
-        import common
-        return common.bench_ms(fn, warmup_ms=10, rep_ms=40)
-    except ImportError:
-        return _bench_ms(fn, device)
+    """Median ms of ``fn`` replayed from a CUDA graph, as a training step runs it (a wrapper's
+    host time would otherwise decide the small shapes: session 8 measured the NVFP4 GEMM at
+    16384x768x768 as 0.51 ms eager for 0.06 ms of kernels); eager where capture fails."""
+    import common
+    t = common.graph_ms(fn)
+    return t if t is not None else common.bench_ms(fn, warmup_ms=10, rep_ms=40)
 
-MODELS = {"50m": (640, 896, 2560), "125m": (768, 1280, 3072)}   # d, qkv out, ffn
+def linear_dims(models: list[str]) -> list[tuple[int, int]]:
+    """(in, out) of every distinct block linear of the zoo ``models`` (q, k, v, o, up, down)."""
+    from microscale.train.model import MODEL_CONFIGS
+    dims = []
+    for name in models:
+        cfg = MODEL_CONFIGS[name]
+        d, kv, ffn = cfg.d_model, cfg.kv_dim, cfg.hidden_dim
+        dims += [(d, d), (d, kv), (d, ffn), (ffn, d)]
+    return list(dict.fromkeys(dims))
 
 
-def training_shapes(tokens: list[int]) -> list[tuple[int, int, int]]:
-    """(M, N, K) of fprop, dgrad and wgrad for every linear of the two models, deduplicated."""
+def training_shapes(tokens: list[int], models: list[str]) -> list[tuple[int, int, int]]:
+    """(M, N, K) of fprop, dgrad and wgrad for every linear of the models, deduplicated."""
     shapes = []
-    for d, qkv, ffn in MODELS.values():
-        for fan_in, fan_out in ((d, qkv), (d, d), (d, ffn), (ffn, d)):
-            for t in tokens:
-                shapes += [(t, fan_out, fan_in), (t, fan_in, fan_out), (fan_out, fan_in, t)]
+    for fan_in, fan_out in linear_dims(models):
+        for t in tokens:
+            shapes += [(t, fan_out, fan_in), (t, fan_in, fan_out), (fan_out, fan_in, t)]
     return list(dict.fromkeys(shapes))
 
 
@@ -81,8 +87,9 @@ def candidates():
         qa, qb, bf16, path="torch"))]}
     out["fp8"] += [(f"triton{i}", "triton", t, lambda qa, qb, t=t: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="triton", **t)) for i, t in enumerate(fp8_tiles)]
-    out["fp4"] = [(p, p, {}, lambda qa, qb, p=p: gemm_block.scaled_mm_block(qa, qb, bf16, path=p))
-                  for p in ("dequant", "mainloop")]
+    # fp4 as ms.Linear runs it (nn/function.py _gemm): fp32 out, the factor left to the caller
+    out["fp4"] = [(p, p, {}, lambda qa, qb, p=p: gemm_block.scaled_mm_block(
+        qa, qb, torch.float32, apply_factor=False, path=p)) for p in ("dequant", "mainloop")]
     out["mxfp8"] = [(f"fp8_{i}", "fp8", _diff(c, gemm_mxfp8.MXFP8Config()),
                      lambda qa, qb, c=c: gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, bf16, c))
                     for i, c in enumerate(mx_cfgs)]
@@ -103,14 +110,14 @@ def _once_ms(fn, device=None) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def run_shape(m, n, k, device, cands):
+def run_shape(m, n, k, device, cands, widths=()):
     g = torch.Generator(device=device).manual_seed(m + n + k)
     a_hp = torch.randn(m, k, device=device, generator=g, dtype=torch.bfloat16)
     b_hp = torch.randn(n, k, device=device, generator=g, dtype=torch.bfloat16)
     timer = bench_ms if device.type == "cuda" else _once_ms
     t_bf16 = timer(lambda: a_hp @ b_hp.t(), device)
     rows = [{"family": "bf16", "variant": "bf16", "ms": t_bf16, "ratio": 1.0}]
-    wgrad = m in {v for dims in MODELS.values() for v in dims} and k >= 8192
+    wgrad = m in set(widths) and k >= 8192        # [out, T]·[in, T]ᵀ: both along tokens
     for family, variants in cands.items():
         qa, qb = _operands(family, a_hp, b_hp, wgrad)
         for name, path, config, fn in variants:
@@ -191,6 +198,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="T = 16384 only")
     p.add_argument("--tiny", action="store_true", help="one small shape (smoke test)")
+    p.add_argument("--models", default="50m,125m", help="zoo sizes whose linears to sweep")
+    p.add_argument("--families", default="fp8,fp4,mxfp8", help="path families to time")
     p.add_argument("--mxfp8-configs", action="store_true",
                    help="instead: every MXFP8 tile config at 8192^3 and a LLaMA-7B shape")
     p.add_argument("--out", default="gemm_table_suggested.json", help="suggested rules (JSON)")
@@ -211,11 +220,14 @@ def main(argv=None):
         rows = mxfp8_configs(device, shapes)
         print(json.dumps({"bench": "gemm_mxfp8_configs", "rows": rows}))
         return 0
+    models = args.models.split(",")
     shapes = [(64, 128, 256)] if args.tiny else training_shapes(
-        [16384] if args.quick else [8192, 16384])
-    cands, results = candidates(), {}
+        [16384] if args.quick else [8192, 16384], models)
+    widths = {w for dims in linear_dims(models) for w in dims}
+    cands, results = {f: v for f, v in candidates().items()
+                      if f in args.families.split(",")}, {}
     for m, n, k in shapes:
-        rows = run_shape(m, n, k, device, cands)
+        rows = run_shape(m, n, k, device, cands, widths)
         results[f"{m}x{n}x{k}"] = rows
         print(f"\nM={m} N={n} K={k}   (bf16 {rows[0]['ms']:.3f} ms)")
         for r in rows[1:]:

@@ -75,7 +75,12 @@ KERNEL_SETS = {
     "nv-reg": {"quant_nvfp4": {"PASS": "reg"}},      # REG['ROW_SR'] as the default says
     "nv-reg-sr": {"quant_nvfp4": {"PASS": "reg", "REG": {**_NV_REG, "ROW_SR": True}}},
     "nv-rows": {"quant_nvfp4": {"PASS": "rows"}},
+    # session 8: each weight quantized in its layer's call, not all at once per step
+    "nogroup": {},
 }
+
+
+GROUP_WEIGHTS = [True]           # --no-group-weights: one weight quantization per layer call
 
 
 @contextlib.contextmanager
@@ -112,6 +117,8 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
     if recipe != "bf16":
         report = ms.convert(model, recipe)
         share = report.gemm_share                # block GEMM weights (MoE experts included)
+        from microscale.nn.weight_cache import groups_weights
+        model._ms_group_weights = GROUP_WEIGHTS[0] and groups_weights(model)
         return model, share.quantized / share.total if share.total else 0.0
     return model, 0.0
 
@@ -120,9 +127,12 @@ def train_step(model, opt, x, y) -> None:
     # a new step for Inductor's CUDA-graph trees (--mode reduce-overhead: the previous step's
     # graph outputs are dead); a no-op for every other mode
     torch.compiler.cudagraph_mark_step_begin()
-    with torch.autocast(x.device.type, dtype=torch.bfloat16):
-        logits = model(x)
-    F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
+    # as the harness's Trainer: FP8 128x128 weights all quantized in one launch per step
+    with ms.weight_cache(model) if getattr(model, "_ms_group_weights", False) \
+            else contextlib.nullcontext():
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            logits = model(x)
+        F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
     opt.step()
     opt.zero_grad(set_to_none=False)          # grads stay put: a captured graph reuses them
 
@@ -154,6 +164,8 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
              graph: str) -> dict:
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
     model, share = build(model_name, recipe.partition("@")[0], seq, device)
+    if recipe.endswith("@nogroup"):
+        model._ms_group_weights = False
     t0 = time.perf_counter()
     if compile_how == "blocks":
         compile_blocks(model, args.mode)
@@ -226,7 +238,8 @@ def _free(device):
 # (cuDNN's flash kernels carry "sm90" too), then library GEMMs and the rest.
 _KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax_kernel",
                         "_mx_kernel", "_fp8_block_kernel", "_cast_kernel", "_amax_kernel",
-                        "rowcol_reg_kernel", "_fp8_rowcol_sub_kernel")),
+                        "rowcol_reg_kernel", "_fp8_rowcol_sub_kernel", "amax_reg_kernel",
+                        "_many_kernel")),
           ("dequantize", ("_dequant_kernel", "_scale_inplace")),
           ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
                                 "cat", "fill", "index")),
@@ -284,7 +297,18 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
             "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
             "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
             "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30]),
-            "microscale_ops": _op_table(prof)}
+            "microscale_ops": _op_table(prof), "aten_ops": _aten_table(prof)}
+
+
+def _aten_table(prof) -> dict:
+    """Self GPU ms and calls of the eager ``aten::`` ops (the kernels launched outside Inductor
+    and the quantize/GEMM kernels: copies, fills, casts inside op implementations), per shape."""
+    rows = {}
+    for e in prof.key_averages(group_by_input_shape=True):
+        gpu = getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0)
+        if e.key.startswith("aten::") and gpu > 0:
+            rows[f"{e.key} {e.input_shapes}"[:160]] = (e.count, round(gpu / 1e3, 3))
+    return dict(sorted(rows.items(), key=lambda t: -t[1][1])[:25])
 
 
 def _op_table(prof) -> dict:
@@ -342,10 +366,14 @@ def main(argv=None) -> None:
                    help="more bf16 runs as compile:graph pairs, e.g. model:none,blocks:none; the "
                         "fastest bf16 run is every ratio's baseline")
     p.add_argument("--profile", default=None, help="comma-separated recipes to profile (one step)")
+    p.add_argument("--no-group-weights", action="store_true",
+                   help="quantize each weight in its layer's forward (not all FP8 128x128 "
+                        "weights in one launch per step, as the harness does)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     device = torch.device(args.device)
+    GROUP_WEIGHTS[0] = not args.no_group_weights
     print(common.env_header(), flush=True)
     recipes = args.recipes.split(",") + (list(TORCHAO) if args.torchao else [])
     rows, profiles = [], []

@@ -40,6 +40,8 @@ ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp
           "qc_ptr": "*u8", "sc_ptr": "*fp32", "rows": "i32", "cols": "i32", "n_tc": "i32",
           "n_tiles": "i32"}
 MX_ROWCOL = ROWCOL | {"sr_ptr": "*u8", "sc_ptr": "*u8"}
+# the 1x128 scales column-major (ops.scale_col_major): strides (1, rows) and (1, cols)
+FP8_REG = ROWCOL | {"sr_s0": "i32", "sr_s1": "i32", "sc_s0": "i32", "sc_s1": "i32"}
 MX_OLD = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*bf16", "rows": "i32",
           "cols": "i32", "n_tc": "i32", "n_tiles": "i32", "mr_ptr": "*bf16", "br_ptr": "*bf16",
           "qr_ptr": "*u8", "sr_ptr": "*u8", "mc_ptr": "*bf16", "bc_ptr": "*bf16", "qc_ptr": "*u8",
@@ -60,10 +62,10 @@ _NV_ROWS = dict(IN_DTYPE=1, BR=32, BC=32, ROW=True, ROW_RHT=False, ROW_2D=False,
                 COL=True, COL_RHT=True, COL_2D=False, COL_SR=0, NUM_STAGES=2)
 # name -> (kernel, signature, constexprs, num_warps, num_stages, elements per tile)
 PRESETS = {
-    "fp8_reg": (quant_rowcol_reg.fp8_rowcol_reg_kernel, ROWCOL,
+    "fp8_reg": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
                 dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=False, NUM_STAGES=1), 4, 1,
                 128 * 128),
-    "fp8_reg_nansel": (quant_rowcol_reg.fp8_rowcol_reg_kernel, ROWCOL,
+    "fp8_reg_nansel": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
                        dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=True, NUM_STAGES=1), 4, 1,
                        128 * 128),
     "fp8_sub": (quant_fp8._fp8_rowcol_sub_kernel, ROWCOL,

@@ -351,6 +351,30 @@ def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
         assert_same(k[1], r[1])
 
 
+@pytest.mark.parametrize("mode", ["reg", "sub"])
+def test_fp8_1x128_scales_come_out_column_major(mode, monkeypatch):
+    """Every FP8 1x128 view leaves the ops with scale strides (1, rows), cuBLASLt's layout: the
+    register kernel writes it directly, the others are converted once; the fake (compile) tensor
+    has the same strides; 128x128 weight scales stay row-major. The GEMM then copies nothing."""
+    from microscale.kernels import gemm_fp8, quant_fp8
+    from microscale.ops import _fake_view, col_major_like, view_spec
+    monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode)
+    x = sample((256, 384), torch.bfloat16)
+    view = ("fp8_block", {})
+    for be in ("triton", "reference"):
+        q_row, q_col = ms.quantize_rowcol(x, view, view, backend=be)
+        assert q_row.scale.shape == (256, 3) and q_row.scale.stride() == (1, 256)
+        assert q_col.scale.shape == (384, 2) and q_col.scale.stride() == (1, 384)
+        assert ms.quantize(x, "fp8_block", backend=be).scale.stride() == (1, 256)
+        w = ms.quantize(x, "fp8_block", block=(128, 128), backend=be)
+        assert w.scale.is_contiguous()
+        assert gemm_fp8._col_major(q_row.scale).data_ptr() == q_row.scale.data_ptr()
+    spec = view_spec(ms.QFormat.FP8_BLOCK, {"block": (1, 128)})
+    assert _fake_view(x, spec, 256, 384)[1].stride() == (1, 256)
+    s = torch.arange(6.0).reshape(3, 2)
+    assert torch.equal(col_major_like(s), s) and col_major_like(s).stride() == (1, 3)
+
+
 @triton.jit
 def _pow2_probe_kernel(v_ptr, s_ptr, i_ptr, n, E: tl.constexpr, IN_EXP: tl.constexpr):
     offs = tl.arange(0, 8192)

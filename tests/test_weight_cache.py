@@ -3,10 +3,13 @@ with bit-identical results, checked staleness and no recompilation under ``torch
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 import microscale as ms
+from microscale import ops_many
 from microscale.nn import function
 
 PRESETS = ["nvfp4", "fp8_blockwise", "mxfp8", "fp8_tensorwise", "mxfp4"]
@@ -58,13 +61,20 @@ def test_weights_are_quantized_once_per_block(monkeypatch):
         calls.append(t2d is layer.weight)
         return real(t2d, *args, **kwargs)
 
+    real_many = ops_many.quantize_views_many
+
+    def counting_many(xs, *args, **kwargs):
+        calls.extend(x is layer.weight for x in xs)
+        return real_many(xs, *args, **kwargs)
+
     monkeypatch.setattr(function, "_views", counting)
+    monkeypatch.setattr(ops_many, "quantize_views_many", counting_many)
     batches = [torch.randn(32, 128) for _ in range(3)]
     _accumulate(layer, batches, cached=False)
     assert sum(calls) == 3                       # one W quantization per micro-batch
     calls.clear()
     _accumulate(layer, batches, cached=True)
-    assert sum(calls) == 1                       # one for the whole step
+    assert sum(calls) == 1                       # one for the whole step (the many-weight op)
     assert layer._weight_cache is None           # dropped when the block ends
 
 
@@ -118,3 +128,81 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="nn.Module"):
         with ms.weight_cache("model"):
             pass
+
+
+def _fp8_model(backend: str):
+    torch.manual_seed(3)
+    recipe = dataclasses.replace(ms.Recipe.parse("fp8_blockwise"), backend=backend)
+    return torch.nn.Sequential(ms.Linear(256, 384, bias=False, recipe=recipe), torch.nn.GELU(),
+                               ms.Linear(384, 128, bias=False, recipe=recipe),
+                               ms.Linear(128, 256, bias=False,     # quantized on its own
+                                         recipe=dataclasses.replace(recipe, name="mxfp8",
+                                                                    **_mx8_configs())))
+
+
+def _mx8_configs() -> dict:
+    mx = ms.Recipe.parse("mxfp8")
+    return {g: getattr(mx, g) for g in ("fprop", "dgrad", "wgrad")}
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_fp8_weights_quantized_together_give_the_same_bits(backend):
+    """fp8_blockwise: the 128x128 weight pairs of all layers come from one many-tensor call
+    (the Triton kernel under the interpreter, or the reference); a layer of another recipe is
+    quantized on its own; outputs and gradients equal the uncached run bit for bit."""
+    x = torch.randn(96, 256, dtype=torch.bfloat16)
+    runs = []
+    for cached in (False, True):
+        model = _fp8_model(backend)
+        xi = x.clone().requires_grad_(True)
+        with ms.weight_cache(model) if cached else _null():
+            if cached:
+                assert [m._weight_cache[1].scale.shape for m in model.modules()
+                        if isinstance(m, ms.Linear)][:2] == [(3, 2), (1, 3)]
+            y = model(xi)
+            (y.float() * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
+        runs.append([y, xi.grad] + [p.grad for p in model.parameters()])
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
+    if backend == "triton":
+        assert ms.explain()[("quantize_rowcol_many", "fp8_block|fp8_block")] == "triton"
+
+
+def test_many_kernel_matches_the_reference_on_edges():
+    """The many-tensor FP8 kernel = quantize_rowcol per tensor, with NaN, ±Inf, fp16/fp32/bf16
+    inputs and tensors of different shapes in one call."""
+    from microscale.ops_many import quantize_views_many
+    g = torch.Generator().manual_seed(5)
+    view = (ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False})
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        xs = [(torch.randn(r, c, generator=g) * 3).to(dtype) for r, c in
+              ((128, 256), (384, 128), (256, 256))]
+        xs[1][5, 7], xs[1][200, 3] = float("nan"), float("inf")
+        xs[2][0, 0] = -float("inf")
+        got = quantize_views_many(xs, view, view, "triton")
+        for x, (q_row, q_col) in zip(xs, got):
+            r_row, r_col = ms.quantize_rowcol(x, view, view, backend="reference")
+            for q, r in ((q_row, r_row), (q_col, r_col)):
+                assert torch.equal(q.data.view(torch.uint8), r.data.view(torch.uint8))
+                assert torch.equal(q.scale, r.scale) and torch.equal(q.amax, r.amax)
+    with pytest.raises(ValueError, match="not supported"):
+        quantize_views_many([torch.randn(100, 128)], view, view, "triton")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_many_kernel_matches_per_tensor_kernels():
+    """At the 125m/1b weight shapes (fp32 masters): the many-tensor launch gives the bytes of
+    quantize_rowcol's per-tensor kernel and of the reference, tensor by tensor."""
+    from microscale.ops_many import quantize_views_many
+    g = torch.Generator(device="cuda").manual_seed(2)
+    view = (ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False})
+    xs = [torch.randn(r, c, device="cuda", generator=g) * 0.02 for r, c in
+          ((768, 768), (256, 768), (3072, 768), (768, 3072), (2048, 8192), (512, 2048))]
+    xs[0][3, 5] = float("nan")
+    for x, (q_row, q_col) in zip(xs, quantize_views_many(xs, view, view, "triton")):
+        for be in ("triton", "reference"):
+            r_row, r_col = ms.quantize_rowcol(x, view, view, backend=be)
+            for q, r in ((q_row, r_row), (q_col, r_col)):
+                assert torch.equal(q.data.view(torch.uint8), r.data.view(torch.uint8))
+                assert torch.equal(q.scale, r.scale) and torch.equal(q.amax, r.amax)

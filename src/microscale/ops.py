@@ -48,6 +48,7 @@ less per call on a workstation CPU; on an H200 host the per-op change was within
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from typing import Optional
@@ -179,6 +180,29 @@ def _layout(fmt: QFormat, opts: dict, rows, cols):
     return ((rows, cols), fp8), ((), torch.float32)
 
 
+def scale_col_major(fmt: QFormat, opts: dict) -> bool:
+    """True for FP8 1×128 views: their fp32 scales ``[rows, K/128]`` are stored *column-major*
+    (strides ``(1, rows)``), the layout cuBLASLt's blockwise GEMM reads (``kernels/gemm_fp8``),
+    so no GEMM call transposes them (session 8: ~2 ms of copy kernels in a 125m step)."""
+    return fmt == QFormat.FP8_BLOCK and tuple(opts.get("block", (1, 128)))[0] == 1
+
+
+def col_major_like(scale: Tensor) -> Tensor:
+    """``scale`` ``[rows, kb]`` in the column-major layout (a view where it already is one)."""
+    rows, kb = scale.shape
+    out = scale.new_empty((kb, rows)).t()
+    if scale.stride() == out.stride():
+        return scale
+    return out.copy_(scale)
+
+
+def _canonical(fmt: QFormat, opts: dict, q):
+    """A dispatched view with its scale in the layout the op's fake promises."""
+    if q is not None and scale_col_major(fmt, opts) and q.scale.dim() == 2:
+        return dataclasses.replace(q, scale=col_major_like(q.scale))
+    return q
+
+
 def _rows_cols(x: Tensor):
     cols = x.shape[-1] if x.dim() else 1
     return (x.numel() // cols if cols else 0), cols
@@ -244,14 +268,16 @@ def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
                  scale: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
     fmt, opts = _with_tensors(spec, seed=seed, rand_bits=rand_bits, amax=amax, scale=scale)
     q = dispatch("quantize", fmt.value, backend, x.device, reference_quantizer(fmt), x, **opts)
+    q = _canonical(fmt, opts, q)
     return _fresh((q.data, q.scale, q.amax), (x, seed, rand_bits, amax, scale))
 
 
 def _fake_view(x: Tensor, spec: str, rows, cols) -> tuple[Tensor, Tensor, Tensor]:
     fmt, opts = parse_view_spec(spec)
     (d_shape, d_dtype), (s_shape, s_dtype) = _layout(fmt, opts, rows, cols)
-    return (x.new_empty(d_shape, dtype=d_dtype), x.new_empty(s_shape, dtype=s_dtype),
-            x.new_empty((), dtype=torch.float32))
+    scale = x.new_empty(s_shape[::-1], dtype=s_dtype).t() if scale_col_major(fmt, opts) \
+        else x.new_empty(s_shape, dtype=s_dtype)
+    return x.new_empty(d_shape, dtype=d_dtype), scale, x.new_empty((), dtype=torch.float32)
 
 
 _define("quantize(Tensor x, str spec, str backend, Tensor? seed, Tensor? rand_bits, "
@@ -280,7 +306,8 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
         q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x,
                                 *views)
     outs = []
-    for q in (q_row, q_col):
+    for q, v in ((q_row, views[0]), (q_col, views[1])):
+        q = _canonical(*v, q) if v else q
         outs += [q.data, q.scale, q.amax] if q is not None else \
             [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
     inputs = (x, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale, col_scale)

@@ -119,9 +119,17 @@ def all_gather_rows(t: torch.Tensor, world: int, group_name: str) -> torch.Tenso
     return torch.ops._c10d_functional.wait_tensor(out)
 
 
+def local_amax(t2d: torch.Tensor) -> torch.Tensor:
+    """fp32 ``max|t|`` of a 2-D tensor, NaN counted as 0 (the quantizers' rule with
+    ``check_finite=False``). Row maxima first, then their max: the same number as one global
+    reduction (max is exact), in a form a compiler fuses into the kernel that produces ``t2d``
+    (a norm's per-row reduction, an activation, a copy), so the amax costs no pass of its own."""
+    a = t2d.abs()
+    a = torch.where(torch.isnan(a), torch.zeros_like(a), a)
+    return a.amax(dim=-1).amax().float() if t2d.numel() else torch.zeros((), device=t2d.device)
+
+
 def global_amax(t: torch.Tensor, group_name: str) -> torch.Tensor:
-    """fp32 ``max|t|`` over every rank's ``t``, NaN counted as 0 (as the quantizers do with
-    ``check_finite=False``, so a rank's result matches its own quantizer's amax rule)."""
-    a = t.abs()
-    local = torch.where(torch.isnan(a), torch.zeros_like(a), a).amax().float()
-    return all_reduce_max(local, group_name)
+    """:func:`local_amax` agreed over every rank of the group (MAX), so that every rank
+    quantizes with the same tensorwise scale."""
+    return all_reduce_max(local_amax(t.reshape(-1, t.shape[-1])), group_name)

@@ -40,22 +40,18 @@ __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table"
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
-# Built-in rules: measured on one H200 (torch 2.11, Triton 3.6, 2026-11-23) by
-# `bench_gemm_sweep.py --quick` (T = 16384 tokens only: the 50m/125m training shapes at batch
-# 16 x 1024; log and suggested file in benchmarks/results/h200_20261123_gemm_sweep/). Only the
-# shapes where another path beat the family default; the speedup over the default in the
-# comment. Other token counts keep the defaults until a full sweep has timed them.
-_T = [16384, 16384]
+# Built-in rules: only where a path beats the family default with the GEMM timed as training
+# runs it, replayed from a CUDA graph (bench_gemm_sweep.py, session 8 on an H100, torch 2.11,
+# Triton 3.6, 2026-11-25; logs in benchmarks/results/h100_20261125_session8/). At the 125m and
+# 1b shapes (T = 16384) the defaults win everywhere: cuBLASLt for FP8 (0.87-1.62x bf16 against
+# 0.14-0.83x for the Triton kernel) and dequantize + cuBLAS for FP4 (0.57-0.91x against
+# 0.04-0.50x for the decode-in-main-loop kernel). Session 4's eight rules (Triton FP8, mainloop
+# FP4 at the 50m/125m shapes) came from eager timings, where a wrapper's host time (~0.45 ms)
+# decided the small shapes; graph-replayed, the mainloop rule at 16384x768x768 was 1.84x slower
+# than the default, so they are gone. At the 50m shapes one rule beat its default by > 3%.
 RULES: list[dict] = [
-    {"family": "fp8", "m": _T, "n": [896, 896], "k": [640, 640], "path": "triton"},   # 3.08x
-    {"family": "fp8", "m": _T, "n": [640, 640], "k": [640, 640], "path": "triton",    # 1.24x
-     "config": {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4}},
-    {"family": "fp4", "m": _T, "n": [896, 896], "k": [640, 640], "path": "mainloop"},  # 2.83x
-    {"family": "fp4", "m": _T, "n": [640, 640], "k": [896, 896], "path": "mainloop"},  # 1.43x
-    {"family": "fp4", "m": _T, "n": [640, 640], "k": [640, 640], "path": "mainloop"},  # 1.63x
-    {"family": "fp4", "m": _T, "n": [1280, 1280], "k": [768, 768], "path": "mainloop"},  # 1.19x
-    {"family": "fp4", "m": _T, "n": [768, 768], "k": [1280, 1280], "path": "mainloop"},  # 1.22x
-    {"family": "fp4", "m": _T, "n": [768, 768], "k": [768, 768], "path": "mainloop"},  # 1.59x
+    {"family": "fp8", "m": [16384, 16384], "n": [128, 128], "k": [640, 640], "path": "triton",
+     "config": {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4}},   # 1.06x
 ]
 _ACTIVE: list[list[dict] | None] = [None]
 

@@ -304,14 +304,18 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype):
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
-                                rows, cols, n_tc, n_tiles, exp, in_exp,
+                                rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
                                 fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])
 
 
-def _buffers(vr, vc, block, fp8_dtype, dev):
+def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):
+    """Codes and scales of a ``[vr, vc]`` view; ``col_major``: the scales in the op's 1x128
+    layout (``ops.scale_col_major``), for the kernels that take scale strides."""
     data = torch.empty((vr, vc), dtype=fp8_dtype, device=dev)
-    scale = torch.empty((vr // block[0], vc // block[1]), dtype=torch.float32, device=dev)
+    s_shape = (vr // block[0], vc // block[1])
+    scale = torch.empty(s_shape[::-1], dtype=torch.float32, device=dev).t() if col_major else \
+        torch.empty(s_shape, dtype=torch.float32, device=dev)
     return data, scale
 
 
@@ -342,8 +346,10 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
     check_kernel_input(x)
     rows, cols = x2.shape
     if row and col:
-        views = [_buffers(rows, cols, block, fp8_dtype, x.device),
-                 _buffers(cols, rows, block, fp8_dtype, x.device)]
+        # the register kernel writes the 1x128 scales straight into the op's layout
+        cm = block == (1, 128) and pow2 and _rowcol_mode() == "reg"
+        views = [_buffers(rows, cols, block, fp8_dtype, x.device, cm),
+                 _buffers(cols, rows, block, fp8_dtype, x.device, cm)]
         amax = _launch(x2, views, block, pow2, fp8_dtype, col=True)
         return (_result(*views[0], amax, torch.Size((rows, cols)), x.dtype, block, pow2),
                 _result(*views[1], amax, torch.Size((cols, rows)), x.dtype, block, pow2))

@@ -57,14 +57,14 @@ import torch
 import torch.nn.functional as F
 
 from ..distributed.gathered import gathered_views, is_gathered
-from ..distributed.reduce import all_reduce_max, global_amax
+from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
 from ..ops import delayed_scaling_update_, mm, quantize_views
 from ..quant.fp8 import FP8_MAX, fp8_scale_from_amax
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
-__all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS"]
+__all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views"]
 
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
@@ -122,8 +122,11 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
             options["seed"] = seed
         if op.delayed:
             options["scale"] = state[f"{role}/scale"]
-        elif group and op.format == QFormat.FP8_TENSOR:   # current scaling, agreed amax
-            amax_all = global_amax(t2d, group) if amax_all is None else amax_all
+        elif op.format == QFormat.FP8_TENSOR and (group or torch.compiler.is_compiling()):
+            # current scaling with the amax taken in the graph: agreed over the group, and
+            # under torch.compile fused into the kernel that produced t2d (no amax pass)
+            if amax_all is None:
+                amax_all = global_amax(t2d, group) if group else local_amax(t2d)
             options["scale"] = fp8_scale_from_amax(amax_all, options["fp8_dtype"],
                                                    options["pow2_scales"], t2d.dtype)
         views.append((op.format, options))
@@ -154,6 +157,18 @@ def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, 
         return q_w, q_wt if want_wt else None
     return _views(weight, plan, state, "fprop.b" if fprop_q else None,
                   "dgrad.b" if want_wt else None, seed)
+
+
+def weight_pair_views(plan: Plan):
+    """``(row, col)`` as ``(format, options)``: the W / Wᵀ views :func:`weight_views` would
+    quantize, when both are plain (quantized, round-to-nearest, current scaling), so that many
+    layers' weights can be quantized in one call (:func:`microscale.weight_cache`); else None."""
+    if not (plan.quantized("fprop") and plan.quantized("dgrad")):
+        return None
+    ops = [plan.operand("fprop.b"), plan.operand("dgrad.b")]
+    if any(op.delayed or op.rounding == Rounding.STOCHASTIC for op in ops):
+        return None
+    return tuple((op.format, op.quantize_kwargs() | {"check_finite": False}) for op in ops)
 
 
 def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:

@@ -60,7 +60,7 @@ from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
-from .function import N_SEEDS, ROLES, Plan, linear, weight_views
+from .function import N_SEEDS, ROLES, Plan, linear, weight_pair_views, weight_views
 
 __all__ = ["Linear", "saved_activation_bytes"]
 
@@ -307,6 +307,20 @@ class Linear(nn.Module):
                                      None if seeds is None else seeds[1:2])
         self._weight_cache = (plan, q_w, q_wt)
         return weight._version
+
+    def weight_cache_views(self):
+        """``(plan, row view, column view)`` of this layer's W / Wᵀ pair when many layers' pairs
+        may be quantized in one call (:func:`~microscale.nn.function.weight_pair_views`), else
+        None; :meth:`set_weight_cache` takes the result."""
+        plan = self._plan()
+        views = weight_pair_views(plan)
+        return None if views is None else (plan, *views)
+
+    def set_weight_cache(self, plan: Plan, q_w, q_wt) -> int:
+        """Use these views of W and Wᵀ (quantized by the caller as :meth:`weight_cache_views`
+        says) until :meth:`clear_weight_cache`; returns the weight's version counter."""
+        self._weight_cache = (plan, q_w, q_wt)
+        return self.gemm_weight()._version
 
     def clear_weight_cache(self) -> None:
         self._weight_cache = None

@@ -25,6 +25,9 @@ What it changes and what it does not:
 * The weights must not change inside the block: leaving it checks each weight's version
   counter and raises (naming the layers) if one was modified in place, because the cached
   views would then have been stale.
+* FP8 128×128 weights (``fp8_blockwise``) are quantized all in one launch
+  (:mod:`microscale.ops_many`): a 125m model's 120 weights cost ~2.2 ms a step one by one on
+  an H100, mostly launch and tail. The others are quantized layer by layer.
 * FSDP2-sharded weights are gathered per forward; their quantized all-gather
   (:mod:`microscale.distributed.allgather`) is the equivalent there, so they are refused.
 
@@ -40,7 +43,7 @@ import torch
 
 from ..distributed.gathered import is_gathered
 
-__all__ = ["weight_cache"]
+__all__ = ["weight_cache", "groups_weights"]
 
 
 def _cached_layers(model: torch.nn.Module) -> list:
@@ -58,6 +61,57 @@ def _is_sharded(weight: torch.Tensor) -> bool:
     return type(weight).__name__ == "DTensor" or is_gathered(weight)
 
 
+def _fill(layers: list) -> list[int]:
+    """Fill every layer's cache; returns the weights' version counters. Layers whose W / Wᵀ
+    pairs the many-tensor op takes (FP8 128×128 both ways, same options, dtype, device and
+    backend) are quantized together, one launch per group (:mod:`microscale.ops_many`); the
+    rest one layer at a time."""
+    from ..ops_many import many_supported, quantize_views_many
+    versions: dict[int, int] = {}
+    groups: dict[tuple, list] = {}
+    for i, layer in enumerate(layers):
+        views = layer.weight_cache_views()
+        w = layer.gemm_weight()
+        if views is None or not w.is_contiguous() or not many_supported(*views[1:], w.shape):
+            versions[i] = layer.fill_weight_cache()
+            continue
+        plan, row, col = views
+        key = (view_key(row), view_key(col), w.dtype, w.device, plan.recipe.backend)
+        groups.setdefault(key, []).append((i, layer, plan, row, col))
+    for members in groups.values():
+        _, _, plan, row, col = members[0]
+        with torch.no_grad():
+            pairs = quantize_views_many([m[1].gemm_weight() for m in members], row, col,
+                                        plan.recipe.backend)
+        for (i, layer, plan_i, _, _), (q_w, q_wt) in zip(members, pairs):
+            versions[i] = layer.set_weight_cache(plan_i, q_w, q_wt)
+    return [versions[i] for i in range(len(layers))]
+
+
+def groups_weights(model: torch.nn.Module) -> bool:
+    """Whether :func:`weight_cache` would quantize two or more of ``model``'s weights in one
+    call, i.e. whether caching pays even without gradient accumulation (FP8 128×128 weights:
+    one launch instead of one per layer). False for FSDP2-sharded models."""
+    from ..ops_many import many_supported
+    try:
+        layers = _cached_layers(model)
+    except ValueError:                                   # sharded: gathered per forward
+        return False
+    keys = []
+    for layer in layers:
+        views, w = layer.weight_cache_views(), layer.gemm_weight()
+        if views is not None and w.is_contiguous() and many_supported(*views[1:], w.shape):
+            keys.append((view_key(views[1]), view_key(views[2]), w.dtype, w.device,
+                         views[0].recipe.backend))
+    return any(keys.count(k) > 1 for k in set(keys))
+
+
+def view_key(view: tuple) -> tuple:
+    """A hashable key of a ``(format, options)`` view."""
+    fmt, opts = view
+    return fmt, tuple(sorted((k, str(v)) for k, v in opts.items()))
+
+
 @contextlib.contextmanager
 def weight_cache(model: torch.nn.Module):
     """Quantize the weights of ``model``'s quantized layers once, for the block's forwards."""
@@ -65,7 +119,7 @@ def weight_cache(model: torch.nn.Module):
         raise TypeError(f"weight_cache expects an nn.Module, got {type(model).__name__}")
     layers = _cached_layers(model)
     try:
-        versions = [layer.fill_weight_cache() for layer in layers]
+        versions = _fill(layers)
         yield
     finally:
         for layer in layers:

@@ -48,6 +48,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ..nn.weight_cache import groups_weights, weight_cache
 from .checkpoint import (
     atomic_write_text,
     latest_checkpoint,
@@ -119,6 +120,8 @@ class Trainer:
         if self.compiled:
             compile_blocks(self.model, cfg.compile_mode)
         self.net = self._parallelize(self.model)      # what forward runs (DDP wraps; FSDP2 shards)
+        self._group_weights = self.recipe is not None and cfg.dist != "fsdp" \
+            and groups_weights(self.model)
         decay = [p for p in self.model.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.model.parameters() if p.dim() < 2]
         self.optimizer = torch.optim.AdamW(
@@ -229,8 +232,9 @@ class Trainer:
             torch.compiler.cudagraph_mark_step_begin()   # the last step's graph outputs are done
         if self.cfg.grad_accum > 1:
             loss = self._accumulate(x, y, self.cfg.grad_accum)
-        else:
-            loss = self._loss_backward(x, y)
+        else:                  # FP8 128x128 weights: all quantized in one launch (weight_cache)
+            with weight_cache(self.model) if self._group_weights else contextlib.nullcontext():
+                loss = self._loss_backward(x, y)
         clip = self.cfg.grad_clip if self.cfg.grad_clip > 0 else float("inf")
         return loss, torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip, foreach=True)
 
@@ -240,7 +244,6 @@ class Trainer:
         if x.shape[0] % n:
             raise ValueError(f"grad_accum={n} must divide this process's batch of "
                              f"{x.shape[0]} sequences")
-        from ..nn.weight_cache import weight_cache  # quantized runs only (lazy import)
         once = self.recipe is not None and self.cfg.dist != "fsdp"
         loss = torch.zeros((), device=x.device)
         with weight_cache(self.model) if once else contextlib.nullcontext():
