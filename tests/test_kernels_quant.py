@@ -464,6 +464,33 @@ def test_fp8_tensor_exact(shape, dtype, opts):
     assert_same(*both(lambda be: ms.quantize(x, "fp8_tensor", backend=be, **opts)))
 
 
+def test_fp8_tensor_given_amax_is_current_scaling_from_it():
+    """``amax=`` (agreed over ranks, or taken in a compiled graph): the kernel skips its amax
+    pass and derives the scales by its own rule, the reference alike; the measured amax given
+    back gives the current-scaling bits; scale and amax together are refused."""
+    x = sample((256, 384), torch.bfloat16, spread=10)
+    x[3, 4] = float("nan")
+    plain = both(lambda be: ms.quantize_rowcol(x, ("fp8_tensor", {"check_finite": False}),
+                                               ("fp8_tensor", {"check_finite": False}),
+                                               backend=be))
+    for amax in (plain[1][0].amax, torch.tensor(3.0), torch.tensor(0.0),
+                 torch.tensor(float("inf"))):
+        view = ("fp8_tensor", {"amax": amax, "check_finite": False, "pow2_scales": True})
+        k, r = both(lambda be: ms.quantize_rowcol(x, view, view, backend=be))
+        for a, b in zip(k, r):
+            assert_same(a, b)
+            assert torch.equal(a.amax, amax.float())
+    same = ("fp8_tensor", {"amax": plain[1][0].amax, "check_finite": False})
+    k = ms.quantize_rowcol(x, same, same, backend="triton")
+    for a, b in zip(k, plain[0]):
+        assert torch.equal(a.data.view(torch.uint8), b.data.view(torch.uint8))
+        assert torch.equal(a.scale, b.scale)
+    bad = ("fp8_tensor", {"amax": torch.tensor(2.0), "scale": torch.tensor(1.0)})
+    for be in ("triton", "reference"):
+        with pytest.raises(ValueError, match="not both"):
+            ms.quantize_rowcol(x, bad, None, backend=be)
+
+
 def test_fp8_tensor_rowcol_exact_and_edges():
     """Both views in one call, each with its own (current or delayed) scale; amax = 0 and a
     subnormal amax (scale = inf -> the input dtype's max) as the reference has them."""

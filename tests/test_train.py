@@ -262,3 +262,19 @@ def test_grad_accum_matches_one_batch_and_quantizes_weights_once(tmp_path, data,
     assert len(fills) == 4 * layers                  # once per step and layer, not per micro-batch
     with pytest.raises(ValueError, match="grad_accum"):
         _cfg(tmp_path / "bad", batch_size=3, grad_accum=2)
+
+
+def test_fp8_blockwise_weights_grouped_per_step_train_the_same(tmp_path, data, monkeypatch):
+    """fp8_blockwise without gradient accumulation: the harness quantizes all 128x128 weights
+    in one call per step (ms.weight_cache); the losses equal the per-layer run bit for bit."""
+    from microscale.train import trainer as trainer_mod
+    grouped = Trainer(_cfg(tmp_path / "g", recipe="fp8_blockwise", steps=4), data=data)
+    assert grouped._group_weights
+    grouped.fit()
+    monkeypatch.setattr(trainer_mod, "groups_weights", lambda model: False)
+    plain = Trainer(_cfg(tmp_path / "p", recipe="fp8_blockwise", steps=4), data=data)
+    assert not plain._group_weights
+    plain.fit()
+    for key in ("loss", "grad_norm"):
+        assert [r[key] for r in _records(tmp_path / "g")] == \
+            [r[key] for r in _records(tmp_path / "p")], key

@@ -206,3 +206,20 @@ def test_gpu_many_kernel_matches_per_tensor_kernels():
             for q, r in ((q_row, r_row), (q_col, r_col)):
                 assert torch.equal(q.data.view(torch.uint8), r.data.view(torch.uint8))
                 assert torch.equal(q.scale, r.scale) and torch.equal(q.amax, r.amax)
+
+
+def test_groups_weights_decides_where_one_launch_pays(monkeypatch):
+    """The harness caches weights without gradient accumulation only when the many-tensor op
+    takes two or more of them and they are small (launch-bound); never for other recipes."""
+    import importlib
+    wc = importlib.import_module("microscale.nn.weight_cache")   # (ms.nn.weight_cache: the fn)
+    model = _fp8_model("reference")
+    assert wc.groups_weights(model)
+    monkeypatch.setattr(wc, "GROUP_MAX_MEAN_NUMEL", 1000)
+    assert not wc.groups_weights(model)                  # large weights: per layer as before
+    monkeypatch.undo()
+    nv = torch.nn.Sequential(ms.Linear(128, 128, recipe="nvfp4"),
+                             ms.Linear(128, 128, recipe="nvfp4"))
+    assert not wc.groups_weights(nv)
+    one = torch.nn.Sequential(ms.Linear(128, 128, recipe="fp8_blockwise"))
+    assert not wc.groups_weights(one)

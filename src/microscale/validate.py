@@ -187,7 +187,7 @@ FORMAT_OPTIONS = {
     "mxfp4": frozenset({"scale_rounding", "rht", "rht_d", "stochastic", "generator", "seed",
                         "rand_bits"}),
     "fp8_block": frozenset({"block", "pow2_scales", "fp8_dtype"}),
-    "fp8_tensor": frozenset({"fp8_dtype", "pow2_scales", "scale"}),
+    "fp8_tensor": frozenset({"fp8_dtype", "pow2_scales", "scale", "amax"}),
 }
 FP8_BLOCKS = ((1, 128), (128, 128))
 SCALE_ROUNDINGS = ("ceil", "floor")
@@ -257,6 +257,8 @@ def check_quantize_options(fmt, options: dict, xv: torch.Tensor,
     if "rht_d" in opts and not opts.get("rht", False):
         raise ValueError(f"rht_d={opts['rht_d']} needs rht=True (rht switches the transform "
                          "on, rht_d is its size)")
+    if opts.get("scale") is not None and opts.get("amax") is not None:
+        raise ValueError(f"{fmt.value}: give a scale (delayed scaling) or an amax, not both")
     given = [k for k in _SR_SOURCES if opts.get(k) is not None]
     if given and not opts.get("stochastic", False):
         raise ValueError(f"{given[0]} is only used by stochastic rounding; pass stochastic=True "

@@ -61,7 +61,6 @@ from torch import nn
 from torch.utils._pytree import tree_map_only
 
 from ..ops import quantize_views
-from ..quant.fp8 import fp8_scale_from_amax
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 from .gathered import GatheredWeight, gathered_views, is_gathered
@@ -138,10 +137,8 @@ def quantize_shard(w_shard: torch.Tensor, recipe: Recipe, group_name: str):
             views.append(None)
             continue
         opts = op.quantize_kwargs() | {"check_finite": False}
-        if op.format == QFormat.NVFP4:
-            opts["amax"] = amax
-        elif op.format == QFormat.FP8_TENSOR:
-            opts["scale"] = fp8_scale_from_amax(amax, opts["fp8_dtype"], opts["pow2_scales"])
+        if op.format in (QFormat.NVFP4, QFormat.FP8_TENSOR):
+            opts["amax"] = amax        # the full weight's amax: its scale rule in the quantizer
         views.append((op.format, opts))
     q_row, q_col = quantize_views(w_shard.detach(), views[0], views[1], recipe.backend)
     inputs = [_as_rows_u8(q_row.data)]

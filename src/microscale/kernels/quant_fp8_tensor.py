@@ -14,10 +14,12 @@ two launches:
    layer's amax history). Program 0 writes ``scale_inv = 1 / scale``. A NaN element is read
    as 0 by the amax and stored as the NaN byte 0x7F.
 
-When every view's scale is given (delayed scaling, or current scaling whose amax the caller
-took in its own graph: ``nn/function.py`` does under ``torch.compile``, where Inductor fuses
-that reduction into the kernel producing x), the amax pass is skipped: the amax, then an output
-only, is folded into the cast pass. One pass over x instead of two.
+One pass over x instead of two when the amax pass is not needed: every view's scale given
+(delayed scaling; the amax, then an output only, is folded into the cast pass), or the amax
+given (``amax=``: agreed over ranks, or taken by the caller's compiled graph, as
+``nn/function.py`` does under ``torch.compile``, where Inductor fuses that reduction into the
+kernel producing x; the scales still come from the kernel's own division, so the bits do not
+depend on how a compiler divides).
 
 No host synchronisation anywhere: the amax and the scales stay on the device, which is what
 lets a training step run under CUDA graphs. Bytes per element for bf16 x: 2 + 2 read, 1
@@ -45,7 +47,7 @@ __all__ = ["quantize_fp8_tensor_triton", "quantize_rowcol_fp8_tensor_triton", "C
 CONFIG = {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "AMAX_BLOCK": 4096, "AMAX_WARPS": 8, "AMAX_PROGS_PER_SM": 4}
 
-_OPTS = ("fp8_dtype", "pow2_scales", "scale", "check_finite")
+_OPTS = ("fp8_dtype", "pow2_scales", "scale", "amax", "check_finite")
 
 
 @triton.jit
@@ -123,6 +125,10 @@ class _View:
         self.pow2 = bool(opts.get("pow2_scales", False))
         given = opts.get("scale")
         check_given_scalar(given, "scale", "fp8_tensor", opts.get("check_finite", True))
+        self.amax = opts.get("amax")
+        check_given_scalar(self.amax, "amax", "fp8_tensor", opts.get("check_finite", True))
+        if given is not None and self.amax is not None:
+            raise ValueError("fp8_tensor: give a scale (delayed scaling) or an amax, not both")
         self.given = None if given is None else given.float().reshape(1).to(device)
         self.shape = shape
         self.data = torch.empty(shape, dtype=self.fp8_dtype, device=device)
@@ -141,12 +147,17 @@ class _View:
 def _run(x2: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
     rows, cols = x2.shape
     cfg, dev = CONFIG, x2.device
-    amax = torch.zeros(1, dtype=torch.float32, device=dev)
     n = x2.numel()
-    # every scale given (delayed scaling, or an amax the caller took in its graph): the amax
-    # is an output only, folded into the cast pass; else a pass of its own comes first
+    given_amax = {id(v.amax): v.amax for v in (row, col) if v is not None and v.amax is not None}
+    if len(given_amax) > 1:
+        raise KernelUnsupported("the two views were given different amaxes")
+    # every scale given (delayed scaling): the amax is an output only, folded into the cast
+    # pass; an amax given (agreed over ranks, or taken in the caller's compiled graph): the
+    # scales come from it by the kernel's own rule; else an amax pass comes first
     here = all(v is None or v.given is not None for v in (row, col))
-    if not here:
+    amax = next(iter(given_amax.values())).float().reshape(1) if given_amax else \
+        torch.zeros(1, dtype=torch.float32, device=dev)
+    if not here and not given_amax:
         n_blocks = triton.cdiv(n, cfg["AMAX_BLOCK"])
         _amax_kernel[(persistent_grid(n_blocks, dev, cfg["AMAX_PROGS_PER_SM"]),)](
             x2, amax, n, BLOCK=cfg["AMAX_BLOCK"], NUM_STAGES=cfg["NUM_STAGES"],

@@ -60,7 +60,7 @@ from ..distributed.gathered import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
 from ..ops import delayed_scaling_update_, mm, quantize_views
-from ..quant.fp8 import FP8_MAX, fp8_scale_from_amax
+from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
@@ -124,11 +124,11 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
             options["scale"] = state[f"{role}/scale"]
         elif op.format == QFormat.FP8_TENSOR and (group or torch.compiler.is_compiling()):
             # current scaling with the amax taken in the graph: agreed over the group, and
-            # under torch.compile fused into the kernel that produced t2d (no amax pass)
+            # under torch.compile fused into the kernel that produced t2d (no amax pass); the
+            # quantizer derives the scale (one IEEE division, not a compiler's)
             if amax_all is None:
                 amax_all = global_amax(t2d, group) if group else local_amax(t2d)
-            options["scale"] = fp8_scale_from_amax(amax_all, options["fp8_dtype"],
-                                                   options["pow2_scales"], t2d.dtype)
+            options["amax"] = amax_all
         views.append((op.format, options))
     q_row, q_col = quantize_views(t2d, *views, plan.recipe.backend)
     for role, q in ((row_role, q_row), (col_role, q_col)):

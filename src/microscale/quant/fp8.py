@@ -77,12 +77,21 @@ def quantize_fp8_block(x: torch.Tensor, block: tuple[int, int] = (1, 128), pow2_
 
 def quantize_fp8_tensor(x: torch.Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                         pow2_scales: bool = False, scale: torch.Tensor | None = None,
-                        check_finite: bool = True) -> QuantizedTensor:
-    """Tensorwise FP8 with current scaling, or with a given fp32 ``scale`` (delayed scaling)."""
+                        check_finite: bool = True, amax: torch.Tensor | None = None
+                        ) -> QuantizedTensor:
+    """Tensorwise FP8 with current scaling, or with a given fp32 ``scale`` (delayed scaling).
+
+    ``amax``: current scaling from this fp32 amax instead of measuring it (an amax agreed over
+    ranks, or taken by the caller's compiled graph); the scale rule is applied here, as for a
+    measured one, and the result carries the given amax. Give ``scale`` or ``amax``, not both.
+    """
     x_hp, nan = split_nan(as_rows(check_input(x, "fp8_tensor", 1, 1, check_finite)).float(),
                           check_finite)
     check_given_scalar(scale, "scale", "fp8_tensor", check_finite)
-    amax = x_hp.abs().amax()
+    check_given_scalar(amax, "amax", "fp8_tensor", check_finite)
+    if scale is not None and amax is not None:
+        raise ValueError("fp8_tensor: give a scale (delayed scaling) or an amax, not both")
+    amax = x_hp.abs().amax() if amax is None else amax.float().reshape(()).to(x_hp.device)
     if scale is None:
         scale = fp8_scale_from_amax(amax, fp8_dtype, pow2_scales, x.dtype)
     scale = scale.float().reshape(()).to(x_hp.device)
