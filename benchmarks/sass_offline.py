@@ -40,7 +40,7 @@ ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp
           "qc_ptr": "*u8", "sc_ptr": "*fp32", "rows": "i32", "cols": "i32", "n_tc": "i32",
           "n_tiles": "i32"}
 MX_ROWCOL = ROWCOL | {"sr_ptr": "*u8", "sc_ptr": "*u8"}
-# the 1x128 scales column-major (ops.scale_col_major): strides (1, rows) and (1, cols)
+# the 1x128 scales column-major (op_specs.scale_col_major): strides (1, rows) and (1, cols)
 FP8_REG = ROWCOL | {"sr_s0": "i32", "sr_s1": "i32", "sc_s0": "i32", "sc_s1": "i32"}
 MX_OLD = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*bf16", "rows": "i32",
           "cols": "i32", "n_tc": "i32", "n_tiles": "i32", "mr_ptr": "*bf16", "br_ptr": "*bf16",

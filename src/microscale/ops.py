@@ -21,7 +21,8 @@ The ops and their tensors::
     delayed_scaling_update_(amax_history, scale, amax, fp8_max, margin)   (in place)
 
 A *view spec* is the format plus its non-tensor options as canonical JSON (a static string in
-the op schema, so the compiler specialises on it); tensor options travel as tensors. An
+the op schema, so the compiler specialises on it); tensor options travel as tensors. Specs and
+the outputs' layouts (FP8 1×128 scales column-major) live in :mod:`microscale.op_specs`. An
 unrequested row/col view comes back as three empty tensors. An *operand spec* is
 ``"fmt,block_rows,block_cols,rht_d"``; the operand's K is read off its data's shape.
 
@@ -48,9 +49,7 @@ less per call on a workstation CPU; on an H200 host the per-op change was within
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
 from typing import Optional
 
 import torch
@@ -80,132 +79,16 @@ __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "qua
            "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
            "rowcol_reference"]
 
-_TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
-_FP8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
-
-
-# ============================================================================ specs and layouts
-def view_spec(fmt: QFormat, options: dict) -> str:
-    """Canonical JSON of a view's static options (tensor options and the generator left out)."""
-    static = tuple(sorted((k, v) for k, v in options.items()
-                          if k not in _TENSOR_OPTIONS and k != "generator"))
-    return _spec(fmt.value, static)
-
-
-@torch.compiler.assume_constant_result
-def _spec(fmt: str, static: tuple) -> str:
-    """(Cached; a constant to dynamo, which need not trace the JSON encoder.)"""
-    try:
-        return _spec_cached(fmt, static)
-    except TypeError:                        # an unhashable option value: no caching
-        return _spec_uncached(fmt, static)
-
-
-@functools.lru_cache(maxsize=1024)
-def _spec_cached(fmt: str, static: tuple) -> str:
-    return _spec_uncached(fmt, static)
-
-
-def _spec_uncached(fmt: str, static: tuple) -> str:
-    d = {}
-    for key, value in static:
-        if isinstance(value, torch.dtype):
-            value = str(value).replace("torch.", "")
-        elif isinstance(value, tuple):
-            value = list(value)
-        d[key] = value
-    try:
-        return json.dumps({"fmt": fmt, **d}, sort_keys=True)
-    except TypeError:
-        bad = [k for k, v in d.items() if not _jsonable(v)]
-        raise TypeError(f"quantize({fmt!r}): option(s) {', '.join(bad)} must be a number, "
-                        "bool, string, tuple or dtype") from None
-
-
-def _jsonable(value) -> bool:
-    try:
-        json.dumps(value)
-    except TypeError:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=512)
-def _parse(spec: str) -> tuple[QFormat, tuple]:
-    d = json.loads(spec)
-    fmt = QFormat(d.pop("fmt"))
-    if "block" in d and isinstance(d["block"], list):
-        d["block"] = tuple(d["block"])
-    if d.get("fp8_dtype") in _FP8:
-        d["fp8_dtype"] = _FP8[d["fp8_dtype"]]
-    return fmt, tuple(d.items())
-
-
-def parse_view_spec(spec: str) -> tuple[QFormat, dict]:
-    """Inverse of :func:`view_spec` (a fresh dict each call; parsing is cached)."""
-    fmt, items = _parse(spec)
-    return fmt, dict(items)
-
-
-def _meta(fmt: QFormat, opts: dict, rows, cols) -> dict:
-    """``block``, ``rht_d`` and ``extra`` of the QuantizedTensor a reference quantizer returns."""
-    if fmt == QFormat.NVFP4:
-        return {"block": (16, 16) if opts.get("block_2d") else (1, 16),
-                "rht_d": int(opts.get("rht_d", 16)) if opts.get("rht") else 0,
-                "extra": {"stochastic": bool(opts.get("stochastic", False))}}
-    if fmt == QFormat.FP8_BLOCK:
-        return {"block": tuple(opts.get("block", (1, 128))), "rht_d": 0,
-                "extra": {"pow2_scales": opts.get("pow2_scales", True)}}
-    if fmt == QFormat.FP8_TENSOR:
-        return {"block": (rows, cols), "rht_d": 0,
-                "extra": {"pow2_scales": opts.get("pow2_scales", False)}}
-    return {"block": (1, 32), "rht_d": int(opts.get("rht_d", 32)) if opts.get("rht") else 0,
-            "extra": {"scale_rounding": opts.get("scale_rounding", "ceil"),
-                      "stochastic": bool(opts.get("stochastic", False))}}
-
-
-def _layout(fmt: QFormat, opts: dict, rows, cols):
-    """``((data shape, dtype), (scale shape, dtype))`` of a ``[rows, cols]`` view (tensor.py)."""
-    if fmt == QFormat.NVFP4:
-        return ((rows, cols // 2), torch.uint8), ((rows, cols // 16), torch.float8_e4m3fn)
-    if fmt == QFormat.MXFP4:
-        return ((rows, cols // 2), torch.uint8), ((rows, cols // 32), torch.uint8)
-    if fmt in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
-        elem = torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2
-        return ((rows, cols), elem), ((rows, cols // 32), torch.uint8)
-    fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
-    if fmt == QFormat.FP8_BLOCK:
-        br, bc = opts.get("block", (1, 128))
-        return ((rows, cols), fp8), ((rows // br, cols // bc), torch.float32)
-    return ((rows, cols), fp8), ((), torch.float32)
-
-
-def scale_col_major(fmt: QFormat, opts: dict) -> bool:
-    """True for FP8 1×128 views: their fp32 scales ``[rows, K/128]`` are stored *column-major*
-    (strides ``(1, rows)``), the layout cuBLASLt's blockwise GEMM reads (``kernels/gemm_fp8``),
-    so no GEMM call transposes them (session 8: ~2 ms of copy kernels in a 125m step)."""
-    return fmt == QFormat.FP8_BLOCK and tuple(opts.get("block", (1, 128)))[0] == 1
-
-
-def col_major_like(scale: Tensor) -> Tensor:
-    """``scale`` ``[rows, kb]`` in the column-major layout (a view where it already is one)."""
-    rows, kb = scale.shape
-    out = scale.new_empty((kb, rows)).t()
-    if scale.stride() == out.stride():
-        return scale
-    return out.copy_(scale)
-
-
-def _canonical(fmt: QFormat, opts: dict, q):
-    """A dispatched view with its scale in the layout the op's fake promises."""
-    if q is not None and scale_col_major(fmt, opts) and q.scale.dim() == 2:
-        return dataclasses.replace(q, scale=col_major_like(q.scale))
-    return q
-
-
-def _rows_cols(x: Tensor):
-    cols = x.shape[-1] if x.dim() else 1
-    return (x.numel() // cols if cols else 0), cols
+from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
+    _canonical,
+    _layout,
+    _meta,
+    _rows_cols,
+    col_major_like,
+    parse_view_spec,
+    scale_col_major,
+    view_spec,
+)
 
 
 # ============================================================================ references

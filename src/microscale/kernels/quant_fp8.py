@@ -311,7 +311,7 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype):
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):
     """Codes and scales of a ``[vr, vc]`` view; ``col_major``: the scales in the op's 1x128
-    layout (``ops.scale_col_major``), for the kernels that take scale strides."""
+    layout (``op_specs.scale_col_major``), for the kernels that take scale strides."""
     data = torch.empty((vr, vc), dtype=fp8_dtype, device=dev)
     s_shape = (vr // block[0], vc // block[1])
     scale = torch.empty(s_shape[::-1], dtype=torch.float32, device=dev).t() if col_major else \
