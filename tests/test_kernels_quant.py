@@ -485,6 +485,12 @@ def test_fp8_tensor_given_amax_is_current_scaling_from_it():
     for a, b in zip(k, plain[0]):
         assert torch.equal(a.data.view(torch.uint8), b.data.view(torch.uint8))
         assert torch.equal(a.scale, b.scale)
+    half = [("fp8_tensor", {"amax": torch.tensor(2.0), "check_finite": False}),
+            ("fp8_tensor", {"check_finite": False})]          # one view measures its own amax
+    with pytest.raises(ValueError, match="one view only"):     # the kernel refuses the mix
+        ms.quantize_rowcol(x, *half, backend="triton")
+    r = ms.quantize_rowcol(x, *half, backend="reference")       # (auto: the reference, warned)
+    assert torch.equal(r[0].amax, torch.tensor(2.0)) and torch.equal(r[1].amax, plain[1][1].amax)
     bad = ("fp8_tensor", {"amax": torch.tensor(2.0), "scale": torch.tensor(1.0)})
     for be in ("triton", "reference"):
         with pytest.raises(ValueError, match="not both"):

@@ -148,9 +148,10 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor
     rows, cols = x2.shape
     cfg, dev = CONFIG, x2.device
     n = x2.numel()
-    given_amax = {id(v.amax): v.amax for v in (row, col) if v is not None and v.amax is not None}
-    if len(given_amax) > 1:
-        raise KernelUnsupported("the two views were given different amaxes")
+    views = [v for v in (row, col) if v is not None]
+    given_amax = {id(v.amax): v.amax for v in views if v.amax is not None}
+    if given_amax and (len(given_amax) > 1 or any(v.amax is None for v in views)):
+        raise KernelUnsupported("an amax given to one view only, or two different amaxes")
     # every scale given (delayed scaling): the amax is an output only, folded into the cast
     # pass; an amax given (agreed over ranks, or taken in the caller's compiled graph): the
     # scales come from it by the kernel's own rule; else an amax pass comes first

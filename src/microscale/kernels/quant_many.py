@@ -88,7 +88,7 @@ def flat_offsets(shapes, block: tuple[int, int]) -> tuple[list[int], list[int], 
 
 def _tables(xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """(tensor table, tile table) for these inputs, cached by their addresses and shapes."""
-    key = tuple((x.data_ptr(), *x.shape) for x in xs)
+    key = (xs[0].device, *((x.data_ptr(), *x.shape) for x in xs))
     if key not in _TABLES:
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
             raise KernelUnsupported("a new weight table while a CUDA graph is being captured "
