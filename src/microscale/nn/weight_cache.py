@@ -66,17 +66,15 @@ def _fill(layers: list) -> list[int]:
     pairs the many-tensor op takes (FP8 128×128 both ways, same options, dtype, device and
     backend) are quantized together, one launch per group (:mod:`microscale.ops_many`); the
     rest one layer at a time."""
-    from ..ops_many import many_supported, quantize_views_many
+    from ..ops_many import quantize_views_many
     versions: dict[int, int] = {}
     groups: dict[tuple, list] = {}
     for i, layer in enumerate(layers):
-        views = layer.weight_cache_views()
-        w = layer.gemm_weight()
-        if views is None or not w.is_contiguous() or not many_supported(*views[1:], w.shape):
+        keyed = _many_key(layer)
+        if keyed is None:
             versions[i] = layer.fill_weight_cache()
             continue
-        plan, row, col = views
-        key = (view_key(row), view_key(col), w.dtype, w.device, plan.recipe.backend)
+        key, (plan, row, col) = keyed
         groups.setdefault(key, []).append((i, layer, plan, row, col))
     for members in groups.values():
         _, _, plan, row, col = members[0]
@@ -100,20 +98,26 @@ def groups_weights(model: torch.nn.Module) -> bool:
     accumulation: it would quantize two or more of ``model``'s weights in one call (FP8
     128×128 weights: one launch instead of one per layer) and they are small enough for that to
     pay (mean size ≤ ``GROUP_MAX_MEAN_NUMEL``). False for FSDP2-sharded models."""
-    from ..ops_many import many_supported
     try:
         layers = _cached_layers(model)
     except ValueError:                                   # sharded: gathered per forward
         return False
-    keys, sizes = [], []
-    for layer in layers:
-        views, w = layer.weight_cache_views(), layer.gemm_weight()
-        if views is not None and w.is_contiguous() and many_supported(*views[1:], w.shape):
-            keys.append((view_key(views[1]), view_key(views[2]), w.dtype, w.device,
-                         views[0].recipe.backend))
-            sizes.append(w.numel())
-    small = bool(sizes) and sum(sizes) / len(sizes) <= GROUP_MAX_MEAN_NUMEL
+    keyed = [(k[0], layer.gemm_weight().numel()) for layer in layers
+             if (k := _many_key(layer)) is not None]
+    keys = [k for k, _ in keyed]
+    small = bool(keyed) and sum(n for _, n in keyed) / len(keyed) <= GROUP_MAX_MEAN_NUMEL
     return small and any(keys.count(k) > 1 for k in set(keys))
+
+
+def _many_key(layer):
+    """``(group key, (plan, row view, column view))`` when the many-tensor op takes this
+    layer's W / Wᵀ pair; layers with equal keys are quantized in one call. Else None."""
+    from ..ops_many import many_supported
+    views, w = layer.weight_cache_views(), layer.gemm_weight()
+    if views is None or not w.is_contiguous() or not many_supported(*views[1:], w.shape):
+        return None
+    plan, row, col = views
+    return (view_key(row), view_key(col), w.dtype, w.device, plan.recipe.backend), views
 
 
 def view_key(view: tuple) -> tuple:
