@@ -142,9 +142,12 @@ def test_delayed_scaling_per_expert():
 
 @needs_interp
 @pytest.mark.parametrize("name", ["nvfp4", "nvfp4_no_rht", "mxfp4", "mxfp8", "fp8_blockwise",
-                                  "fp8_tensorwise"])     # every token view the presets use
-def test_sync_free_quantization_bit_exact(name):
-    """The sync-free quantizer = the reference, bit for bit; SR via the same per-expert bytes."""
+                                  "fp8_tensorwise", "mxfp8@pair", "fp8_blockwise@pair"])
+def test_sync_free_quantization_bit_exact(name, monkeypatch):
+    """The sync-free quantizer = the reference, bit for bit; SR via the same per-expert bytes.
+    ``@pair``: FP8/MXFP8 pairs from one row + column call on the padded matrix (CONFIG PAIR)."""
+    name, _, pair = name.partition("@")
+    monkeypatch.setitem(fast.CONFIG, "PAIR", bool(pair))
     recipe = Recipe.from_name(name)
     x, _, _, seeds = _inputs(1)
     m, offs = recipe.required_multiples()["tokens"], _offs()
@@ -160,6 +163,9 @@ def test_sync_free_quantization_bit_exact(name):
         views = [(op.format, op.quantize_kwargs() | {"check_finite": False}) for op in ops]
         got = fast.quantize_grouped_fast(x, offs, *views, m, seeds[:, 2], None, None, None,
                                          None, "triton")
+        if pair:
+            assert "row + column kernel call" in ms.explain()[
+                ("quantize_grouped", f"{views[0][0].value}|{views[1][0].value}")]
         want = quantize_grouped_reference(x, offs, *views, m, seeds[:, 2], row_bits, col_bits,
                                           None, None)
         for g, r in zip(got, want):
@@ -168,8 +174,11 @@ def test_sync_free_quantization_bit_exact(name):
 
 
 @needs_interp
-@pytest.mark.parametrize("name, k", [("nvfp4_no_sr", 32), ("fp8_blockwise", 128)])
-def test_sync_free_layer_matches_reference(name, k):
+@pytest.mark.parametrize("name, k", [("nvfp4_no_sr", 32), ("fp8_blockwise", 128),
+                                     ("fp8_blockwise@pair", 128)])
+def test_sync_free_layer_matches_reference(name, k, monkeypatch):
+    name, _, pair = name.partition("@")
+    monkeypatch.setitem(fast.CONFIG, "PAIR", bool(pair))
     counts = [5, 0, 21]
     x, w, dy, seeds = _inputs(2, counts, k, k)
     ref = _grouped_step(Recipe.from_name(name, backend="reference"), x, w, dy, seeds, None, counts)
