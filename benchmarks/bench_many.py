@@ -1,0 +1,89 @@
+"""Every FP8 128×128 weight of a zoo model quantized in one launch vs one launch per weight.
+
+    python benchmarks/bench_many.py                      # 125m and 1b weight sets, H100/H200
+    python benchmarks/bench_many.py --models 125m --sweep   # + kernel configs of the one launch
+    python benchmarks/bench_many.py --device cpu --models micro  # smoke (TRITON_INTERPRET=1)
+
+What ``ms.weight_cache`` does once per step for ``fp8_blockwise`` (``kernels/quant_many.py``),
+against ``quantize_rowcol`` per weight as the layers do without it: both views (W and its
+transpose), fp32 masters, graph-replayed (no host time). The copy rate of the same bytes (fp32
+read once, both FP8 views and their scales written) is the roof. Prints a table, ends with one
+JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+import microscale as ms  # noqa: E402
+from microscale.kernels import quant_many  # noqa: E402
+from microscale.ops_many import quantize_views_many  # noqa: E402
+from microscale.train.model import MODEL_CONFIGS  # noqa: E402
+
+VIEW = (ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False})
+SWEEP = [{"num_warps": w, "PROGS_PER_SM": p} for w in (4, 8) for p in (1, 2, 4)]
+
+
+def weights(model: str, device) -> list[torch.Tensor]:
+    """The block linears' fp32 weights ``[out, in]`` of a zoo model (q, k, v, o, up, down)."""
+    cfg = MODEL_CONFIGS[model]
+    d, kv, ffn = cfg.d_model, cfg.kv_dim, cfg.hidden_dim
+    shapes = [(d, d), (kv, d), (kv, d), (d, d), (ffn, d), (d, ffn)] * cfg.n_layers
+    g = torch.Generator(device=device).manual_seed(0)
+    return [torch.randn(s, device=device, generator=g) * 0.02 for s in shapes]
+
+
+def _time(fn, device) -> float:
+    if device.type == "cuda":
+        t = common.graph_ms(fn)
+        return t if t is not None else common.bench_ms(fn)
+    return common.bench_ms(fn)
+
+
+def run(model: str, device, sweep: bool) -> list[dict]:
+    ws = weights(model, device)
+    nbytes = sum(w.numel() * (4 + 2) + 2 * 4 * (w.numel() // 16384) for w in ws)
+    rate = common.copy_bandwidth_gbs(device) if device.type == "cuda" else None
+    per_layer = _time(lambda: [ms.quantize_rowcol(w, VIEW, VIEW) for w in ws], device)
+    rows = [{"model": model, "variant": "per weight", "ms": per_layer}]
+    configs = SWEEP if sweep else [dict(quant_many.CONFIG)]
+    saved = dict(quant_many.CONFIG)
+    try:
+        for cfg in configs:
+            quant_many.CONFIG.update(cfg)
+            t = _time(lambda: quantize_views_many(ws, VIEW, VIEW, "auto"), device)
+            shown = {k: quant_many.CONFIG[k] for k in ("num_warps", "PROGS_PER_SM")}
+            rows.append({"model": model, "variant": f"one launch {shown}", "ms": t})
+    finally:
+        quant_many.CONFIG.clear()
+        quant_many.CONFIG.update(saved)
+    for r in rows:
+        r["weights"], r["params_M"] = len(ws), sum(w.numel() for w in ws) / 1e6
+        r["GB/s"] = nbytes / r["ms"] / 1e6
+        r["%copy"] = 100 * r["GB/s"] / rate if rate else None
+    return rows
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="125m,1b")
+    p.add_argument("--sweep", action="store_true", help="time the one launch's configs")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = p.parse_args(argv)
+    device = torch.device(args.device)
+    print(common.env_header())
+    rows = [r for m in args.models.split(",") for r in run(m, device, args.sweep)]
+    print(common.fmt_table(rows, ["model", "variant", "weights", "params_M", "ms", "GB/s",
+                                  "%copy"]))
+    common.json_line({"bench": "many", "argv": sys.argv[1:], "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
