@@ -156,7 +156,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor
     # pass; an amax given (agreed over ranks, or taken in the caller's compiled graph): the
     # scales come from it by the kernel's own rule; else an amax pass comes first
     here = all(v is None or v.given is not None for v in (row, col))
-    amax = next(iter(given_amax.values())).float().reshape(1) if given_amax else \
+    amax = next(iter(given_amax.values())).float().reshape(1).to(dev) if given_amax else \
         torch.zeros(1, dtype=torch.float32, device=dev)
     if not here and not given_amax:
         n_blocks = triton.cdiv(n, cfg["AMAX_BLOCK"])
