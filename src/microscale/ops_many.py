@@ -7,7 +7,7 @@ The op (namespace ``microscale``)::
 
 Each tensor ``xs[i]`` ``[rows_i, cols_i]`` gets what ``quantize_rowcol(xs[i], row, col)``
 gives it; the outputs are flat, tensor after tensor in list order (offsets from the shapes,
-:func:`microscale.kernels.quant_many.flat_offsets`), so that one kernel writes them all and no
+:func:`flat_offsets`), so that one kernel writes them all and no
 two outputs of the op alias. :func:`quantize_views_many` cuts them into
 :class:`~microscale.tensor.QuantizedTensor` pairs (views, no copies).
 
@@ -26,7 +26,19 @@ from .backend import dispatch, rowcol_key
 from .ops import _define, _fake, _pack, parse_view_spec, rowcol_reference, view_spec
 from .tensor import QFormat
 
-__all__ = ["quantize_views_many", "many_supported", "rowcol_many_reference"]
+__all__ = ["quantize_views_many", "many_supported", "rowcol_many_reference", "flat_offsets"]
+
+
+def flat_offsets(shapes, block: tuple[int, int]) -> tuple[list[int], list[int], int, int]:
+    """Offsets of each ``[rows, cols]`` tensor's codes and scales in the flat outputs, and the
+    two totals (codes, scales)."""
+    q_offs, s_offs, q, s = [], [], 0, 0
+    for rows, cols in shapes:
+        q_offs.append(q)
+        s_offs.append(s)
+        q += rows * cols
+        s += (rows // block[0]) * (cols // block[1])
+    return q_offs, s_offs, q, s
 
 
 def many_supported(row, col, shape) -> bool:
@@ -62,8 +74,7 @@ _define("quantize_rowcol_many(Tensor[] xs, str row, str col, str backend) -> Ten
 def _(xs, row, col, backend):
     fmt, opts = parse_view_spec(row)
     fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
-    nq = sum(x.shape[0] * x.shape[1] for x in xs)
-    ns = sum((x.shape[0] // 128) * (x.shape[1] // 128) for x in xs)
+    _, _, nq, ns = flat_offsets([x.shape for x in xs], (128, 128))
     x0 = xs[0]
     return [x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32),
             x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32),
@@ -80,8 +91,9 @@ def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
                              "whole tiles only)")
     qr, sr, qc, sc, amax = torch.ops.microscale.quantize_rowcol_many(
         [x.detach() for x in xs], view_spec(*row), view_spec(*col), backend)
-    out, q_at, s_at = [], 0, 0
-    for i, x in enumerate(xs):
+    q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], (128, 128))
+    out = []
+    for i, (x, q_at, s_at) in enumerate(zip(xs, q_offs, s_offs)):
         rows, cols = x.shape
         nq, ns = rows * cols, (rows // 128) * (cols // 128)
         a = amax[i]
@@ -92,5 +104,4 @@ def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
                                        sc[s_at:s_at + ns].view(cols // 128, rows // 128), a),
                       torch.Size((cols, rows)), x.dtype)
         out.append((q_row, q_col))
-        q_at, s_at = q_at + nq, s_at + ns
     return out

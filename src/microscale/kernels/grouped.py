@@ -118,10 +118,9 @@ def _pair(x, lay, row, col, key: str, backend: str):
     says (an FP8 1x128 pair's column-major scales are made contiguous: a few KB)."""
     from ..ops import rowcol_reference
     views = [(v[0], dict(v[1], check_finite=False)) for v in (row, col)]
-    x_pad = lay.pad(x)
-    q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x_pad,
-                            *views)
     rows = lay.padded_rows()
+    q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference,
+                            lay.pad(x, rows), *views)
     zeros = torch.zeros(lay.n_groups, dtype=torch.float32, device=x.device)
     return [(q_row.data.index_select(0, rows), q_row.scale.index_select(0, rows).contiguous(),
              zeros), (q_col.data, q_col.scale.contiguous(), zeros.clone())]

@@ -12,7 +12,8 @@ the 128×128 tiles of *all* the weights:
   codes and scales in the outputs) gives the tile's tensor; the addresses are the parameters'
   own storage, stable across steps (a parameter that moves makes a new table: one host-to-
   device copy, so not while a CUDA graph is being captured);
-* the outputs are four flat buffers, each tensor's views at fixed offsets (``_offsets``):
+* the outputs are four flat buffers, each tensor's views at fixed offsets
+  (``ops_many.flat_offsets``):
   codes ``[rows, cols]`` and scales ``[rows/128, cols/128]`` of W, codes ``[cols, rows]`` and
   scales ``[cols/128, rows/128]`` of Wᵀ; plus ``amax[n]``.
 
@@ -29,10 +30,11 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, register_kernel
+from ..ops_many import flat_offsets
 from ._utils import IN_DTYPE_CODE, persistent_grid, split_nan
 from .quant_fp8 import _IN_MAX, _options, _quant_128x128
 
-__all__ = ["quantize_rowcol_many_fp8_block_triton", "flat_offsets", "CONFIG"]
+__all__ = ["quantize_rowcol_many_fp8_block_triton", "CONFIG"]
 
 CONFIG = {"num_warps": 8, "PROGS_PER_SM": 2, "TABLES_CACHED": 16}
 _TABLES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -72,18 +74,6 @@ def fp8_block_many_kernel(tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, ama
                               sc_ptr + s_off, offs_r, offs_c, r0, c0, rows, cols, mask, 128, 128,
                               FP8_MAX, IN_MAX, POW2, E5M2, True)
         tl.atomic_max(amax_ptr + i, tl.max(tl.max(tmax, axis=1), axis=0))
-
-
-def flat_offsets(shapes, block: tuple[int, int]) -> tuple[list[int], list[int], int, int]:
-    """Offsets of each ``[rows, cols]`` tensor's codes and scales in the flat outputs, and the
-    two totals (codes, scales)."""
-    q_offs, s_offs, q, s = [], [], 0, 0
-    for rows, cols in shapes:
-        q_offs.append(q)
-        s_offs.append(s)
-        q += rows * cols
-        s += (rows // block[0]) * (cols // block[1])
-    return q_offs, s_offs, q, s
 
 
 def _tables(xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

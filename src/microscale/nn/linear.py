@@ -305,8 +305,7 @@ class Linear(nn.Module):
             q_w, q_wt = weight_views(weight, plan, self.delayed_state(),
                                      plan.quantized("fprop"), plan.quantized("dgrad"),
                                      None if seeds is None else seeds[1:2])
-        self._weight_cache = (plan, q_w, q_wt)
-        return weight._version
+        return self.set_weight_cache(plan, q_w, q_wt)
 
     def weight_cache_views(self):
         """``(plan, row view, column view)`` of this layer's W / Wᵀ pair when many layers' pairs

@@ -117,10 +117,11 @@ class GroupLayout:
         return torch.arange(self.tokens, device=self.offs.device) - self.starts[g] + \
             self.pad_starts[g]
 
-    def pad(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [T, K]`` scattered into the zero matrix ``[bound, K]`` at the padded rows."""
+    def pad(self, x: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [T, K]`` scattered into the zero matrix ``[bound, K]`` at the padded rows
+        (``rows``: :meth:`padded_rows`, when the caller has it already)."""
         out = x.new_zeros((self.bound, x.shape[1]))
-        return out.index_copy(0, self.padded_rows(), x)
+        return out.index_copy(0, self.padded_rows() if rows is None else rows, x)
 
 
 def group_layout(offs: torch.Tensor, tokens: int, multiple: int) -> GroupLayout:
