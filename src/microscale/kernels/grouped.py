@@ -62,9 +62,11 @@ def _block_fn(fmt: QFormat, backend: str):
 # PAIR: an FP8 1x128 or MXFP8 row + column pair from one row + column kernel call on the
 # padded matrix (quant_rowcol_reg: x_pad read once), the row view gathered back to the token
 # rows (1 byte a code), instead of a row pass over x, a transposing copy of x_pad and a column
-# pass: ~10 bytes moved per element instead of ~16. Bit-identical (tested); off until timed on
-# a GPU (MICROSCALE_GROUPED_PAIR=1 or CONFIG["PAIR"] = True).
-CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "0") == "1"}
+# pass: ~10 bytes moved per element instead of ~16. Bit-identical (tested). The default since
+# session 9 timed it (H100, graph-replayed fwd+bwd at the DeepSeek-V3 and Qwen3 shapes: 9-19%
+# faster for FP8 1x128 and MXFP8; benchmarks/results/h100_20261125_session9/);
+# MICROSCALE_GROUPED_PAIR=0 or CONFIG["PAIR"] = False turns it off.
+CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "1") == "1"}
 _PAIR_FORMATS = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 
 
