@@ -122,8 +122,13 @@ def _fallback(op: str, key: str, why: str) -> None:
 
 
 def dispatch(op: str, key: str, backend: str, device: torch.device,
-             reference: Callable, *args, **kwargs):
-    """Run ``op`` for ``key`` (a format name) on the chosen backend."""
+             reference: Callable, *args, hints: dict | None = None, **kwargs):
+    """Run ``op`` for ``key`` (a format name) on the chosen backend.
+
+    ``hints``: optional keyword arguments that only a kernel declaring them (its ``hints``
+    attribute, a tuple of names) receives; the reference and other kernels never see them, so
+    the caller must check the result for what was done (e.g. ``expand``: which views came back
+    expanded)."""
     check_backend(backend)
     if backend == "reference":
         _PATHS[(op, key)] = "reference (backend='reference')"
@@ -141,7 +146,7 @@ def dispatch(op: str, key: str, backend: str, device: torch.device,
                              f"(set before importing triton) for {op}({key})")
         _PATHS[(op, key)] = "triton"
         try:
-            return kernel(*args, **kwargs)
+            return kernel(*args, **_with_hints(kernel, hints, kwargs))
         except KernelUnsupported as err:
             raise ValueError(f"backend='triton' cannot run {op}({key}): {err}") from None
     if device.type != "cuda":
@@ -153,10 +158,15 @@ def dispatch(op: str, key: str, backend: str, device: torch.device,
         return reference(*args, **kwargs)
     _PATHS[(op, key)] = "triton"
     try:
-        return kernel(*args, **kwargs)
+        return kernel(*args, **_with_hints(kernel, hints, kwargs))
     except KernelUnsupported as err:
         _fallback(op, key, str(err))
     return reference(*args, **kwargs)
+
+
+def _with_hints(kernel: Callable, hints: dict | None, kwargs: dict) -> dict:
+    takes = getattr(kernel, "hints", ())
+    return {**kwargs, **{k: v for k, v in (hints or {}).items() if k in takes}}
 
 
 class PathReport(dict):

@@ -59,8 +59,7 @@ def scaled_mm_reference(qa: QuantizedTensor, qb: QuantizedTensor,
     :func:`gemm_factor` and casts, which is this function's arithmetic in the same order).
     """
     _check_operands(qa, qb)
-    pa = qa.values() * qa.block_scales()
-    pb = qb.values() * qb.block_scales()
+    pa, pb = qa.partial_dequantize()[0], qb.partial_dequantize()[0]
     y = pa @ pb.t()
     if apply_factor:
         y = y * gemm_factor(qa, qb)

@@ -12,6 +12,9 @@ the fake implementations know every output's shape, dtype and strides::
     fp8_block     fp8   [r, c]        fp32 [r/br, c/bc]; 1×128: column-major, strides (1, r)
     fp8_tensor    fp8   [r, c]        fp32 []
 
+A view with ``"expand": true`` (NVFP4 / MXFP4 / MXFP8; ``tensor.py``) has bf16 ``[r, c]``
+``value · block_scale`` data instead of codes, for a GEMM that decodes its operands to bf16.
+
 The 1×128 FP8 scales are stored column-major because that is the layout cuBLASLt's blockwise
 GEMM reads: produced that way, no GEMM call transposes them.
 """
@@ -94,11 +97,12 @@ def parse_view_spec(spec: str) -> tuple[QFormat, dict]:
 
 
 def _meta(fmt: QFormat, opts: dict, rows, cols) -> dict:
-    """``block``, ``rht_d`` and ``extra`` of the QuantizedTensor a reference quantizer returns."""
+    """``block``, ``rht_d``, ``extra`` and ``expanded`` of the QuantizedTensor of a view."""
     if fmt == QFormat.NVFP4:
         return {"block": (16, 16) if opts.get("block_2d") else (1, 16),
                 "rht_d": int(opts.get("rht_d", 16)) if opts.get("rht") else 0,
-                "extra": {"stochastic": bool(opts.get("stochastic", False))}}
+                "extra": {"stochastic": bool(opts.get("stochastic", False))},
+                "expanded": bool(opts.get("expand", False))}
     if fmt == QFormat.FP8_BLOCK:
         return {"block": tuple(opts.get("block", (1, 128))), "rht_d": 0,
                 "extra": {"pow2_scales": opts.get("pow2_scales", True)}}
@@ -107,18 +111,21 @@ def _meta(fmt: QFormat, opts: dict, rows, cols) -> dict:
                 "extra": {"pow2_scales": opts.get("pow2_scales", False)}}
     return {"block": (1, 32), "rht_d": int(opts.get("rht_d", 32)) if opts.get("rht") else 0,
             "extra": {"scale_rounding": opts.get("scale_rounding", "ceil"),
-                      "stochastic": bool(opts.get("stochastic", False))}}
+                      "stochastic": bool(opts.get("stochastic", False))},
+            "expanded": bool(opts.get("expand", False))}
 
 
 def _layout(fmt: QFormat, opts: dict, rows, cols):
     """``((data shape, dtype), (scale shape, dtype))`` of a ``[rows, cols]`` view (tensor.py)."""
+    expanded = ((rows, cols), torch.bfloat16) if opts.get("expand") else None
     if fmt == QFormat.NVFP4:
-        return ((rows, cols // 2), torch.uint8), ((rows, cols // 16), torch.float8_e4m3fn)
+        return expanded or ((rows, cols // 2), torch.uint8), \
+            ((rows, cols // 16), torch.float8_e4m3fn)
     if fmt == QFormat.MXFP4:
-        return ((rows, cols // 2), torch.uint8), ((rows, cols // 32), torch.uint8)
+        return expanded or ((rows, cols // 2), torch.uint8), ((rows, cols // 32), torch.uint8)
     if fmt in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
         elem = torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2
-        return ((rows, cols), elem), ((rows, cols // 32), torch.uint8)
+        return expanded or ((rows, cols), elem), ((rows, cols // 32), torch.uint8)
     fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
     if fmt == QFormat.FP8_BLOCK:
         br, bc = opts.get("block", (1, 128))

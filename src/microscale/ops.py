@@ -146,12 +146,21 @@ def _with_tensors(spec: str, **tensors) -> tuple[QFormat, dict]:
 
 
 # ============================================================================ the ops
+def _expanded(q: QuantizedTensor | None, want: bool, backend: str):
+    """``q`` in the expanded form when ``want`` (bf16 ``value · block_scale``, tensor.py): as
+    the quantizer returned it if it wrote that form itself, else decoded now (one pass)."""
+    if q is None or not want or q.expanded:
+        return q
+    return dispatch("expand", q.fmt.value, backend, q.device, QuantizedTensor.expand, q)
+
+
 def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
                  rand_bits: Optional[Tensor], amax: Optional[Tensor],
                  scale: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
     fmt, opts = _with_tensors(spec, seed=seed, rand_bits=rand_bits, amax=amax, scale=scale)
+    expand = opts.pop("expand", False)
     q = dispatch("quantize", fmt.value, backend, x.device, reference_quantizer(fmt), x, **opts)
-    q = _canonical(fmt, opts, q)
+    q = _expanded(_canonical(fmt, opts, q), expand, backend)
     return _fresh((q.data, q.scale, q.amax), (x, seed, rand_bits, amax, scale))
 
 
@@ -180,17 +189,18 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
                            scale=row_scale) if row else None,
              _with_tensors(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
                            scale=col_scale) if col else None]
+    expand = tuple(bool(v and v[1].pop("expand", False)) for v in views)
     key = rowcol_key(*(v[0].value if v else None for v in views))
     if backend != "reference" and (backend == "triton" or x.device.type == "cuda") \
             and not has_kernel("quantize_rowcol", key):
         q_row, q_col = rowcol_views(x, *views, backend=backend)     # no fused kernel: per view
         note_path("quantize_rowcol", key, "per view (no fused kernel for this pair)")
-    else:
+    else:   # a kernel that takes the hint writes expanded views itself
         q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x,
-                                *views)
+                                *views, hints={"expand": expand} if any(expand) else None)
     outs = []
-    for q, v in ((q_row, views[0]), (q_col, views[1])):
-        q = _canonical(*v, q) if v else q
+    for q, v, want in ((q_row, views[0], expand[0]), (q_col, views[1], expand[1])):
+        q = _expanded(_canonical(*v, q), want, backend) if v else q
         outs += [q.data, q.scale, q.amax] if q is not None else \
             [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
     inputs = (x, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale, col_scale)
@@ -235,19 +245,21 @@ def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtyp
 
 
 def operand_spec(q: QuantizedTensor) -> str:
-    """Static description of a GEMM operand: format, block (0,0 for tensorwise) and RHT size."""
+    """Static description of a GEMM operand: format, block (0,0 for tensorwise), RHT size and
+    whether it is expanded (``e``, bf16 ``value · block_scale`` data) or codes (``c``)."""
     br, bc = (0, 0) if q.fmt == QFormat.FP8_TENSOR else q.block
-    return f"{q.fmt.value},{br},{bc},{q.rht_d}"
+    return f"{q.fmt.value},{br},{bc},{q.rht_d},{'e' if q.expanded else 'c'}"
 
 
 def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedTensor:
-    name, br, bc, rht_d = spec.split(",")
-    fmt = QFormat(name)
+    name, br, bc, rht_d, form = spec.split(",")
+    fmt, expanded = QFormat(name), form == "e"
     rows = data.shape[0]
-    cols = data.shape[1] * (2 if fmt.is_fp4 else 1)
+    cols = data.shape[1] * (2 if fmt.is_fp4 and not expanded else 1)
     block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (int(br), int(bc))
     return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=torch.Size((rows, cols)),
-                           orig_dtype=torch.float32, block=block, rht_d=int(rht_d))
+                           orig_dtype=torch.float32, block=block, rht_d=int(rht_d),
+                           expanded=expanded)
 
 
 def _delayed_scaling_update_impl(amax_history: Tensor, scale: Tensor, amax: Tensor,

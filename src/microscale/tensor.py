@@ -28,6 +28,15 @@ rotates back by default (the RHT is orthogonal, so this approximates ``x``), and
 ``partial_dequantize()`` is what GEMMs consume: the values times their *block* scales only,
 as a fp32 ``[rows, cols]`` matrix, plus the per-tensor factor left to apply in the epilogue
 (NVFP4's ``S_dec``; 1 for the other formats). For NVFP4 each ``value * scale`` is exact in bf16.
+
+Expanded operands (``expanded=True``, NVFP4 / MXFP4 / MXFP8 only): ``data`` holds exactly those
+``value · block_scale`` products as bf16 ``[rows, cols]`` instead of the codes, with ``scale``
+and ``amax`` as usual. On GPUs without FP4/MX tensor cores the GEMM decodes its operands to
+that form anyway (``kernels/gemm_fp4``: dequantize + cuBLAS bf16); a quantizer that writes it
+directly saves the packed round trip for operands consumed at once (the layer asks for it,
+``kernels/gemm_paths.takes_expanded``). Exact wherever a product is a bf16 number: always for
+NVFP4 (≥ 2^-10), and for MX unless the block scale is below ~2^-118 (bf16 subnormals), the
+dequantize path's own limit.
 """
 
 from __future__ import annotations
@@ -63,6 +72,11 @@ class QFormat(str, Enum):
     def is_fp4(self) -> bool:
         return self in (QFormat.NVFP4, QFormat.MXFP4)
 
+    @property
+    def expandable(self) -> bool:
+        """Whether a view can be held expanded (bf16 ``value · block_scale``, see above)."""
+        return self in (QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+
 
 @dataclass(frozen=True)
 class QuantizedTensor:
@@ -77,6 +91,7 @@ class QuantizedTensor:
     block: tuple[int, int]            # (rows, cols) covered by one scale
     rht_d: int = 0                    # RHT size applied before quantizing (0 = none)
     extra: dict = field(default_factory=dict, compare=False)
+    expanded: bool = False            # data: bf16 value·block_scale [rows, cols], not codes
 
     # ----------------------------------------------------------------- shape helpers
     @property
@@ -98,6 +113,9 @@ class QuantizedTensor:
     # ----------------------------------------------------------------- dequantize
     def values(self) -> torch.Tensor:
         """Element values as fp32 ``[rows, cols]``, before any scale."""
+        if self.expanded:
+            raise ValueError("an expanded operand keeps value·block_scale, not the element "
+                             "values; use partial_dequantize() or dequantize()")
         if self.fmt.is_fp4:
             return e2m1_decode(unpack_fp4(self.data))
         return self.data.float()
@@ -123,7 +141,19 @@ class QuantizedTensor:
 
     def partial_dequantize(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(values * block_scales as fp32 [rows, cols], per-tensor factor)``."""
+        if self.expanded:
+            return self.data.float(), self.tensor_scale()
         return self.values() * self.block_scales(), self.tensor_scale()
+
+    def expand(self) -> "QuantizedTensor":
+        """The expanded form (see the module docstring): bf16 ``value · block_scale`` as data."""
+        if self.expanded:
+            return self
+        if not self.fmt.expandable:
+            raise ValueError(f"expand() is for NVFP4 / MXFP4 / MXFP8 operands, not "
+                             f"{self.fmt.value}")
+        part = self.values() * self.block_scales()
+        return replace(self, data=part.to(torch.bfloat16), expanded=True)
 
     def dequantize(self, dtype: torch.dtype = torch.float32, undo_rht: bool = True) -> torch.Tensor:
         """Decode to ``dtype`` in the original shape (inverse-rotating RHT data by default)."""
@@ -144,6 +174,8 @@ class QuantizedTensor:
         SPEC §3/§8: a 2D-tiled tensor's quantized transpose is the transpose of its codes and
         its tile scales, so dgrad can reuse fprop's weight without re-quantizing. Only 2-D.
         """
+        if self.expanded:
+            raise ValueError("t() of an expanded operand; transpose the quantized tensor")
         if len(self.shape) != 2 or self.block[0] != self.block[1] or self.block[0] == 1:
             raise ValueError(f"t() needs a 2-D tensor with square 2D tiles, got shape "
                              f"{tuple(self.shape)} block {self.block}; re-quantize the "
@@ -168,4 +200,4 @@ class QuantizedTensor:
         return (f"QuantizedTensor(fmt={self.fmt.value}, shape={tuple(self.shape)}, "
                 f"block={self.block}, rht_d={self.rht_d}, data={self.data.dtype}"
                 f"{tuple(self.data.shape)}, scale={self.scale.dtype}{tuple(self.scale.shape)}, "
-                f"device={self.device})")
+                f"{'expanded, ' if self.expanded else ''}device={self.device})")

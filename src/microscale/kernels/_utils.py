@@ -229,6 +229,22 @@ def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
 
 
 @triton.jit
+def e2m1_value(code):
+    """fp32 value of E2M1 codes (int32 0..15), exact: the 3 magnitude bits at bits 11..9 of an
+    fp16 (sign at 15) make ``value · 2^-14``."""
+    h = ((code & 7) << 9) | ((code & 8) << 12)
+    return h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+
+
+@triton.jit
+def nvfp4_expanded(code, scale_byte):
+    """The expanded NVFP4 element (``tensor.py``): ``value(code) · e4m3(scale_byte)`` in fp32,
+    exact (≤ 6 significant bits: a bf16 number); NaN where the block's scale is the NaN byte."""
+    s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
+    return e2m1_value(code) * s
+
+
+@triton.jit
 def abs_nan0(v):
     """``|v|`` with NaN read as 0, what every NVFP4 maximum sees (the GPU's max drops NaN,
     the interpreter's keeps it)."""

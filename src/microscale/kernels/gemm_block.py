@@ -81,6 +81,11 @@ def scaled_mm_block(qa: QuantizedTensor, qb: QuantizedTensor,
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not a block-scaled pair")
     key = mm_key(qa.fmt.value, qb.fmt.value)
     why = None
+    if qa.expanded or qb.expanded:      # bf16 value·scale from the quantizer: the bf16 GEMM
+        if path not in ("auto", "dequant"):
+            raise KernelUnsupported(f"path {path!r} reads codes; an operand is expanded")
+        return _emulated(qa, qb, out_dtype, apply_factor, "dequant", key).reshape(
+            *qa.shape[:-1], qb.rows)
     if path == "native" or (path == "auto" and _native_candidate(qa, qb)):
         try:
             return _native(qa, qb, out_dtype, apply_factor, key).reshape(

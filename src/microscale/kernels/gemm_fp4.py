@@ -42,21 +42,29 @@ The decode is bit arithmetic, not a table: placing the 3 magnitude bits of an E2
 bits 11..9 of an fp16 word (sign at bit 15) gives an fp16 equal to ``value · 2^-14`` (the
 E2M1 exponent field lands in fp16's, the mantissa bit at fp16's top mantissa bit, code 1 as
 an fp16 subnormal). The same move decodes E4M3 bytes (``value · 2^-8``) and E5M2 bytes
-(exact: E5M2 is the top byte of an fp16); UE8M0 ``e`` is the fp32 bit pattern ``e << 23``.
-The power-of-two corrections are folded into the block scale once per block. Limits that
-follow: a UE8M0 byte of 0 decodes to 0 instead of 2^-127 (quantizers emit it for all-zero
-blocks, or for inputs below ~1e-38), bytes >= 241 overflow once the 2^14 is folded in. The
+(exact: E5M2 is the top byte of an fp16); UE8M0 ``e`` is the fp32 bit pattern ``e << 23``
+(``e = 0``: the subnormal 2^-127). The power-of-two corrections are applied to each element
+(one multiply more than folding them into the block scale, which overflowed for scale bytes
+>= 241, i.e. MXFP4 blocks with a max above ~2^116, and read byte 0 as 0: session 9). The
 NaN bytes (E4M3 0x7F/0xFF, UE8M0 0xFF: a NaN block or element, from NaN input under
 ``check_finite=False``) decode to NaN, as in the reference, so a NaN reaches the output.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, _interpreting, mm_key, note_path
+from ..backend import (
+    KernelUnsupported,
+    _interpreting,
+    mm_key,
+    note_path,
+    register_kernel,
+)
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import grouped_tile
@@ -72,7 +80,7 @@ _SCALE_E4M3, _SCALE_UE8M0 = 0, 1
 # ----------------------------------------------------------------------------- decode helpers
 @triton.jit
 def _elem_bits_to_f32(c, ELEM: tl.constexpr):
-    """Codes (uint8) to fp32 ``value · 2^-14`` (E2M1), ``value · 2^-8`` (E4M3), value (E5M2)."""
+    """Codes (uint8) to their exact fp32 values (E2M1, E4M3, E5M2)."""
     c16 = c.to(tl.uint16)
     if ELEM == 0:
         h = ((c16 & 7) << 9) | ((c16 & 8) << 12)
@@ -81,24 +89,24 @@ def _elem_bits_to_f32(c, ELEM: tl.constexpr):
     else:
         h = c16 << 8
     v = h.to(tl.float16, bitcast=True).to(tl.float32)
-    if ELEM == 1:   # E4M3 NaN (0x7F/0xFF; only from NaN input): NaN, as the reference decodes
-        v = tl.where((c16 & 0x7F) == 0x7F, float("nan"), v)
+    if ELEM == 0:   # the fp16 holds value · 2^-14 (E2M1) or value · 2^-8 (E4M3): undone
+        v = v * 16384.0
+    elif ELEM == 1:  # here, per element, so that no scale overflows when it would be folded in
+        v = tl.where((c16 & 0x7F) == 0x7F, float("nan"), v * 256.0)  # NaN byte: NaN
     return v
 
 
 @triton.jit
 def _scale_to_f32(s, ELEM: tl.constexpr, SCALE: tl.constexpr):
-    """Scale bytes to fp32, times the power of two that undoes the element decode's offset."""
+    """Scale bytes to their exact fp32 values (NaN bytes: NaN)."""
     if SCALE == 0:  # E4M3 (positive): value · 2^-8 via the fp16 trick, undone below
         f = ((s.to(tl.uint16) & 0x7F) << 7).to(tl.float16, bitcast=True).to(tl.float32)
         f = tl.where((s & 0x7F) == 0x7F, float("nan"), f * 256.0)      # NaN byte: NaN
-    else:           # UE8M0: 2^(e-127) is the fp32 whose exponent field is e
-        f = (s.to(tl.uint32) << 23).to(tl.float32, bitcast=True)
+    else:           # UE8M0: 2^(e-127) is the fp32 whose exponent field is e; e = 0 is the
+        #             subnormal 2^-127 (bit 22)
+        bits = tl.where(s == 0, 0x400000, s.to(tl.uint32) << 23)
+        f = bits.to(tl.uint32).to(tl.float32, bitcast=True)
         f = tl.where(s == 255, float("nan"), f)                         # NaN byte: NaN
-    if ELEM == 0:
-        f = f * 16384.0
-    elif ELEM == 1:
-        f = f * 256.0
     return f
 
 
@@ -263,7 +271,12 @@ def dequantize_bf16(q: QuantizedTensor, block_rows: int = 16, block_bytes: int =
 
     ``permute_k=True`` (FP4 only) writes each ``block_bytes`` chunk's even elements, then its
     odd ones: a fixed permutation of K, harmless to a GEMM whose two operands share it.
+    An expanded operand (``q.expanded``) already is that matrix and comes back as it is.
     """
+    if q.expanded:
+        if permute_k:
+            raise KernelUnsupported("permute_k on an expanded operand")
+        return q.data
     data, scale, elem, kind, block = _operand(q)
     rows, kb = data.shape
     k = 2 * kb if elem == _ELEM_E2M1 else kb
@@ -379,15 +392,23 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise KernelUnsupported(f"out_dtype {out_dtype}")
     if strategy == "auto":
-        strategy = fp4_strategy(qa.rows, qb.rows, qa.cols)
+        strategy = "dequant" if qa.expanded or qb.expanded else \
+            fp4_strategy(qa.rows, qb.rows, qa.cols)
     if strategy == "mainloop":
+        if qa.expanded or qb.expanded:
+            raise KernelUnsupported("the mainloop GEMM decodes codes; an operand is expanded")
         y = _mainloop(qa, qb, out_dtype, apply_factor, **tile)
     else:
         y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, **tile)
     note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value),
               "triton decode-in-mainloop GEMM" if strategy == "mainloop"
-              else "triton dequantize + cuBLAS bf16 GEMM")
+              else "triton dequantize + cuBLAS bf16 GEMM" + _expanded_note(qa, qb))
     return y.reshape(*qa.shape[:-1], qb.rows)
+
+
+def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:
+    done = [n for n, q in (("A", qa), ("B", qb)) if q.expanded]
+    return f" ({' and '.join(done)} expanded by the quantizer)" if done else ""
 
 
 def scaled_mm_fp4(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype = torch.float32,
@@ -410,3 +431,14 @@ def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,
 
 # Registration: kernels/gemm_block.py (Blackwell's native GEMM first, then the per-shape
 # table of kernels/gemm_paths.py between these strategies and the FP8 tensor-core kernel).
+
+
+def expand_triton(q: QuantizedTensor) -> QuantizedTensor:
+    """Kernel twin of ``QuantizedTensor.expand``: the dequantize pass, for a view whose
+    quantizer did not write the expanded form itself."""
+    note_path("expand", q.fmt.value, "triton dequantize pass (the quantizer wrote codes)")
+    return replace(q, data=dequantize_bf16(q), expanded=True)
+
+
+for _fmt in (QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+    register_kernel("expand", _fmt.value)(expand_triton)

@@ -26,6 +26,17 @@ is skipped. With no match, the family default, which is what ran before the tabl
 tensor-core kernel, ``fp8``, runs where a rule asks for it, on devices with FP8 tensor cores,
 8.9+, until a GPU measurement makes it the default).
 
+Expanded operands: where the chosen path is ``dequant``, the GEMM decodes both operands to bf16
+``value · block_scale`` first. :func:`takes_expanded` tells the layer so before it quantizes, and
+the layer then asks the quantizer for that form directly (``expand``, ``tensor.py``) for the
+operands it consumes at once (x for fprop, dy for dgrad and wgrad): no codes written, read back
+and decoded in a pass of their own. Operands saved for backward (xᵀ) and weights stay codes.
+FP4 only: the NVFP4 passes are ALU-bound, so their extra bf16 stores cost less than the
+dequantize pass they replace (125m step, H100: dequantize 6.8 → 2.2 ms, quantize 22.4 → 24.9
+ms, 0.546x → 0.563x of bf16). The MXFP8 register pass is near the copy rate: writing bf16 made
+it 2.2x slower (8.8 → 19.4 ms), more than the 6.7 ms of dequantize it saved (session 9), so
+MXFP8 keeps codes plus the dequantize pass.
+
 Updating it: ``benchmarks/bench_gemm_sweep.py`` times every path at the training shapes and
 writes a suggested rule list (JSON). Point ``MICROSCALE_GEMM_TABLE`` at that file to use it
 without a code change, or paste it into :data:`RULES` and commit it with the measurement.
@@ -36,7 +47,10 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table"]
+import torch
+
+__all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table",
+           "takes_expanded"]
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
@@ -128,3 +142,30 @@ def choose_path(family: str, m: int, n: int, k: int,
             continue
         return rule["path"], dict(rule.get("config") or {}), f"table rule {i}"
     return _default(family, m, n, k, fp8_tensor_cores), {}, "default"
+
+
+def takes_expanded(fmt_a: str, fmt_b: str, m, n, k, device: torch.device,
+                   backend: str = "auto") -> bool:
+    """Whether ``scaled_mm`` of an ``[m, k]`` A in ``fmt_a`` and an ``[n, k]`` B in ``fmt_b``
+    decodes its FP4 operands to bf16 ``value · block_scale`` (the ``dequant`` path, or the
+    reference GEMM off CUDA), so the layer may have A quantized straight into that form.
+    Blackwell's native GEMM reads codes: False there; MXFP8: False (see the module docstring).
+    Shapes that are not plain ints (dynamic shapes under a compiler): False."""
+    family = family_of(fmt_a, fmt_b)
+    if family != "fp4" or not all(type(v) is int for v in (m, n, k)):
+        return False
+    if backend == "reference" or device.type != "cuda":
+        return True
+    return _takes_expanded_cuda(family, m, n, k, str(device))
+
+
+@torch.compiler.assume_constant_result
+def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bool:
+    """(A constant to dynamo: it asks the device's capability, which it need not trace.)"""
+    from .blackwell import has_native_block_scaling
+    from .gemm_mxfp8 import has_fp8_tensor_cores
+    dev = torch.device(device)
+    if has_native_block_scaling(dev):          # FP4 x FP4 of one format: the native GEMM
+        return False
+    return choose_path(family, m, k=k, n=n, fp8_tensor_cores=has_fp8_tensor_cores(dev))[0] \
+        == "dequant"

@@ -101,6 +101,12 @@ class _View:
         dev = x2.device
         self.codes = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
         self.scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)
+        self.expanded = False
+
+    def expand_here(self) -> None:
+        """The pass writes this view expanded (bf16 ``value · scale``, ``tensor.py``)."""
+        self.codes = torch.empty(self.shape, dtype=torch.bfloat16, device=self.codes.device)
+        self.expanded = True
 
     @property
     def sr_mode(self) -> int:
@@ -110,7 +116,8 @@ class _View:
         return QuantizedTensor(
             fmt=QFormat.NVFP4, data=self.codes, scale=self.scale, amax=amax, shape=orig_shape,
             orig_dtype=orig_dtype, block=(16, 16) if self.block_2d else (1, 16),
-            rht_d=self.rht_d if self.rht else 0, extra={"stochastic": self.stochastic})
+            rht_d=self.rht_d if self.rht else 0, extra={"stochastic": self.stochastic},
+            expanded=self.expanded)
 
 
 class _NoView:
@@ -203,21 +210,28 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     n_tc = triton.cdiv(cols, bc)
     n_tiles = triton.cdiv(rows, br) * n_tc
     grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
-    (qr, sr, br_), (qc, sc, bc_) = [(c.view(torch.int32), sb, b) for c, sb, b in bufs]
+    (qr, sr, br_), (qc, sc, bc_) = [(c if c.dtype == torch.bfloat16 else c.view(torch.int32),
+                                     sb, b) for c, sb, b in bufs]
     nvfp4_rowcol_reg_kernel[grid](
         x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
-        col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"], num_warps=cfg["num_warps"],
+        col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
+        bool(row and row.expanded), num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
-def _run(x: torch.Tensor, row: _View | None, col: _View | None, op: str):
-    """Launch the amax pass (if needed) and the quantize pass; return (amax_row, amax_col)."""
+def _run(x: torch.Tensor, row: _View | None, col: _View | None, op: str,
+         expand=(False, False)):
+    """Launch the amax pass (if needed) and the quantize pass; return (amax_row, amax_col).
+    ``expand``: views to write expanded where the pass can (reg: the row view; rows: both)."""
     x2 = x.reshape(-1, x.shape[-1])
     rows, cols = x2.shape
     dev = x.device
     pass_ = _choose_pass(row, col, op)
+    for v, want, can in zip((row, col), expand, (pass_ in ("reg", "rows"), pass_ == "rows")):
+        if v is not None and want and can:
+            v.expand_here()
     m = rht_matrix_on(16, dev)
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
@@ -246,6 +260,7 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None, op: str):
         row.sr_mode if row else 0,
         col is not None, bool(col and col.rht), bool(col and col.block_2d),
         col.sr_mode if col else 0, cfg["NUM_STAGES"],
+        *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ()),
         num_warps=cfg["num_warps"])
     return amaxes
 
@@ -262,18 +277,20 @@ def quantize_nvfp4_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
     return view.result(amax, x.shape, x.dtype)
 
 
-def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col):
-    """Kernel twin of ``ops.rowcol_reference`` for NVFP4 views (either may be None)."""
+def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col, expand=(False, False)):
+    """Kernel twin of ``ops.rowcol_reference`` for NVFP4 views (either may be None);
+    ``expand`` (a dispatch hint): views to write expanded where the pass can."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (16, 16 if opts.get("block_2d") else 1))
     check_kernel_input(x)
     rv = _View(x2, row[1], False) if row else None
     cv = _View(x2, col[1], True) if col else None
-    amax_r, amax_c = _run(x, rv, cv, "quantize_rowcol")
+    amax_r, amax_c = _run(x, rv, cv, "quantize_rowcol", expand)
     rows, cols = x2.shape
     return (rv.result(amax_r, torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax_c, torch.Size((cols, rows)), x.dtype) if cv else None)
 
 
+quantize_rowcol_nvfp4_triton.hints = ("expand",)
 for _key in ("nvfp4|nvfp4", "nvfp4|none", "none|nvfp4"):
     register_kernel("quantize_rowcol", _key)(quantize_rowcol_nvfp4_triton)

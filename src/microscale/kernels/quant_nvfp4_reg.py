@@ -67,8 +67,9 @@ import triton
 import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
-from ._utils import (abs_nan0, clamp_keep_nan, nvfp4_block_scales, nvfp4_global_scales,
-                     round_to_input_dtype, scaled_e2m1_code, split_nan, tile_coords)
+from ._utils import (abs_nan0, clamp_keep_nan, nvfp4_block_scales, nvfp4_expanded,
+                     nvfp4_global_scales, round_to_input_dtype, scaled_e2m1_code, split_nan,
+                     tile_coords)
 
 __all__ = ["RHT_SIGN_MASK", "nvfp4_rowcol_reg_kernel", "nvfp4_amax_reg_kernel"]
 
@@ -182,10 +183,11 @@ def _row_words(seed, r, blk, cols):
 
 @triton.jit
 def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
-              NI: tl.constexpr, BC: tl.constexpr, SR: tl.constexpr, EVEN: tl.constexpr):
+              NI: tl.constexpr, BC: tl.constexpr, SR: tl.constexpr, EVEN: tl.constexpr,
+              EXP: tl.constexpr = False):
     """Row view of tile ``v [NI, BC]`` (rows ``r [NI, 1]``): 1x16 blocks, one word a thread,
-    stored; returns the scale bytes ``[NI, BC/16]``. SR 2: ``wa``/``wb`` are this lane's two
-    Philox words (``_row_words``)."""
+    stored (EXP: the expanded bf16 values instead, ``tensor.py``); returns the scale bytes
+    ``[NI, BC/16]``. SR 2: ``wa``/``wb`` are this lane's two Philox words (``_row_words``)."""
     v, nan = split_nan(v)
     v4 = tl.reshape(v, (NI, BC // 16, 2, 8))   # (i, block, lane half h, element k)
     vmax = tl.max(tl.max(tl.abs(v4), axis=3), axis=2)                  # [NI, BC/16]
@@ -205,6 +207,15 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
     else:
         rb = 0
     codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0)    # [NI, BC/16, 2, 8]
+    if EXP:
+        val = nvfp4_expanded(codes, scale_byte[:, :, None, None])
+        val = tl.reshape(val, (NI, BC)).to(tl.bfloat16)
+        ecol = c0 + tl.arange(0, BC)[None, :]
+        if EVEN:
+            tl.store(q_ptr + r * cols + ecol, val)
+        else:
+            tl.store(q_ptr + r * cols + ecol, val, mask=(r < rows) & (ecol < cols))
+        return scale_byte
     words = tl.reshape(tl.sum(codes << (4 * k), axis=3), (NI, BC // 8))
     wcol = c0 // 8 + tl.arange(0, BC // 8)[None, :]
     if EVEN:
@@ -341,10 +352,11 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr,
                             ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
-                            NUM_STAGES: tl.constexpr):
+                            NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
-    view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``), scale
+    view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP:
+    the row view expanded instead, bf16 ``qr [rows, cols]``, ``tensor.py``), scale
     bytes ``sr [rows, cols/16]``, ``sc [cols, rows/16]``. SR 1: caller bytes ``br``/``bc``
     (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
@@ -381,10 +393,10 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                     a0, b0, a1, b1 = 0, 0, 0, 0
                 s0 = _row_view(_row_tile(raw[2 * jp], IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
                                b0, qr_ptr, br_ptr, r + 2 * jp, c0, rows, cols, NI, BC, ROW_SR,
-                               EVEN)
+                               EVEN, ROW_EXP)
                 s1 = _row_view(_row_tile(raw[2 * jp + 1], IN_DTYPE, NI, BC), s_enc6_r, s_dec_r,
                                a1, b1, qr_ptr, br_ptr, r + 2 * jp + 1, c0, rows, cols, NI, BC,
-                               ROW_SR, EVEN)
+                               ROW_SR, EVEN, ROW_EXP)
                 if ROW_SR > 0:      # stored now: each store's layout change (a barrier) also
                     #                 keeps ptxas from overlapping the row pairs' Philox rounds,
                     #                 whose registers would not fit together

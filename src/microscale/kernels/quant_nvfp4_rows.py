@@ -29,8 +29,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import (block_flag, nvfp4_block_scales, nvfp4_global_scales, rht_tile,
-                     scaled_e2m1_code, select_byte, split_nan, tile_coords)
+from ._utils import (block_flag, nvfp4_block_scales, nvfp4_expanded, nvfp4_global_scales,
+                     rht_tile, scaled_e2m1_code, select_byte, split_nan, tile_coords)
 
 __all__ = ["quantize_rows", "nvfp4_rows_kernel"]
 
@@ -45,10 +45,11 @@ def _tile_max(a, R: tl.constexpr, C: tl.constexpr):
 @triton.jit
 def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r, c0, nrows, ncols,
                   IN_DTYPE: tl.constexpr, R: tl.constexpr, C: tl.constexpr, RHT: tl.constexpr,
-                  TWO_D: tl.constexpr, SR: tl.constexpr):
+                  TWO_D: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
     """Quantize the fp32 tile ``v [R, C]``: rows ``offs_r`` and columns ``c0 ..`` of an
     ``[nrows, ncols]`` view, blocks of 16 along the columns. Stores packed codes
-    ``uint8[nrows, ncols/2]`` and E4M3 scale bytes ``[nrows, ncols/16]``."""
+    ``uint8[nrows, ncols/2]`` (EXP: the expanded bf16 ``[nrows, ncols]`` instead, tensor.py)
+    and E4M3 scale bytes ``[nrows, ncols/16]``."""
     if RHT:
         i16 = tl.arange(0, 16)
         m = tl.load(m_ptr + i16[:, None] * 16 + i16[None, :])
@@ -75,12 +76,19 @@ def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r,
                            e[None, None, :])
     else:
         bits = 0
-    codes = tl.reshape(scaled_e2m1_code(v3, enc[:, :, None], bits, SR > 0), (R, C // 2, 2))
-    lo, hi = tl.split(codes)                                           # elements 2j, 2j+1
-    byte = (lo | (hi << 4)).to(tl.uint8)
-    bcol = c0 // 2 + tl.arange(0, C // 2)
-    tl.store(q_ptr + offs_r[:, None] * (ncols // 2) + bcol[None, :], byte,
-             mask=(offs_r < nrows)[:, None] & (bcol < ncols // 2)[None, :])
+    codes3 = scaled_e2m1_code(v3, enc[:, :, None], bits, SR > 0)      # [R, C/16, 16]
+    if EXP:
+        val = tl.reshape(nvfp4_expanded(codes3, scale_byte[:, :, None]), (R, C))
+        ecol = c0 + tl.arange(0, C)
+        tl.store(q_ptr + offs_r[:, None] * ncols + ecol[None, :], val.to(tl.bfloat16),
+                 mask=(offs_r < nrows)[:, None] & (ecol < ncols)[None, :])
+    else:
+        codes = tl.reshape(codes3, (R, C // 2, 2))
+        lo, hi = tl.split(codes)                                       # elements 2j, 2j+1
+        byte = (lo | (hi << 4)).to(tl.uint8)
+        bcol = c0 // 2 + tl.arange(0, C // 2)
+        tl.store(q_ptr + offs_r[:, None] * (ncols // 2) + bcol[None, :], byte,
+                 mask=(offs_r < nrows)[:, None] & (bcol < ncols // 2)[None, :])
     tl.store(s_ptr + offs_r[:, None] * (ncols // 16) + blk[None, :], scale_byte, mask=ok)
 
 
@@ -91,9 +99,11 @@ def nvfp4_rows_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
                       ROW: tl.constexpr, ROW_RHT: tl.constexpr, ROW_2D: tl.constexpr,
                       ROW_SR: tl.constexpr,
                       COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
-                      COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr):
+                      COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr,
+                      ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False):
     """Persistent loop over ``[BR, BC]`` tiles: one load, the row view and/or the column view
-    (the transposed tile). Same arguments as ``quant_nvfp4_v3.nvfp4_v3_kernel``."""
+    (the transposed tile). Same arguments as ``quant_nvfp4_v3.nvfp4_v3_kernel``, plus
+    ROW_EXP / COL_EXP: that view written expanded (bf16, ``tensor.py``)."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
     s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
@@ -106,8 +116,9 @@ def nvfp4_rows_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         if ROW:
             quantize_rows(x.to(tl.float32), s_enc6_r, s_dec_r, m_ptr, seed_r, qr_ptr, sr_ptr,
-                          br_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, ROW_RHT, ROW_2D, ROW_SR)
+                          br_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, ROW_RHT, ROW_2D, ROW_SR,
+                          ROW_EXP)
         if COL:
             quantize_rows(tl.trans(x).to(tl.float32), s_enc6_c, s_dec_c, m_ptr, seed_c, qc_ptr,
                           sc_ptr, bc_ptr, offs_c, r0, cols, rows, IN_DTYPE, BC, BR, COL_RHT,
-                          COL_2D, COL_SR)
+                          COL_2D, COL_SR, COL_EXP)

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..backend import triton_available
 from ..distributed.gathered import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
@@ -66,6 +67,7 @@ from ..tensor import QFormat, QuantizedTensor
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views"]
 
+_TRITON = triton_available()      # asked once: a traced step must not call importlib
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -98,19 +100,33 @@ class Plan:
                      and self.operand(r).rounding == Rounding.STOCHASTIC)
 
 
+def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
+    """Whether ``gemm``'s A operand (consumed at once) is quantized straight into the expanded
+    form, bf16 ``value · block_scale`` (``tensor.py``): FP4 operands, where that GEMM decodes
+    them to it anyway (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
+    fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
+    if not (fmt_a.is_fp4 and fmt_b == fmt_a):
+        return False
+    if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
+        return True
+    from ..kernels.gemm_paths import takes_expanded
+    return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device, plan.recipe.backend)
+
+
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
-           per_rank: bool = False):
+           per_rank: bool = False, expand: tuple[bool, bool] = (False, False)):
     """Row view (along the feature dim) for ``row_role`` and column view (along tokens) for
     ``col_role`` of ``t2d`` in one op call; delayed-scaling roles read and update their state.
 
     ``per_rank``: t2d differs between data-parallel ranks (x, dy; not W), so tensorwise FP8
-    agrees on its amax over ``plan.amax_group`` (:mod:`microscale.distributed.reduce`)."""
+    agrees on its amax over ``plan.amax_group`` (:mod:`microscale.distributed.reduce`).
+    ``expand``: which views to quantize into the expanded form (:func:`_expand_a`)."""
     if row_role is None and col_role is None:
         return None, None
     group = plan.amax_group if per_rank else ""
     amax_all = None                        # this tensor's amax over the group, computed once
     views = []
-    for role in (row_role, col_role):
+    for role, expanded in ((row_role, expand[0]), (col_role, expand[1])):
         if role is None:
             views.append(None)
             continue
@@ -118,6 +134,8 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
         # hot path: no NaN/Inf scan (a full read plus a host sync per operand); a non-finite
         # activation or gradient surfaces as a non-finite loss, which the harness stops on
         options = op.quantize_kwargs() | {"check_finite": False}
+        if expanded:
+            options["expand"] = True
         if op.rounding == Rounding.STOCHASTIC:
             options["seed"] = seed
         if op.delayed:
@@ -213,9 +231,11 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
     x_pad = _pad_tokens(x2d, recipe.required_multiples()["tokens"]) if fprop_q or want_xt else x2d
+    expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
+                                     x_pad.shape[1], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
-                       per_rank=True)
+                       per_rank=True, expand=(expand_x, False))
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
                              None if seeds is None else seeds[1:2])
     if fprop_q:
@@ -248,6 +268,7 @@ class QuantizedLinearFn(torch.autograd.Function):
         ctx.save_for_backward(*saved)
         ctx.plan, ctx.state, ctx.has_seeds = plan, state, seeds is not None
         ctx.x_dtype, ctx.has_bias = x2d.dtype, bias is not None
+        ctx.in_features = x2d.shape[1]
         return y
 
     @staticmethod
@@ -269,9 +290,13 @@ class QuantizedLinearFn(torch.autograd.Function):
         dy_pad = _pad_tokens(dy2d, recipe.required_multiples()["tokens"]) \
             if ctx.dgrad_q or ctx.wgrad_q else dy2d
         # one pass over dy: row-wise for dgrad (K = out), column-wise dyᵀ for wgrad (K = tokens)
+        t_pad, n_out = dy_pad.shape
+        n_in = ctx.in_features
+        expand = (ctx.dgrad_q and _expand_a(plan, "dgrad", t_pad, n_in, n_out, dy2d.device),
+                  ctx.wgrad_q and _expand_a(plan, "wgrad", n_out, n_in, t_pad, dy2d.device))
         q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
                              "wgrad.a" if ctx.wgrad_q else None,
-                             None if seeds is None else seeds[2:3], per_rank=True)
+                             None if seeds is None else seeds[2:3], per_rank=True, expand=expand)
         dx = dw = db = None
         if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
             dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \

@@ -1,0 +1,197 @@
+"""Expanded operands: quantizers that write bf16 ``value · block_scale`` instead of codes.
+
+On GPUs without FP4/MX tensor cores the GEMM decodes both operands to that form; the layer has
+the FP4 operands it consumes at once (x for fprop, dy for dgrad and wgrad) quantized straight
+into it (the NVFP4 passes write it; other kernels write codes, which the op decodes). Everything
+here is bit for bit: the expanded data equal the codes decoded
+(``QuantizedTensor.expand``), kernel against reference, and a layer with expansion equals a
+layer without it (outputs and gradients).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import microscale as ms
+from microscale.nn import function
+from microscale.ops import mm, quantize_views
+from microscale.tensor import QFormat
+
+NF = {"check_finite": False}
+N, E4, E5 = QFormat.NVFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-equal, except that any two NaNs count as equal (their payloads may differ)."""
+    a, b = a.float(), b.float()
+    return torch.equal(torch.isnan(a), torch.isnan(b)) and \
+        torch.equal(a.nan_to_num(7.0).view(torch.int32), b.nan_to_num(7.0).view(torch.int32))
+
+
+def _x(shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g) * torch.logspace(-3, 3, shape[1])
+    x = x.to(torch.bfloat16)
+    x[3, 5], x[7, 9], x[1, 2] = float("nan"), float("inf"), -3e38
+    return x
+
+
+def _check_pair(x, row, col, expand, backend, path=""):
+    """Views with ``expand`` against the same views as codes, decoded; ``path``: what
+    ``ms.explain()`` must say of the expanded call."""
+    got = quantize_views(x, (row[0], {**row[1], "expand": expand[0]}),
+                         (col[0], {**col[1], "expand": expand[1]}), backend)
+    assert path in ms.explain()[("quantize_rowcol", f"{row[0].value}|{col[0].value}")]
+    want = quantize_views(x, row, col, backend)
+    for q, q0, e in zip(got, want, expand):
+        assert q.expanded == e
+        q0 = q0.expand() if e else q0
+        assert q.data.dtype == q0.data.dtype and q.data.shape == q0.data.shape
+        assert _same(q.data, q0.data)
+        assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+        assert _same(q.amax, q0.amax)
+    return got
+
+
+@pytest.mark.parametrize("shape", [(256, 128), (48, 80)])
+@pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
+def test_nvfp4_pairs_expanded(shape, expand):
+    """x pair (reg pass: its row view expanded in the kernel) and dy pair (rows pass: both
+    views), in-kernel Philox and caller bits; a partial tile (48 x 80) included."""
+    x = _x(shape, seed=1)
+    seed = torch.tensor([99])
+    _check_pair(x, (N, NF), (N, {**NF, "rht": True}), expand, "triton")
+    sr = {**NF, "stochastic": True}
+    _check_pair(x, (N, {**sr, "seed": seed}), (N, {**sr, "rht": True, "seed": seed}), expand,
+                "triton")
+    g = torch.Generator().manual_seed(3)
+    bits = [torch.randint(0, 256, s, dtype=torch.uint8, generator=g) for s in (shape, shape[::-1])]
+    row = (N, {**sr, "rand_bits": bits[0]})
+    col = (N, {**sr, "rht": True, "rand_bits": bits[1]})
+    got = _check_pair(x, row, col, expand, "triton")
+    ref = quantize_views(x, row, col, "reference")        # caller bits: the reference's codes
+    for q, r, e in zip(got, ref, expand):
+        assert _same(q.data, (r.expand() if e else r).data)
+
+
+@pytest.mark.parametrize("fmts", [(QFormat.MXFP4, QFormat.MXFP4), (E4, E4), (E5, E4)])
+def test_reference_and_fallback_expand(fmts):
+    """The reference backend, and kernel passes that write codes (the op then decodes them:
+    MXFP4's and MXFP8's kernels); NaN, Inf and a huge value (scale byte >= 241) included."""
+    x = _x((256, 384))
+    _check_pair(x, (fmts[0], NF), (fmts[1], NF), (True, True), "reference")
+    _check_pair(x, (fmts[0], NF), (fmts[1], NF), (True, False), "triton")
+    assert ms.explain()[("expand", fmts[0].value)].startswith("triton dequantize pass")
+
+
+def test_expand_refused_for_fp8():
+    q = ms.quantize(torch.randn(4, 128), "fp8_block")
+    with pytest.raises(ValueError, match="expand"):
+        q.expand()
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+@pytest.mark.parametrize("fmt", [N, E4])
+def test_gemm_of_expanded_operands_is_the_same(fmt, backend):
+    """``scaled_mm`` of expanded operands (one or both) equals it of codes, bit for bit."""
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(128, 256, generator=g), torch.randn(64, 256, generator=g)
+    qa, qb = [quantize_views(t, (fmt, NF), None, "reference")[0] for t in (a, b)]
+    want = mm(qa, qb, torch.float32, backend)
+    for ea, eb in ((True, False), (False, True), (True, True)):
+        got = mm(qa.expand() if ea else qa, qb.expand() if eb else qb, torch.float32, backend)
+        assert torch.equal(got, want)
+
+
+def _train_step(recipe: str, expand: bool, monkeypatch):
+    if not expand:
+        monkeypatch.setattr(function, "_expand_a", lambda *a, **k: False)
+    torch.manual_seed(0)
+    layer = ms.Linear(128, 96, recipe=ms.Recipe.from_name(recipe).without_sr())
+    x = torch.randn(40, 128, requires_grad=True)
+    y = layer(x)
+    y.backward(torch.randn_like(y))
+    monkeypatch.undo()
+    return y.detach(), x.grad, layer.weight.grad
+
+
+@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp4"])
+def test_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
+    """The layer asks for expanded x / dy views on CPU (the reference GEMM decodes anyway);
+    outputs and both gradients are bit-identical to the codes path."""
+    calls = []
+    real = function._expand_a
+    monkeypatch.setattr(function, "_expand_a",
+                        lambda *a: (calls.append(a[1]) if real(*a) else None) or real(*a))
+    with_exp = _train_step(recipe, True, monkeypatch)
+    assert sorted(set(calls)) == ["dgrad", "fprop", "wgrad"]
+    without = _train_step(recipe, False, monkeypatch)
+    for a, b in zip(with_exp, without):
+        assert torch.equal(a, b)
+
+
+def test_expand_decision():
+    """Off CUDA the A operands of FP4 GEMMs are expanded; MXFP8 and FP8 never (MXFP8's
+    register pass is near the copy rate: bf16 stores cost it more than the pass they save)."""
+    cpu = torch.device("cpu")
+    for name in ("nvfp4", "mxfp4"):
+        plan = function.Plan(ms.Recipe.from_name(name))
+        assert all(function._expand_a(plan, g, 256, 64, 128, cpu)
+                   for g in ("fprop", "dgrad", "wgrad"))
+    for name in ("mxfp8", "fp8_blockwise"):
+        plan = function.Plan(ms.Recipe.from_name(name))
+        assert not any(function._expand_a(plan, g, 256, 64, 128, cpu)
+                       for g in ("fprop", "dgrad", "wgrad"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp4"])
+def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
+    """On the GPU at a training shape: the expanded path is taken (the quantizer writes x's
+    and dy's views expanded) and equals the codes path bit for bit."""
+    from microscale.kernels.gemm_paths import takes_expanded
+    fmt = recipe
+    assert takes_expanded(fmt, fmt, 4096, 768, 768, torch.device("cuda"))
+    assert not takes_expanded("mxfp8_e4m3", "mxfp8_e4m3", 4096, 768, 768, torch.device("cuda"))
+    outs = []
+    for expand in (True, False):
+        if not expand:
+            monkeypatch.setattr(function, "_expand_a", lambda *a, **k: False)
+        torch.manual_seed(0)
+        layer = ms.Linear(768, 1024, recipe=ms.Recipe.from_name(recipe).without_sr()).cuda()
+        x = torch.randn(4096, 768, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        y = layer(x)
+        y.backward(torch.randn_like(y))
+        outs.append((y.detach(), x.grad, layer.weight.grad))
+        if expand:
+            path = ms.explain()[("scaled_mm", f"{fmt}x{fmt}")]
+            assert "expanded" in path, path
+        monkeypatch.undo()
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy"])
+def test_gpu_expanded_views_match_reference(pair):
+    """Every expanded view on the GPU (written by the NVFP4 passes, or decoded after the MX
+    kernels), against the CPU reference's codes decoded, NaN, Inf and a huge value included."""
+    x = _x((4096, 768), seed=4)
+    if pair in ("mxfp8_e4m3", "mxfp4"):
+        fmt = QFormat(pair)
+        row, col = (fmt, NF), (fmt, NF)
+    else:
+        g = torch.Generator().manual_seed(6)
+        sr = pair == "nvfp4_dy"
+        bits = [{"stochastic": True, "rand_bits": torch.randint(0, 256, s, dtype=torch.uint8,
+                                                                 generator=g)} if sr else {}
+                for s in ((4096, 768), (768, 4096))]
+        row, col = (N, {**NF, **bits[0]}), (N, {**NF, "rht": True, **bits[1]})
+    on_gpu = [(f, {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in o.items()})
+              for f, o in (row, col)]
+    got = quantize_views(x.cuda(), (on_gpu[0][0], {**on_gpu[0][1], "expand": True}),
+                         (on_gpu[1][0], {**on_gpu[1][1], "expand": True}), "triton")
+    ref = quantize_views(x, row, col, "reference")
+    for q, r in zip(got, ref):
+        assert q.expanded and _same(q.data.cpu(), r.expand().data)
