@@ -51,6 +51,7 @@ device value on the host. Delayed scaling updates its history in place through t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -65,7 +66,8 @@ from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
-__all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views"]
+__all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
+           "saved_activation_bytes"]
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
@@ -318,3 +320,28 @@ def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, p
         if needs_grad:
             return QuantizedLinearFn.apply(x2d, weight, bias, plan, state, seeds)
         return _fprop(x2d, weight, bias, plan, state, seeds, False, False)[0]
+
+
+def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) -> int:
+    """Bytes a layer keeps from x for backward at ``tokens`` tokens (weights not counted).
+
+    Quantized wgrad: the packed xᵀ ``[in, tokens_padded]`` (codes, block scales, fp32 amax, and
+    for tensorwise FP8 the fp32 ``scale_inv``). High-precision wgrad: x in ``compute_dtype``.
+    """
+    recipe = Recipe.parse(recipe)
+    op = recipe.wgrad.b
+    if not recipe.wgrad.quantized:
+        return in_features * tokens * torch.empty((), dtype=recipe.compute_dtype).element_size()
+    mult = recipe.required_multiples()["tokens"]
+    t_pad = math.ceil(tokens / mult) * mult
+    n = in_features * t_pad
+    fmt = op.format.value
+    if fmt in ("nvfp4", "mxfp4"):
+        codes, scales = n // 2, n // op.block_size          # E4M3 or UE8M0: 1 byte each
+    elif fmt.startswith("mxfp8"):
+        codes, scales = n, n // op.block_size
+    elif fmt == "fp8_block":
+        codes, scales = n, 4 * (n // (op.block[0] * op.block[1]))
+    else:  # fp8_tensor: one fp32 scale_inv
+        codes, scales = n, 4
+    return codes + scales + 4                                     # + fp32 amax

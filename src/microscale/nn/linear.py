@@ -60,39 +60,14 @@ from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
-from .function import N_SEEDS, ROLES, Plan, linear, weight_pair_views, weight_views
+from .function import (N_SEEDS, ROLES, Plan, linear, saved_activation_bytes, weight_pair_views,
+                       weight_views)
 
 __all__ = ["Linear", "saved_activation_bytes"]
 
 log = logging.getLogger(__name__)
 
 _MAGIC = b"MSQ1"
-
-
-# ============================================================================ accounting
-def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) -> int:
-    """Bytes a layer keeps from x for backward at ``tokens`` tokens (weights not counted).
-
-    Quantized wgrad: the packed xᵀ ``[in, tokens_padded]`` (codes, block scales, fp32 amax, and
-    for tensorwise FP8 the fp32 ``scale_inv``). High-precision wgrad: x in ``compute_dtype``.
-    """
-    recipe = Recipe.parse(recipe)
-    op = recipe.wgrad.b
-    if not recipe.wgrad.quantized:
-        return in_features * tokens * torch.empty((), dtype=recipe.compute_dtype).element_size()
-    mult = recipe.required_multiples()["tokens"]
-    t_pad = math.ceil(tokens / mult) * mult
-    n = in_features * t_pad
-    fmt = op.format.value
-    if fmt in ("nvfp4", "mxfp4"):
-        codes, scales = n // 2, n // op.block_size          # E4M3 or UE8M0: 1 byte each
-    elif fmt.startswith("mxfp8"):
-        codes, scales = n, n // op.block_size
-    elif fmt == "fp8_block":
-        codes, scales = n, 4 * (n // (op.block[0] * op.block[1]))
-    else:  # fp8_tensor: one fp32 scale_inv
-        codes, scales = n, 4
-    return codes + scales + 4                                     # + fp32 amax
 
 
 def _delayed_roles(recipe: Recipe) -> dict[str, object]:
