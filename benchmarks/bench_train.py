@@ -195,7 +195,9 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
            "quantized": round(share, 3), "step_ms": step_s * 1e3, "tok_s": tok_s,
            "mfu": tok_s * flops_per_token(cfg, seq) / peak if peak else None,
            "peak_gb": torch.cuda.max_memory_allocated(device) / 1e9 if device.type == "cuda" else None,
-           "compile_s": compile_s}
+           "compile_s": compile_s,
+           # which kernel path each quantize / GEMM op of this model took (ms.explain())
+           "paths": {f"{op}({key})": path for (op, key), path in ms.explain(model).items()}}
     del model, opt, step
     _free(device)
     return row

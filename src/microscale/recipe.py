@@ -351,6 +351,8 @@ class Recipe:
         for g in _GEMMS:
             if getattr(self, g).quantized:
                 keys.add(("scaled_mm", mm_key(fmt(g, "a"), fmt(g, "b"))))
+                if fmt(g, "a") in ("nvfp4", "mxfp4"):   # A may be expanded after quantizing
+                    keys.add(("expand", fmt(g, "a")))
         return keys
 
     @classmethod
