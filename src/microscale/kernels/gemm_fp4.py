@@ -408,7 +408,7 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
 
 def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:
     done = [n for n, q in (("A", qa), ("B", qb)) if q.expanded]
-    return f" ({' and '.join(done)} expanded by the quantizer)" if done else ""
+    return f" ({' and '.join(done)} given expanded: no dequantize pass here)" if done else ""
 
 
 def scaled_mm_fp4(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype = torch.float32,
