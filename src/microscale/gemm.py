@@ -59,7 +59,7 @@ def scaled_mm_reference(qa: QuantizedTensor, qb: QuantizedTensor,
     :func:`gemm_factor` and casts, which is this function's arithmetic in the same order).
     """
     _check_operands(qa, qb)
-    pa, pb = qa.partial_dequantize()[0], qb.partial_dequantize()[0]
+    pa, pb = qa.block_values(), qb.block_values()
     y = pa @ pb.t()
     if apply_factor:
         y = y * gemm_factor(qa, qb)

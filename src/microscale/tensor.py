@@ -139,11 +139,15 @@ class QuantizedTensor:
             return nvfp4_global_scales(self.amax)[1]
         return torch.ones((), dtype=torch.float32, device=self.device)
 
+    def block_values(self) -> torch.Tensor:
+        """``values * block_scales`` as fp32 ``[rows, cols]`` (an expanded operand's data)."""
+        if self.expanded:
+            return self.data.float()
+        return self.values() * self.block_scales()
+
     def partial_dequantize(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(values * block_scales as fp32 [rows, cols], per-tensor factor)``."""
-        if self.expanded:
-            return self.data.float(), self.tensor_scale()
-        return self.values() * self.block_scales(), self.tensor_scale()
+        return self.block_values(), self.tensor_scale()
 
     def expand(self) -> "QuantizedTensor":
         """The expanded form (see the module docstring): bf16 ``value · block_scale`` as data."""
@@ -152,8 +156,7 @@ class QuantizedTensor:
         if not self.fmt.expandable:
             raise ValueError(f"expand() is for NVFP4 / MXFP4 / MXFP8 operands, not "
                              f"{self.fmt.value}")
-        part = self.values() * self.block_scales()
-        return replace(self, data=part.to(torch.bfloat16), expanded=True)
+        return replace(self, data=self.block_values().to(torch.bfloat16), expanded=True)
 
     def dequantize(self, dtype: torch.dtype = torch.float32, undo_rht: bool = True) -> torch.Tensor:
         """Decode to ``dtype`` in the original shape (inverse-rotating RHT data by default)."""

@@ -112,7 +112,7 @@ def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.devic
     if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
         return True
     from ..kernels.gemm_paths import takes_expanded
-    return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device, plan.recipe.backend)
+    return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device)
 
 
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
