@@ -115,6 +115,24 @@ def test_nvfp4_rowcol_exact(shape, dtype):
         assert_same(k[1], r[1])
 
 
+@pytest.mark.parametrize("fmt,opts", [("nvfp4", {"rht": True}), ("nvfp4", {"block_2d": True}),
+                                      ("mxfp8_e4m3", {}), ("fp8_block", {"block": (1, 128)})])
+@pytest.mark.parametrize("which", ["row", "col", "both"])
+def test_rowcol_op_outputs_are_fresh(fmt, opts, which):
+    """Every output of the ``quantize_rowcol`` op starts its own storage, whichever views are
+    asked: Inductor takes a custom op's outputs as fresh allocations and asserts their
+    alignment (a column-only NVFP4 call once returned its amax at element 1 of the kernel's
+    shared two-amax buffer; compiled hp_fprop layers failed that assert on CUDA)."""
+    from microscale.ops import quantize_views
+    x = sample((128, 256), torch.bfloat16, exact=True)
+    view = (ms.QFormat(fmt), opts | {"check_finite": False})
+    row, col = (view if which in ("row", "both") else None), (view if which != "row" else None)
+    for q in quantize_views(x, row, col, "triton"):
+        if q is not None:
+            for t in (q.data, q.scale, q.amax):
+                assert t.storage_offset() == 0, (fmt, which, t.dtype, t.storage_offset())
+
+
 def test_nvfp4_edge_values():
     """amax = 0, a given amax, the SPEC worked block, huge and tiny magnitudes."""
     zeros = torch.zeros(16, 32, dtype=torch.bfloat16)

@@ -161,15 +161,54 @@ def test_fsdp2_shards_experts_on_dim0():
     assert got == [(0, True), (1, True)]
 
 
-def test_save_pretrained_round_trip_refused_clearly(tmp_path):
-    """Not supported yet: from_pretrained says so instead of restoring plain experts."""
+@pytest.mark.parametrize("kind,recipe", [("mixtral", "nvfp4"), ("qwen3_moe", "mxfp8"),
+                                         ("deepseek_v3", "fp8_delayed")])
+def test_save_pretrained_round_trip_restores_quantized_experts(tmp_path, kind, recipe):
+    """save_pretrained -> from_pretrained gives the same QuantizedExperts (recipe, switches,
+    delayed-scaling histories, masters) and bit-identical logits. transformers 5 saves Mixtral's
+    experts under its legacy names (block_sparse_moe.experts.N.w1...) and renames them on load,
+    the experts' _extra_state with them; a bf16 load is refused (the masters would round)."""
     from microscale.integrations.transformers import from_pretrained
 
-    model = _hf("qwen3_moe")
-    ms.convert(model, "mxfp8", keep_high_precision=[])
+    model = _hf(kind)
+    ms.convert(model, recipe, keep_high_precision=[])
+    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
+    model(ids).logits.float().sum().backward()          # delayed histories move off zero
+    model.model.layers[1].mlp.experts.hp_fprop = True
     model.save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="QuantizedExperts through save_pretrained"):
-        from_pretrained(tf.AutoModelForCausalLM, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # the record lists the experts too
+        again = from_pretrained(tf.AutoModelForCausalLM, tmp_path)
+    for name, mod in model.named_modules():
+        if isinstance(mod, QuantizedExperts):
+            back = again.get_submodule(name)
+            assert isinstance(back, QuantizedExperts) and back.recipe == mod.recipe
+            assert back.hp_fprop == mod.hp_fprop
+            assert torch.equal(back.get_extra_state(), mod.get_extra_state())   # histories too
+            if recipe == "fp8_delayed":
+                assert any(b.abs().sum() > 0 for k, b in back.named_buffers()
+                           if k.startswith("delayed_"))
+            for (k, t), (k2, t2) in zip(mod.state_dict().items(), back.state_dict().items()):
+                assert k == k2 and torch.equal(t, t2), k
+    model.eval(), again.eval()
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, again(ids).logits)
+    with pytest.raises(ValueError, match="experts need their fp32 masters"):
+        from_pretrained(tf.AutoModelForCausalLM, tmp_path, dtype=torch.bfloat16)
+
+
+def test_renamed_extra_states_pair_by_layer_numbers_or_refuse():
+    """A saved _extra_state that transformers renamed on load pairs with the one loaded key of
+    the same layer numbers and module name; two candidates are refused, not guessed."""
+    from microscale.integrations.transformers import _model_names
+
+    bare = torch.nn.Module()
+    loaded = {"m.0.mlp.experts._extra_state", "m.1.mlp.experts._extra_state", "m.0.w.weight"}
+    assert _model_names(bare, ["m.1.moe.experts", "m.0.moe.experts"], loaded) == {
+        "m.0.moe.experts": "m.0.mlp.experts", "m.1.moe.experts": "m.1.mlp.experts"}
+    two = {"m.0.mlp.experts._extra_state", "m.0.shared.experts._extra_state"}
+    with pytest.raises(ValueError, match="cannot tell which layer"):
+        _model_names(bare, ["m.0.moe.experts", "m.0.alt.experts"], two)
 
 
 def test_zoo_moe_blocks_share_one_compiled_graph():

@@ -26,7 +26,8 @@ from microscale.analysis.fidelity import Variant, grad_fidelity
 def test_queue_covers_the_issue_and_every_variant_is_supported():
     names = [j.name for j in spec.JOBS]
     for want in ("bf16_s0", "bf16_s1", "bf16_s2", "nvfp4_s0", "nvfp4_s1", "nvfp4_s2", "nvfp4_no_sr", "nvfp4_no_rht",
-                 "nvfp4_no_2d", "nvfp4_base", "nvfp4_all_blocks", "nvfp4_bf16_decay", "mxfp4", "mxfp8",
+                 "nvfp4_no_2d", "nvfp4_base", "nvfp4_all_blocks", "nvfp4_base_all_blocks",
+                 "nvfp4_bf16_decay", "mxfp4", "mxfp8",
                  "fp8_blockwise", "fidelity"):
         assert want in names
     assert names.index("fidelity") == names.index("bf16_s0") + 1
@@ -39,6 +40,8 @@ def test_queue_covers_the_issue_and_every_variant_is_supported():
         cfg = TrainConfig(**job.train_kwargs(s), out="x")
         assert cfg.data_seed == 0 and cfg.seed == job.seed and cfg.compile == "on" and cfg.cuda_graph
     assert spec.find("nvfp4_all_blocks").train_kwargs(s)["keep_hp"] == "none"
+    base = spec.find("nvfp4_base_all_blocks").train_kwargs(s)     # the issue's "none of them"
+    assert base["keep_hp"] == "none" and base["recipe"] == "nvfp4_base"
     assert spec.find("nvfp4_bf16_decay").train_kwargs(s)["switch_step"] == s.decay_start
     total = sum(spec.estimate(j)["total_s"] for j in spec.JOBS)
     assert 1.5 * 3600 < total < 3.5 * 3600
@@ -112,7 +115,7 @@ def _fake_runs(root: Path, finals: dict[str, float], diverged=()):
 
 PAPERLIKE = {"bf16_s0": 1.000, "bf16_s1": 1.002, "bf16_s2": 0.998, "nvfp4_s0": 1.020, "nvfp4_s1": 1.022,
              "nvfp4_s2": 1.018, "nvfp4_no_sr": 1.050, "nvfp4_no_rht": 1.040, "nvfp4_no_2d": 1.035,
-             "nvfp4_base": 1.200, "nvfp4_all_blocks": 1.045, "nvfp4_bf16_decay": 1.004, "mxfp4": 1.060,
+             "nvfp4_base": 1.100, "nvfp4_base_all_blocks": 1.200, "nvfp4_all_blocks": 1.045, "nvfp4_bf16_decay": 1.004, "mxfp4": 1.060,
              "mxfp8": 1.008, "fp8_blockwise": 1.006}
 
 
@@ -126,8 +129,9 @@ def test_claims_follow_the_rules():
     sigma, verdicts = claims.judge_all(groups(PAPERLIKE))
     assert sigma == pytest.approx(0.002)
     assert [v.verdict for v in verdicts] == ["not reproduced"] + ["reproduced"] * 4   # a 2% gap > 1.5%
+    assert "nvfp4_base (last blocks kept) − nvfp4: z = +34.6" in verdicts[1].detail
     noisy = dict(PAPERLIKE, nvfp4_no_sr=1.021, mxfp4=1.000)
-    _, v = claims.judge_all(groups(noisy, diverged={"nvfp4_base"}))
+    _, v = claims.judge_all(groups(noisy, diverged={"nvfp4_base_all_blocks"}))
     assert v[1].verdict == "not separable from noise" and v[2].verdict == "not reproduced"
     assert v[1].numbers["base_vs_next"] == math.inf          # diverged counts as the worst
     _, v = claims.judge_all(groups({k: x for k, x in PAPERLIKE.items() if k != "mxfp4"}))

@@ -37,6 +37,7 @@ from records import load_status, read_metrics
 __all__ = ["load_results", "variant_of", "write_page"]
 
 ORDER = ["bf16", "nvfp4", "nvfp4_no_sr", "nvfp4_no_rht", "nvfp4_no_2d", "nvfp4_base", "nvfp4_all_blocks",
+         "nvfp4_base_all_blocks",
          "nvfp4_bf16_decay", "mxfp4", "mxfp8", "fp8_blockwise"]
 
 
@@ -145,7 +146,8 @@ def fidelity_md(fid: dict | None) -> str:
     return "\n".join(lines)
 
 
-_EVIDENCE = {2: ["nvfp4", "nvfp4_no_sr", "nvfp4_no_rht", "nvfp4_no_2d", "nvfp4_base", "nvfp4_all_blocks"],
+_EVIDENCE = {2: ["nvfp4", "nvfp4_no_sr", "nvfp4_no_rht", "nvfp4_no_2d", "nvfp4_base", "nvfp4_all_blocks",
+                "nvfp4_base_all_blocks"],
              3: ["nvfp4", "mxfp4"], 4: ["nvfp4", "nvfp4_bf16_decay"], 5: ["nvfp4", "mxfp4", "mxfp8", "fp8_blockwise"]}
 
 

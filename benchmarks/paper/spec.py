@@ -129,6 +129,8 @@ def _runs() -> tuple[RunSpec, ...]:
         RunSpec("nvfp4_no_2d", "nvfp4_no_2d", speed=0.53),
         RunSpec("nvfp4_base", "nvfp4_base", speed=0.57),
         RunSpec("nvfp4_all_blocks", "nvfp4", keep_hp="none", speed=0.50),
+        # the "base": none of the four techniques (nvfp4_base keeps the last blocks)
+        RunSpec("nvfp4_base_all_blocks", "nvfp4_base", keep_hp="none", speed=0.55),
         RunSpec("nvfp4_bf16_decay", "nvfp4", switch=True, switch_mode="all", speed=0.57),
         RunSpec("mxfp4", "mxfp4", speed=0.49),
         RunSpec("mxfp8", "mxfp8", speed=0.66),

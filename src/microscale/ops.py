@@ -76,7 +76,7 @@ def _fake(name: str):
     return torch.library.register_fake(f"microscale::{name}", lib=_LIB)
 
 __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "quantize_views",
-           "mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
+           "mm", "hp_mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
            "rowcol_reference"]
 
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
@@ -126,12 +126,15 @@ rowcol_reference = functools.partial(rowcol_views, backend="reference")
 
 def _fresh(outs, inputs) -> tuple:
     """Outputs that share storage with an input or an earlier output are cloned (an op's
-    outputs may not alias its inputs or each other, e.g. a given amax, or one amax buffer)."""
+    outputs may not alias its inputs or each other, e.g. a given amax, or one amax buffer), and
+    so are outputs that start inside their storage: Inductor takes a custom op's outputs to be
+    fresh allocations and asserts their 16-byte alignment (a column-only NVFP4 call returned
+    its amax as element 1 of the kernel's two-amax buffer, which failed that assert on CUDA)."""
     seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, Tensor) and t.numel()}
     result = []
     for t in outs:
         ptr = t.untyped_storage().data_ptr() if t.numel() else None
-        if ptr is not None and ptr in seen:
+        if ptr is not None and (ptr in seen or t.storage_offset()):
             t = t.clone()
             ptr = t.untyped_storage().data_ptr()
         seen.add(ptr)
@@ -242,6 +245,23 @@ _define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Ten
 def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
       apply_factor):
     return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
+
+
+def _hp_mm_op(a: Tensor, b: Tensor, compute_dtype: torch.dtype, out_dtype: torch.dtype) -> Tensor:
+    return (a.to(compute_dtype) @ b.to(compute_dtype)).to(out_dtype)
+
+
+# A high-precision GEMM inside a layer's autograd.Function (a GEMM the plan does not quantize),
+# opaque to the compiler like the quantized ones: traced as a plain matmul there, Inductor on
+# CUDA compiled a switched block's backward to zero gradients (torch 2.11, H100, session 10).
+_define("hp_mm(Tensor a, Tensor b, ScalarType compute_dtype, ScalarType out_dtype) -> Tensor",
+        _hp_mm_op)
+hp_mm = torch.ops.microscale.hp_mm.default
+
+
+@_fake("hp_mm")
+def _(a, b, compute_dtype, out_dtype):
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
 
 
 def operand_spec(q: QuantizedTensor) -> str:

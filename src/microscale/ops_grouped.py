@@ -59,6 +59,7 @@ __all__ = [
     "grouped_gemm",
     "grouped_mm_compat",
     "grouped_mm_reference",
+    "hp_grouped_mm",
     "partial_values",
     "quantize_experts",
     "quantize_grouped",
@@ -218,6 +219,24 @@ def grouped_mm_compat(a: Tensor, b: Tensor, offs: Tensor, out_dtype=None) -> Ten
         except RuntimeError as e:
             err = e
     raise err
+
+
+@torch.library.custom_op("microscale::hp_grouped_mm", mutates_args=())
+def hp_grouped_mm(a: Tensor, b: Tensor, offs: Tensor, compute_dtype: torch.dtype,
+                  out_dtype: torch.dtype) -> Tensor:
+    """An unquantized grouped GEMM in ``compute_dtype`` inside a grouped layer's
+    autograd.Function, opaque to the compiler like the quantized ones (as ``ops.hp_mm``: traced
+    as a plain matmul inside ``QuantizedLinearFn``, Inductor on CUDA compiled switched blocks to
+    zero gradients, session 10)."""
+    return grouped_mm_compat(a.to(compute_dtype), b.to(compute_dtype), offs).to(out_dtype)
+
+
+@hp_grouped_mm.register_fake
+def _(a, b, offs, compute_dtype, out_dtype):
+    # 2-D x 3-D: [T, N] rows grouped; 2-D x 2-D: [E, M, N], the reduction grouped (wgrad)
+    shape = (offs.shape[0], a.shape[0], b.shape[1]) if a.dim() == b.dim() == 2 else \
+        (a.shape[0], b.shape[-1])
+    return a.new_empty(shape, dtype=out_dtype)
 
 
 def _spec(fmt: QFormat, opts: dict) -> str:

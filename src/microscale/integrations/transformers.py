@@ -23,6 +23,16 @@ with the trained weights (and lists the ``_extra_state`` keys as unexpected).
    they are the exact fp32 values saved even when ``dtype=`` rounded the rest of the model, and
    its ``_extra_state`` restores the precision switches and delayed-scaling histories.
 
+Quantized MoE experts (``QuantizedExperts``) round-trip too. transformers 5 writes fused experts
+back in the checkpoint's own layout (one tensor per expert and projection, under the model
+type's legacy names, e.g. Mixtral's ``block_sparse_moe.experts.3.w1.weight``) and renames the
+keys under them on load, the experts' ``_extra_state`` included. Its load report names those
+keys as the model calls them, so each saved ``_extra_state`` is matched to its module by the
+numbers in its key (the layer index) and the module name; an ambiguous match is refused. The
+expert masters come from transformers' own merge of the per-expert tensors, so they are exact
+only when it loads them in fp32: with another ``dtype`` (and quantized experts) the load is
+refused rather than rounding them.
+
 So logits after the round trip are bit-identical to the saved model's (same inputs, same RNG
 state for stochastic rounding, which only backward uses). Local directories only: download a
 Hub repository first (``huggingface_hub.snapshot_download``).
@@ -40,6 +50,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..nn.experts import _MAGIC as _GROUPED_MAGIC
+from ..nn.experts import _GroupedBase
 from ..nn.linear import Linear, _decode_state
 from ..nn.record import RECORD_KEY, _recipe_key, apply_record
 from ..recipe import Recipe
@@ -90,13 +102,24 @@ def read_extra_states(files: list[Path]) -> dict[str, torch.Tensor]:
     return states
 
 
+def _is_grouped(state: torch.Tensor) -> bool:
+    return bytes(state[:4].tolist()) == _GROUPED_MAGIC
+
+
+def _state_recipe(state: torch.Tensor, label: str) -> Recipe:
+    """The recipe in an ``_extra_state`` header (an ``ms.Linear``'s or a grouped layer's)."""
+    if _is_grouped(state):
+        n = int.from_bytes(bytes(state[4:8].tolist()), "little")
+        return Recipe.from_json(json.loads(bytes(state[8:8 + n].tolist()).decode())["recipe"])
+    return Recipe.from_json(_decode_state(state, label)[0]["recipe"])
+
+
 def _record_from_states(states: dict[str, torch.Tensor], config_record: dict | None) -> dict:
     """The conversion record the ``_extra_state`` headers describe (they win over config.json,
     which is written at convert time; a recipe set later lives in the headers)."""
     recipes, converted = {}, {}
     for name, state in states.items():
-        header, _ = _decode_state(state, f"{name}{_EXTRA}")
-        converted[name] = _recipe_key(Recipe.from_json(header["recipe"]), recipes)
+        converted[name] = _recipe_key(_state_recipe(state, f"{name}{_EXTRA}"), recipes)
     if config_record is not None and set(config_record.get("converted", {})) != set(converted):
         only_cfg = sorted(set(config_record["converted"]) - set(converted))
         only_ckpt = sorted(set(converted) - set(config_record["converted"]))
@@ -143,11 +166,61 @@ def _check_loading(info: dict, expected_unexpected: set[str], hold: _HoldLoadRep
             logger.handle(record)
 
 
-def _load_layer_tensors(model: nn.Module, files: list[Path], states: dict) -> None:
-    """Exact fp32 masters and the ``_extra_state`` of every converted layer, from the files."""
+def _has(model: nn.Module, name: str) -> bool:
+    try:
+        model.get_submodule(name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _model_names(model: nn.Module, saved: list[str], unexpected) -> dict[str, str]:
+    """``{saved layer name: the model's name for it}``. transformers renames some checkpoint
+    keys on load (legacy MoE names); its load report lists our ``_extra_state`` keys under the
+    model's names. Names the model has pair with themselves, the rest by (the numbers in the
+    name, its last part), which must be unique on both sides."""
+    loaded = [k[: -len(_EXTRA)] for k in unexpected if k.endswith(_EXTRA)]
+    names = {n: n for n in saved if n in loaded or _has(model, n)}
+    rest_saved = [n for n in saved if n not in names]
+    rest_loaded = [n for n in loaded if n not in names.values()]
+
+    def signature(name: str) -> tuple:
+        parts = name.split(".")
+        return tuple(p for p in parts if p.isdigit()), parts[-1]
+
+    by_sig = {}
+    for n in rest_loaded:
+        by_sig.setdefault(signature(n), []).append(n)
+    for n in rest_saved:
+        match = by_sig.get(signature(n), [])
+        if len(match) != 1 or sum(signature(m) == signature(n) for m in rest_saved) != 1:
+            raise ValueError(f"cannot tell which layer of the loaded model the checkpoint's "
+                             f"{n}{_EXTRA} belongs to (transformers renamed it on load; "
+                             f"candidates: {match or rest_loaded[:4]})")
+        names[n] = match[0]
+    return names
+
+
+def _check_expert_masters(model: nn.Module, names: list[str]) -> None:
+    """Fused experts as transformers loaded them must be fp32: their masters are not re-read."""
+    for name in names:
+        mod = model.get_submodule(name)
+        dtypes = {p.dtype for p in mod.parameters(recurse=False)}
+        if dtypes - {torch.float32}:
+            raise ValueError(f"{name}: quantized experts need their fp32 masters, but this load "
+                             f"gave {sorted(str(d) for d in dtypes)}; load with "
+                             "dtype=torch.float32 (microscale layers keep fp32 masters through "
+                             "a later model.to(dtype))")
+
+
+def _load_layer_tensors(model: nn.Module, files: list[Path], states: dict,
+                        names: dict[str, str]) -> None:
+    """Exact fp32 masters of every converted ``ms.Linear`` from the files (under their saved
+    names), and every converted layer's ``_extra_state``."""
     from safetensors import safe_open
 
-    wanted = {f"{name}.{p}": (name, p) for name in states for p in ("weight", "bias")}
+    linear = [n for n, st in states.items() if not _is_grouped(st)]
+    wanted = {f"{name}.{p}": (names[name], p) for name in linear for p in ("weight", "bias")}
     found = set()
     for f in files:
         with safe_open(str(f), "pt") as handle:
@@ -156,11 +229,10 @@ def _load_layer_tensors(model: nn.Module, files: list[Path], states: dict) -> No
                 with torch.no_grad():
                     getattr(model.get_submodule(name), p).copy_(handle.get_tensor(key))
                 found.add(key)
-    for name, state in states.items():
-        layer = model.get_submodule(name)
-        if f"{name}.weight" not in found:
-            raise ValueError(f"checkpoint has {name}{_EXTRA} but no {name}.weight")
-        layer.set_extra_state(state)
+    for saved, state in states.items():
+        if saved in linear and f"{saved}.weight" not in found:
+            raise ValueError(f"checkpoint has {saved}{_EXTRA} but no {saved}.weight")
+        model.get_submodule(names[saved]).set_extra_state(state)
 
 
 def from_pretrained(model_cls, path: str | os.PathLike, **kwargs):
@@ -182,22 +254,18 @@ def from_pretrained(model_cls, path: str | os.PathLike, **kwargs):
                          "not a training checkpoint: load it with transformers' own "
                          "from_pretrained")
     states = read_extra_states(files)
-    grouped = [n for n, st in states.items() if bytes(st[:4].tolist()) == b"MSG1"]
-    if grouped:
-        raise ValueError(f"{path} holds quantized MoE experts ({grouped[0]}, ...): restoring "
-                         "ms.QuantizedExperts through save_pretrained is not supported yet "
-                         "(transformers 5 saves fused experts per expert); load the model with "
-                         "transformers and call ms.convert on it again")
     if not states:
         raise ValueError(f"{path} holds no microscale layers (no '*{_EXTRA}' tensors): was it "
                          "saved from a converted model?")
-    record = _record_from_states(states, config_record)
     want_info = kwargs.pop("output_loading_info", False)
     with _held_load_report() as hold:
         model, info = model_cls.from_pretrained(path, output_loading_info=True, **kwargs)
-    _check_loading(info, {f"{n}{_EXTRA}" for n in states}, hold)
+    names = _model_names(model, list(states), info.get("unexpected_keys", ()))
+    _check_loading(info, {f"{n}{_EXTRA}" for n in names.values()}, hold)
+    _check_expert_masters(model, [names[n] for n, st in states.items() if _is_grouped(st)])
+    record = _record_from_states({names[n]: st for n, st in states.items()}, config_record)
     apply_record(model, record)                      # converts, checks, stamps the config
-    _load_layer_tensors(model, files, states)
-    n = sum(isinstance(m, Linear) for m in model.modules())
+    _load_layer_tensors(model, files, states, names)
+    n = sum(isinstance(m, (Linear, _GroupedBase)) for m in model.modules())
     log.info("microscale: %d layers restored quantized from %s", n, path)
     return (model, info) if want_info else model

@@ -61,7 +61,7 @@ from ..backend import triton_available
 from ..distributed.gathered import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
-from ..ops import delayed_scaling_update_, mm, quantize_views
+from ..ops import delayed_scaling_update_, hp_mm, mm, quantize_views
 from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
@@ -198,7 +198,8 @@ def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:
 
 
 def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dtype) -> torch.Tensor:
-    return (a.to(compute_dtype) @ b.to(compute_dtype)).to(out_dtype)
+    """A GEMM the plan keeps in ``compute_dtype``, as the op :func:`microscale.ops.hp_mm`."""
+    return hp_mm(a, b, compute_dtype, out_dtype)
 
 
 def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str):
@@ -316,10 +317,29 @@ def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, p
     """``y = x Wᵀ + b`` with the plan's quantized GEMMs; ``seeds`` is int64 ``[N_SEEDS]`` when
     the plan rounds stochastically, ``state`` the delayed-scaling tensors by
     ``"<role>/history"`` and ``"<role>/scale"``."""
+    if plan.fprop_hp and plan.grads_hp:
+        if is_gathered(weight):
+            raise RuntimeError("this layer's weight was all-gathered quantized; high precision "
+                               "needs the fp32 weight")
+        return _hp_linear(x2d, weight, bias, plan.recipe.compute_dtype)
     with torch.autocast(x2d.device.type, enabled=False):   # exact fp32 GEMM emulation
         if needs_grad:
             return QuantizedLinearFn.apply(x2d, weight, bias, plan, state, seeds)
         return _fprop(x2d, weight, bias, plan, state, seeds, False, False)[0]
+
+
+def _hp_linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+               compute_dtype: torch.dtype) -> torch.Tensor:
+    """Every GEMM in ``compute_dtype`` (a switched or unquantized layer): plain differentiable
+    ops, as ``nn.Linear`` under autocast, so autograd and the compiler see ordinary matmuls.
+
+    Not :class:`QuantizedLinearFn` with nothing quantized: on CUDA, Inductor compiled that
+    Function's all-high-precision backward to zero gradients for every parameter of a
+    switched block (torch 2.11, H100; ``benchmarks/diag_hp_compile_gpu.py``), while eager was
+    right, and session 9's switched paper run trained on them."""
+    with torch.autocast(x2d.device.type, enabled=False):
+        y = (x2d.to(compute_dtype) @ weight.t().to(compute_dtype)).to(x2d.dtype)
+        return y if bias is None else y + bias.to(y.dtype)
 
 
 def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) -> int:

@@ -44,7 +44,7 @@ from ..ops_grouped import (
     delayed_scaling_update_grouped_,
     grouped_factor,
     grouped_gemm,
-    grouped_mm_compat,
+    hp_grouped_mm,
     quantize_experts,
     quantize_grouped,
 )
@@ -127,8 +127,9 @@ def _experts(w, plan, state, row_role, col_role, seeds, active):
 
 
 def _hp(a, b, offs, compute_dtype, out_dtype):
-    """Unquantized grouped GEMM in ``compute_dtype`` (as ``ms.Linear``'s high-precision path)."""
-    return grouped_mm_compat(a.to(compute_dtype), b.to(compute_dtype), offs).to(out_dtype)
+    """Unquantized grouped GEMM in ``compute_dtype`` (as ``ms.Linear``'s high-precision path),
+    an op opaque to the compiler (``ops_grouped.hp_grouped_mm``)."""
+    return hp_grouped_mm(a, b, offs, compute_dtype, out_dtype)
 
 
 def _stash(q: GroupedQ | None, saved: list):

@@ -2,19 +2,22 @@
 
 A converted model's weights alone do not say how to rebuild it: ``save_pretrained`` and
 ``safetensors.torch.save_model`` write tensors, and a plain ``from_pretrained`` builds plain
-``nn.Linear`` layers. The record is the missing half, small and JSON-able::
+``nn.Linear`` layers (and Hugging Face's own fused experts). The record is the missing half,
+small and JSON-able::
 
     {"version": 1,
      "microscale_version": "0.1.0",
      "recipes":   {"nvfp4": {...Recipe.to_dict()...}},
-     "converted": {"model.layers.0.self_attn.q_proj": "nvfp4", ...},     # layer -> recipe key
+     "converted": {"model.layers.0.self_attn.q_proj": "nvfp4",           # layer -> recipe key
+                   "model.layers.0.mlp.experts": "nvfp4", ...},          # QuantizedExperts too
      "kept":      {"lm_head": "output head (named 'lm_head')",
-                   "model.layers.0.mlp.experts.gate_up_proj": "unsupported type ...", ...}}
+                   "model.layers.0.mlp.gate": "MoE router ...", ...}}
 
 :func:`conversion_record` builds it from the live model (every ``ms.Linear`` is listed, so two
-``convert`` calls with different recipes give two recipe keys); :func:`apply_record` converts a
-freshly built model of the same architecture exactly as listed (no heuristics), and fails
-loudly when a listed layer is missing or is not a Linear / Conv1D.
+``convert`` calls with different recipes give two recipe keys; quantized experts are listed
+too); :func:`apply_record` converts a freshly built model of the same architecture exactly as
+listed (no heuristics), and fails loudly when a listed layer is missing or is not a Linear /
+Conv1D / fused-experts module.
 
 Where it is written: ``convert`` stores it as ``model.config.microscale`` when the model has a
 Hugging Face style config (an object with ``to_json_string``), so ``save_pretrained`` puts it
@@ -58,8 +61,10 @@ def conversion_record(model: nn.Module, kept: dict[str, str] | None = None) -> d
     from .. import __version__
 
     recipes: dict[str, dict] = {}
+    from .experts import _GroupedBase
+
     converted = {name: _recipe_key(mod.recipe, recipes) for name, mod in model.named_modules()
-                 if isinstance(mod, Linear)}
+                 if isinstance(mod, (Linear, _GroupedBase))}
     kept = {k: v for k, v in (kept or {}).items() if k not in converted}
     return {"version": _VERSION, "microscale_version": __version__, "recipes": recipes,
             "converted": converted, "kept": kept}
@@ -78,22 +83,27 @@ def _check(record) -> dict:
     return record
 
 
-def _converted_layer(model: nn.Module, name: str, recipe: Recipe) -> Linear | None:
-    """``name``'s module converted with ``recipe`` (None if it already is an ``ms.Linear``)."""
+def _converted_layer(model: nn.Module, name: str, recipe: Recipe) -> nn.Module | None:
+    """``name``'s module converted with ``recipe`` (None if it already is a microscale layer):
+    a Linear or Conv1D, or fused experts (``QuantizedExperts``)."""
+    from .experts import QuantizedExperts, _GroupedBase, expert_layout
+
     try:
         mod = model.get_submodule(name)
     except AttributeError:
         raise ValueError(f"the conversion record lists {name!r}, which this model does not "
                          "have (a different architecture or config?)") from None
-    if isinstance(mod, Linear):
+    if isinstance(mod, (Linear, _GroupedBase)):
         mod.recipe = recipe
         return None
     if isinstance(mod, nn.Linear):
         return Linear.from_linear(mod, recipe, name=name)
     if is_conv1d(mod):
         return TransposedLinear.from_conv1d(mod, recipe, name=name)
+    if expert_layout(mod) is None:
+        return QuantizedExperts.from_experts(mod, recipe, name=name)
     raise ValueError(f"the conversion record lists {name!r} as converted, but in this model it "
-                     f"is a {type(mod).__name__}, not a Linear or Conv1D")
+                     f"is a {type(mod).__name__}, not a Linear, Conv1D or fused experts")
 
 
 def apply_record(model: nn.Module, record: dict) -> None:

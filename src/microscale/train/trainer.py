@@ -119,13 +119,6 @@ class Trainer:
         self.compiled = self._compile_wanted()
         if self.compiled:
             compile_blocks(self.model, cfg.compile_mode)
-            if self.schedule is not None and self.device.type == "cuda":
-                log.warning(
-                    "--switch-step with compiled blocks on CUDA is unverified: a 125m run switched "
-                    "this way (session 9, with --cuda-graph) trained worse after the switch, while "
-                    "eager and CPU runs did not (benchmarks/results/README.md, session 9). Until "
-                    "tests/test_train_gpu.py::test_trainer_compiled_switch_trains_like_eager "
-                    "passes, prefer --compile off for switched runs.")
         self.net = self._parallelize(self.model)      # what forward runs (DDP wraps; FSDP2 shards)
         self._group_weights = self.recipe is not None and cfg.dist != "fsdp" \
             and groups_weights(self.model)
