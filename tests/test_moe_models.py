@@ -197,6 +197,15 @@ def test_save_pretrained_round_trip_restores_quantized_experts(tmp_path, kind, r
         from_pretrained(tf.AutoModelForCausalLM, tmp_path, dtype=torch.bfloat16)
 
 
+def test_compressed_tensors_export_refuses_quantized_experts(tmp_path):
+    """Not written yet: a clear error, not experts silently exported in bf16."""
+    model = _hf("qwen3_moe")
+    ms.convert(model, "nvfp4", keep_high_precision=[])
+    with pytest.raises(ValueError, match="quantized MoE experts.*save_pretrained instead"):
+        ms.export(model, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_renamed_extra_states_pair_by_layer_numbers_or_refuse():
     """A saved _extra_state that transformers renamed on load pairs with the one loaded key of
     the same layer numbers and module name; two candidates are refused, not guessed."""

@@ -126,6 +126,14 @@ def _layers(model: nn.Module) -> dict[str, Linear]:
     if not layers:
         raise ValueError("export: the model has no microscale layers; convert it first "
                          "(ms.convert) and train, then export")
+    from ..nn.experts import _GroupedBase
+
+    experts = [n for n, m in model.named_modules() if isinstance(m, _GroupedBase)]
+    if experts:                  # no silent bf16 experts under a quantized config
+        raise ValueError(f"export: {experts[0]!r} (and {len(experts) - 1} more) holds quantized "
+                         "MoE experts, which the compressed-tensors export does not write yet "
+                         "(their per-expert checkpoint layout is the model type's); save with "
+                         "save_pretrained instead (docs/moe.md)")
     conv1d = [n for n, m in layers.items() if isinstance(m, TransposedLinear)]
     if conv1d:
         raise ValueError(f"export: {conv1d[0]!r} (and {len(conv1d) - 1} more) is a Hugging Face "
