@@ -278,3 +278,35 @@ def test_fp8_blockwise_weights_grouped_per_step_train_the_same(tmp_path, data, m
     for key in ("loss", "grad_norm"):
         assert [r[key] for r in _records(tmp_path / "g")] == \
             [r[key] for r in _records(tmp_path / "p")], key
+
+
+def test_check_compile_passes_a_healthy_run_and_stops_a_faulty_compile(tmp_path, data, caplog,
+                                                                        monkeypatch):
+    """``--check-compile`` compares compiled and eager gradients at the first step and at the
+    precision switch. A compiled-only fault (here: the norms' outputs detached while compiling,
+    standing in for session 10's zero gradients on CUDA) stops the run before it trains."""
+    import logging
+
+    from microscale.train import model as zoo
+    torch._dynamo.reset()
+    cfg = dict(recipe="nvfp4_no_sr", steps=4, compile="on", check_compile=True, switch_step=2,
+               switch_mode="all", eval_every=100, ckpt_every=0, keep_hp="none")
+    with caplog.at_level(logging.INFO, logger="microscale.train.trainer"):
+        Trainer(_cfg(tmp_path / "ok", **cfg), data=data).fit()
+    agreed = [r.message for r in caplog.records if "--check-compile at step" in r.message]
+    assert [m.split(":")[0] for m in agreed] == ["--check-compile at step 0",
+                                                 "--check-compile at step 2"]
+    forward = zoo.RMSNorm.forward
+
+    def detached_when_compiled(self, x):
+        out = forward(self, x)
+        return out.detach() if torch.compiler.is_compiling() else out
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(zoo.RMSNorm, "forward", detached_when_compiled)
+    with pytest.raises(RuntimeError, match="step 0: the compiled blocks' gradients disagree.*"
+                                           "zero or no gradient for .*attn_norm"):
+        Trainer(_cfg(tmp_path / "bad", **cfg), data=data).fit()
+    torch._dynamo.reset()
+    with pytest.raises(ValueError, match="check_compile compares"):
+        _cfg(tmp_path, check_compile=True, dist="fsdp")

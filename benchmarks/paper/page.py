@@ -266,8 +266,9 @@ def harness_command(config: dict) -> str:
         if value is None or (key == "switch_mode" and config.get("switch_step") is None):
             continue
         parts.append(f"--{key.replace('_', '-')} {value}")
-    if config.get("cuda_graph"):
-        parts.append("--cuda-graph")
+    for flag in ("cuda_graph", "check_compile"):
+        if config.get(flag):
+            parts.append(f"--{flag.replace('_', '-')}")
     return " ".join(parts) + " --resume"
 
 

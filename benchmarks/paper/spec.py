@@ -63,6 +63,7 @@ class Setting:
     ckpt_every: int = 1000                 # plus one at every piece's end (stop_after_s)
     compile: str = "on"
     cuda_graph: bool = True
+    check_compile: bool = True             # compiled vs eager gradients at each piece's start
     fidelity_batches: int = 4              # fidelity: fixed validation batches of
     fidelity_batch_size: int = 8           # 8 x seq_len tokens,
     fidelity_draws: int = 4                # SR draws per batch (RNE recipes: one)

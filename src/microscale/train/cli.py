@@ -88,6 +88,10 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--cuda-graph", action="store_true",
                    help="replay forward+backward of each step from one CUDA graph (CUDA; "
                         "also with --dist fsdp, collectives included)")
+    g.add_argument("--check-compile", action="store_true",
+                   help="at the first step and at a precision switch, compare the compiled "
+                        "blocks' gradients with eager's on that batch and stop on a fault "
+                        "(zero or missing gradients, overall cosine < 0.5)")
     g.add_argument("--threads", type=int, default=None,
                    help="CPU threads (default: 1 for quantized recipes on CPU, where it is faster; else torch's)")
     g.add_argument("--out", default=out, help=f"output directory (default: {out})")
@@ -119,6 +123,7 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         eval_batches=args.eval_batches, log_every=args.log_every, ckpt_every=args.ckpt_every,
         resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
         compile_mode=args.compile_mode, cuda_graph=args.cuda_graph, grad_accum=args.grad_accum,
+        check_compile=getattr(args, "check_compile", False),
         dist=getattr(args, "dist", "none"), all_gather=getattr(args, "all_gather", "auto"))
     if switch is not None:
         if str(switch) == "decay":

@@ -59,6 +59,7 @@ class TrainConfig:
     compile: str = "auto"
     compile_mode: str = "default"
     cuda_graph: bool = False
+    check_compile: bool = False        # compiled vs eager gradients at the start and a switch
     grad_accum: int = 1                # micro-batches per step (weights quantized once a step)
     dist: str = "none"                 # "ddp" / "fsdp" under torchrun: see train/distributed.py
     all_gather: str = "auto"           # FSDP2 weight all-gather: "auto", "quantized" or "fp32"
@@ -89,6 +90,9 @@ class TrainConfig:
                 self.all_gather not in ("auto", "quantized", "fp32"):
             raise ValueError(f"dist must be none/ddp/fsdp and all_gather auto/quantized/fp32, "
                              f"got {self.dist!r}, {self.all_gather!r}")
+        if self.check_compile and self.dist == "fsdp":
+            raise ValueError("check_compile compares gradients of the unsharded model; use it "
+                             "with dist 'none' or 'ddp'")
         if self.switch_mode not in ("fprop", "all"):
             raise ValueError(f"switch_mode must be 'fprop' or 'all', got {self.switch_mode!r}")
         if self.lr <= 0 or self.ckpt_every < 0 or self.seed < 0 or (self.threads or 0) < 0 \

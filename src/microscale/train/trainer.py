@@ -60,7 +60,14 @@ from .config import _RESUME_FIXED, DivergenceError, TrainConfig, keep_hp_arg, lr
 from .data import BatchSampler, TokenData, load_data
 from .model import build_model, flops_per_token
 from .records import Window, progress_bar, report_progress, truncate_metrics
-from .speed import COMPILE_MODES, StepGraph, compile_blocks, device_name, peak_flops
+from .speed import (
+    COMPILE_MODES,
+    StepGraph,
+    compile_blocks,
+    compiled_grad_check,
+    device_name,
+    peak_flops,
+)
 
 __all__ = ["TrainConfig", "Trainer", "DivergenceError", "lr_at", "keep_hp_arg", "compile_blocks",
            "peak_flops", "COMPILE_MODES"]
@@ -305,9 +312,12 @@ class Trainer:
         window = Window()
         record: dict = {}
         t_start, first = time.perf_counter(), self.step
+        checks = {first, cfg.switch_step} if cfg.check_compile and self.compiled else set()
         sink_path = self.out / "metrics.jsonl" if self.is_writer else os.devnull
         with open(sink_path, "a", buffering=1) as sink:
             for s in range(self.step, cfg.steps):
+                if s in checks:                            # outside the timed step
+                    self._check_compile(s)
                 t0 = time.perf_counter()
                 loss, grad_norm, batch = self._train_step(s)
                 if self.device.type == "cuda":
@@ -342,6 +352,23 @@ class Trainer:
             bar.close()
         self.finished = self.step >= cfg.steps
         return record
+
+    def _check_compile(self, s: int) -> None:
+        """``--check-compile``: step ``s``'s batch through the compiled blocks and eagerly, in
+        step ``s``'s precision; stop on a fault rather than train on wrong gradients."""
+        if self.schedule is not None:
+            self.schedule.apply(self.model, s)
+        x, y = (t.to(self.device) for t in self._batch(s))
+        faults, cosine = compiled_grad_check(self.model, self._loss_backward, x, y)
+        if faults or cosine < 0.5:
+            more = ", ..." if len(faults) > 4 else ""
+            zeros = f"zero or no gradient for {len(faults)} parameters ({', '.join(faults[:4])}" \
+                f"{more}) where eager's is nonzero; " if faults else ""
+            raise RuntimeError(f"--check-compile at step {s}: the compiled blocks' gradients "
+                               f"disagree with eager's: {zeros}overall cosine {cosine:.3f}. "
+                               "Train with --compile off and report this.")
+        log.info("--check-compile at step %d: compiled and eager gradients agree (cosine %.4f)",
+                 s, cosine)
 
     def _record(self, step: int, loss: float, grad_norm: float, window: "Window", tps: int) -> dict:
         tok_per_s = window.tokens / max(window.seconds, 1e-9)
