@@ -59,10 +59,9 @@ def conversion_record(model: nn.Module, kept: dict[str, str] | None = None) -> d
     """The record of ``model`` as it is now; ``kept`` is the name -> reason of what stays high
     precision (a :class:`~microscale.ConversionReport`'s ``kept``)."""
     from .. import __version__
-
-    recipes: dict[str, dict] = {}
     from .experts import _GroupedBase
 
+    recipes: dict[str, dict] = {}
     converted = {name: _recipe_key(mod.recipe, recipes) for name, mod in model.named_modules()
                  if isinstance(mod, (Linear, _GroupedBase))}
     kept = {k: v for k, v in (kept or {}).items() if k not in converted}
