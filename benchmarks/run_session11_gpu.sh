@@ -11,6 +11,9 @@ source "$(dirname "$0")/gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 TAIL=20 step "${TEST_SECS:-300}" gpu_tests.log python3 -m pytest -q -m gpu -p no:cacheprovider \
   --tb=short tests/test_schedule.py tests/test_grouped_gpu.py
+TAIL=8 step 150 check_compile.log python3 -m microscale.train.cli train --recipe nvfp4 \
+  --model micro --steps 6 --batch-size 4 --seq-len 128 --switch-step 3 --switch-mode fprop \
+  --compile on --cuda-graph --check-compile --device cuda --out /tmp/check_compile --no-progress
 TAIL=12 step "${MOE_SECS:-200}" moe_train.log python3 benchmarks/bench_moe.py --graph \
   --shapes qwen3_up --recipes fp8_blockwise --train-recipes fp8_blockwise,nvfp4 --train-graph step
 pack_out session11.tgz

@@ -91,7 +91,7 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--check-compile", action="store_true",
                    help="at the first step and at a precision switch, compare the compiled "
                         "blocks' gradients with eager's on that batch and stop on a fault "
-                        "(zero or missing gradients, overall cosine < 0.5)")
+                        "(zero or missing gradients, blocks' cosine < 0.5)")
     g.add_argument("--threads", type=int, default=None,
                    help="CPU threads (default: 1 for quantized recipes on CPU, where it is faster; else torch's)")
     g.add_argument("--out", default=out, help=f"output directory (default: {out})")

@@ -354,21 +354,23 @@ class Trainer:
         return record
 
     def _check_compile(self, s: int) -> None:
-        """``--check-compile``: step ``s``'s batch through the compiled blocks and eagerly, in
-        step ``s``'s precision; stop on a fault rather than train on wrong gradients."""
+        """``--check-compile``: step ``s``'s batch (its first micro-batch under grad_accum, which
+        is what fits in memory) through the compiled blocks and eagerly, in step ``s``'s
+        precision; stop on a fault rather than train on wrong gradients."""
         if self.schedule is not None:
             self.schedule.apply(self.model, s)
-        x, y = (t.to(self.device) for t in self._batch(s))
+        x, y = (t.to(self.device).chunk(self.cfg.grad_accum)[0] for t in self._batch(s))
         faults, cosine = compiled_grad_check(self.model, self._loss_backward, x, y)
         if faults or cosine < 0.5:
             more = ", ..." if len(faults) > 4 else ""
             zeros = f"zero or no gradient for {len(faults)} parameters ({', '.join(faults[:4])}" \
                 f"{more}) where eager's is nonzero; " if faults else ""
             raise RuntimeError(f"--check-compile at step {s}: the compiled blocks' gradients "
-                               f"disagree with eager's: {zeros}overall cosine {cosine:.3f}. "
+                               f"disagree with eager's: {zeros}cosine of the blocks' "
+                               f"gradients {cosine:.3f}. "
                                "Train with --compile off and report this.")
-        log.info("--check-compile at step %d: compiled and eager gradients agree (cosine %.4f)",
-                 s, cosine)
+        log.info("--check-compile at step %d: compiled and eager gradients agree (blocks' "
+                 "cosine %.4f)", s, cosine)
 
     def _record(self, step: int, loss: float, grad_norm: float, window: "Window", tps: int) -> dict:
         tok_per_s = window.tokens / max(window.seconds, 1e-9)
