@@ -88,7 +88,9 @@ def layer_case(device, autocast: bool, mode: str):
 @contextlib.contextmanager
 def function_path():
     """Route all-high-precision layers through ``QuantizedLinearFn`` again (the path before
-    ``nn.function._hp_linear``), to show the difference."""
+    ``nn.function._hp_linear``), to show the difference. Since then the Function's
+    high-precision GEMM is the opaque op ``microscale::hp_mm`` as well, so this variant now
+    shows that fix; session 10's call 2 (zero gradients here) ran the plain matmul."""
     import microscale.nn.linear as linear_mod
     from microscale.nn import function
 
