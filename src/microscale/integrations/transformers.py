@@ -50,8 +50,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..nn.experts import _MAGIC as _GROUPED_MAGIC
-from ..nn.experts import _GroupedBase
+from ..nn.experts import _GroupedBase, decode_grouped_header
+from ..nn.experts import is_grouped_state as _is_grouped
 from ..nn.linear import Linear, _decode_state
 from ..nn.record import RECORD_KEY, _recipe_key, apply_record
 from ..recipe import Recipe
@@ -102,16 +102,10 @@ def read_extra_states(files: list[Path]) -> dict[str, torch.Tensor]:
     return states
 
 
-def _is_grouped(state: torch.Tensor) -> bool:
-    return bytes(state[:4].tolist()) == _GROUPED_MAGIC
-
-
 def _state_recipe(state: torch.Tensor, label: str) -> Recipe:
     """The recipe in an ``_extra_state`` header (an ``ms.Linear``'s or a grouped layer's)."""
-    if _is_grouped(state):
-        n = int.from_bytes(bytes(state[4:8].tolist()), "little")
-        return Recipe.from_json(json.loads(bytes(state[8:8 + n].tolist()).decode())["recipe"])
-    return Recipe.from_json(_decode_state(state, label)[0]["recipe"])
+    decode = decode_grouped_header if _is_grouped(state) else _decode_state
+    return Recipe.from_json(decode(state, label)[0]["recipe"])
 
 
 def _record_from_states(states: dict[str, torch.Tensor], config_record: dict | None) -> dict:

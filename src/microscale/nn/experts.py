@@ -36,7 +36,8 @@ from ..recipe import Recipe
 from .function import Plan
 from .grouped import check_grouped_args, delayed_roles, draw_seeds, grouped_linear
 
-__all__ = ["GroupedLinear", "QuantizedExperts", "expert_layout", "route_tokens"]
+__all__ = ["GroupedLinear", "QuantizedExperts", "decode_grouped_header", "expert_layout",
+           "is_grouped_state", "route_tokens"]
 
 _MAGIC = b"MSG1"
 
@@ -132,12 +133,7 @@ class _GroupedBase(nn.Module):
         return torch.cat([prefix] + [t.view(torch.uint8) for t in body])
 
     def set_extra_state(self, state) -> None:
-        label = self._label()
-        if not (isinstance(state, torch.Tensor) and state.dtype == torch.uint8
-                and bytes(state[:4].tolist()) == _MAGIC):
-            raise ValueError(f"{label}: _extra_state is not a microscale grouped-layer state")
-        n = int.from_bytes(bytes(state[4:8].tolist()), "little")
-        header = json.loads(bytes(state[8:8 + n].tolist()).decode())
+        header, n = decode_grouped_header(state, self._label())
         self.recipe = Recipe.from_json(header["recipe"])
         self.high_precision, self.hp_fprop = header["high_precision"], header["hp_fprop"]
         body, offset = state[8 + n:].clone().view(torch.float32), 0
@@ -149,6 +145,21 @@ class _GroupedBase(nn.Module):
 
     def _label(self) -> str:
         return f"{type(self).__name__} {self.name!r}" if self.name else type(self).__name__
+
+
+def is_grouped_state(state) -> bool:
+    """Whether ``state`` is a grouped layer's ``_extra_state`` (uint8, magic ``MSG1``)."""
+    return isinstance(state, torch.Tensor) and state.dtype == torch.uint8 \
+        and bytes(state[:4].tolist()) == _MAGIC
+
+
+def decode_grouped_header(state, label: str) -> tuple[dict, int]:
+    """``(header, header length)`` of a grouped layer's ``_extra_state``; the fp32 delayed
+    state follows the header."""
+    if not is_grouped_state(state):
+        raise ValueError(f"{label}: _extra_state is not a microscale grouped-layer state")
+    n = int.from_bytes(bytes(state[4:8].tolist()), "little")
+    return json.loads(bytes(state[8:8 + n].tolist()).decode()), n
 
 
 def _buf(pname: str, role: str, what: str) -> str:
