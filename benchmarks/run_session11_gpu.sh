@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Next session's first call (written in session 10, not yet run): the compiled-switch gradient
+# Not run: session 11 ran these checks (the GPU tests of test_schedule.py's compiled switch,
+# --check-compile) in benchmarks/run_session11b_gpu.sh, and the paper runs through
+# benchmarks/paper/run_paper.sh. Written in session 10 as the next session's first call: the compiled-switch gradient
 # test on CUDA for dense and MoE blocks (the grouped layers' high-precision GEMMs became the op
 # microscale::hp_grouped_mm in session 10 without a GPU run), the MoE GPU tests, then the moe-1b
 # step with the step graph. Back: $OUT/session11.tgz. Then the paper runs, one job per two calls

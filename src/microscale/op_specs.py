@@ -141,12 +141,12 @@ def scale_col_major(fmt: QFormat, opts: dict) -> bool:
 
 
 def col_major_like(scale: Tensor) -> Tensor:
-    """``scale`` ``[rows, kb]`` in the column-major layout (a view where it already is one)."""
+    """``scale`` ``[rows, kb]`` in the column-major layout (itself where it already is one:
+    strides ``(1, rows)``, those of a contiguous ``[kb, rows]`` transposed)."""
     rows, kb = scale.shape
-    out = scale.new_empty((kb, rows)).t()
-    if scale.stride() == out.stride():
+    if scale.stride() == (1, rows):
         return scale
-    return out.copy_(scale)
+    return scale.new_empty((kb, rows)).t().copy_(scale)
 
 
 def _canonical(fmt: QFormat, opts: dict, q):

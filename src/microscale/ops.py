@@ -49,6 +49,7 @@ less per call on a workstation CPU; on an H200 host the per-op change was within
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Optional
 
@@ -130,16 +131,27 @@ def _fresh(outs, inputs) -> tuple:
     so are outputs that start inside their storage: Inductor takes a custom op's outputs to be
     fresh allocations and asserts their 16-byte alignment (a column-only NVFP4 call returned
     its amax as element 1 of the kernel's two-amax buffer, which failed that assert on CUDA)."""
-    seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, Tensor) and t.numel()}
+    seen = {t.untyped_storage().data_ptr() for t in inputs if t is not None and t.numel()}
     result = []
     for t in outs:
-        ptr = t.untyped_storage().data_ptr() if t.numel() else None
-        if ptr is not None and (ptr in seen or t.storage_offset()):
-            t = t.clone()
+        if t.numel():
             ptr = t.untyped_storage().data_ptr()
-        seen.add(ptr)
+            if ptr in seen or t.storage_offset():
+                t = t.clone()
+                ptr = t.untyped_storage().data_ptr()
+            seen.add(ptr)
         result.append(t)
     return tuple(result)
+
+
+@functools.lru_cache(maxsize=1024)
+def _view_plan(spec: str) -> tuple[QFormat, tuple, bool, bool]:
+    """What a view spec says, parsed once: ``(format, static options without "expand",
+    expand?, 1×128 scales column-major?)``. A cached tuple: the op builds each call's options
+    dict from it (tensor options added) instead of re-parsing and re-deciding per call."""
+    fmt, opts = parse_view_spec(spec)
+    expand = bool(opts.pop("expand", False))
+    return fmt, tuple(opts.items()), expand, scale_col_major(fmt, opts)
 
 
 def _with_tensors(spec: str, **tensors) -> tuple[QFormat, dict]:
@@ -184,15 +196,26 @@ def _(x, spec, backend, seed, rand_bits, amax, scale):
     return _fake_view(x, spec, *_rows_cols(x))
 
 
+def _rowcol_view(spec: str, **tensors):
+    """``((format, options), expand?, column-major scales?)`` of one requested view."""
+    fmt, static, expand, col_major = _view_plan(spec)
+    opts = dict(static)
+    for name, t in tensors.items():
+        if t is not None:
+            opts[name] = t
+    return (fmt, opts), expand, col_major
+
+
 def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optional[Tensor],
                         row_rand_bits: Optional[Tensor], col_rand_bits: Optional[Tensor],
                         row_amax: Optional[Tensor], col_amax: Optional[Tensor],
                         row_scale: Optional[Tensor], col_scale: Optional[Tensor]) -> list[Tensor]:
-    views = [_with_tensors(row, seed=seed, rand_bits=row_rand_bits, amax=row_amax,
-                           scale=row_scale) if row else None,
-             _with_tensors(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
-                           scale=col_scale) if col else None]
-    expand = tuple(bool(v and v[1].pop("expand", False)) for v in views)
+    plans = [_rowcol_view(row, seed=seed, rand_bits=row_rand_bits, amax=row_amax,
+                          scale=row_scale) if row else None,
+             _rowcol_view(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
+                          scale=col_scale) if col else None]
+    views = [p[0] if p else None for p in plans]
+    expand = tuple(bool(p and p[1]) for p in plans)
     key = rowcol_key(*(v[0].value if v else None for v in views))
     if backend != "reference" and (backend == "triton" or x.device.type == "cuda") \
             and not has_kernel("quantize_rowcol", key):
@@ -202,10 +225,14 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
         q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x,
                                 *views, hints={"expand": expand} if any(expand) else None)
     outs = []
-    for q, v, want in ((q_row, views[0], expand[0]), (q_col, views[1], expand[1])):
-        q = _expanded(_canonical(*v, q), want, backend) if v else q
-        outs += [q.data, q.scale, q.amax] if q is not None else \
-            [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+    for q, p in ((q_row, plans[0]), (q_col, plans[1])):
+        if p is None:
+            outs += [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+            continue
+        if p[2] and q.scale.dim() == 2:
+            q = dataclasses.replace(q, scale=col_major_like(q.scale))
+        q = _expanded(q, p[1], backend)
+        outs += [q.data, q.scale, q.amax]
     inputs = (x, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale, col_scale)
     return list(_fresh(outs, inputs))
 
@@ -233,7 +260,7 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
     qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
     y = dispatch("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value), backend, qa.device,
                  scaled_mm_reference, qa, qb, out_dtype=out_dtype, apply_factor=apply_factor)
-    return y.reshape(qa.rows, qb.rows)
+    return y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
 
 
 _define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Tensor b_data, "
@@ -271,14 +298,19 @@ def operand_spec(q: QuantizedTensor) -> str:
     return f"{q.fmt.value},{br},{bc},{q.rht_d},{'e' if q.expanded else 'c'}"
 
 
-def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedTensor:
+@functools.lru_cache(maxsize=256)
+def _operand_meta(spec: str) -> tuple[QFormat, int, int, int, bool]:
     name, br, bc, rht_d, form = spec.split(",")
-    fmt, expanded = QFormat(name), form == "e"
+    return QFormat(name), int(br), int(bc), int(rht_d), form == "e"
+
+
+def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedTensor:
+    fmt, br, bc, rht_d, expanded = _operand_meta(spec)
     rows = data.shape[0]
     cols = data.shape[1] * (2 if fmt.is_fp4 and not expanded else 1)
-    block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (int(br), int(bc))
+    block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (br, bc)
     return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=torch.Size((rows, cols)),
-                           orig_dtype=torch.float32, block=block, rht_d=int(rht_d),
+                           orig_dtype=torch.float32, block=block, rht_d=rht_d,
                            expanded=expanded)
 
 

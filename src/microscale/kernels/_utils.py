@@ -31,20 +31,32 @@ with ``input_precision="ieee"`` (tf32 would change the bits).
 from __future__ import annotations
 
 import os
-import threading
 
-import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported
-from ..hadamard import rht_matrix
-from ..quant.common import SUPPORTED_DTYPES, check_input, draw_seed
+# the host side (argument checks, buffers, grids, per-device caches) lives in _host; it is
+# re-exported here, where the kernel modules have always imported it from
+from ._host import (  # noqa: F401
+    IN_DTYPE_CODE,
+    cdiv,
+    check_kernel_input,
+    check_rand_bits,
+    check_views,
+    device_capability,
+    gemm_out,
+    interpreting,
+    kernel_seed,
+    multiprocessors,
+    persistent_grid,
+    placeholder,
+    rht_matrix_on,
+)
 
 __all__ = ["IN_DTYPE_CODE", "check_kernel_input", "check_views", "check_rand_bits", "kernel_seed",
+           "placeholder", "cdiv", "gemm_out",
            "rht_matrix_on", "persistent_grid", "split_nan", "block_flag"]
 
-IN_DTYPE_CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 # Triton's interpreter multiplies bf16 operands of tl.dot as raw integers: it takes the fp32
 # path (same values, the products being exact either way). Read once, at import.
 TENSOR_CORE_RHT = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
@@ -363,116 +375,6 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
 def tile_coords(t, n_tc, BR: tl.constexpr, BC: tl.constexpr):
     """Tile index ``t`` (row-major over a grid of ``n_tc`` tile columns) -> (row0, col0)."""
     return (t // n_tc) * BR, (t % n_tc) * BC
-
-
-# --------------------------------------------------------------------------- host side
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
-def check_kernel_input(x: torch.Tensor) -> None:
-    """Reject what the kernels do not take: odd device, dtype or strides."""
-    if x.device.type == "cpu" and not interpreting():
-        raise KernelUnsupported("a CPU tensor needs TRITON_INTERPRET=1")
-    if x.device.type not in ("cpu", "cuda"):
-        raise KernelUnsupported(f"device {x.device} is not supported")
-    if x.dtype not in SUPPORTED_DTYPES:
-        raise KernelUnsupported(f"dtype {x.dtype}")
-    if not x.is_contiguous():
-        raise KernelUnsupported("input is not contiguous (row-major strides needed)")
-    if x.numel() >= 2**31:
-        raise KernelUnsupported("tensors of 2^31 elements or more (int32 indexing)")
-
-
-def check_views(x2: torch.Tensor, row, col, block_of) -> None:
-    """Validate both views as ``ops.rowcol_reference`` would (same errors, same order).
-
-    ``block_of(fmt, opts) -> (block_cols, block_rows)``. The finite check runs once.
-    """
-    checked = False
-    for view, xv in ((row, x2), (col, x2.t())):
-        if view is None:
-            continue
-        fmt, opts = view
-        want = bool(opts.get("check_finite", True)) and not checked
-        bc, br = block_of(fmt, opts)
-        check_input(xv, fmt.value, bc, br, want)
-        checked = checked or want
-
-
-def check_rand_bits(bits: torch.Tensor | None, numel: int, device) -> torch.Tensor | None:
-    """Validate caller-given SR bytes: uint8, one per element, on x's device."""
-    if bits is None:
-        return None
-    if bits.dtype != torch.uint8 or bits.numel() != numel or bits.device != device:
-        raise KernelUnsupported(f"rand_bits must be uint8 with {numel} elements on {device}, "
-                                f"got {bits.dtype} with {bits.numel()} on {bits.device}")
-    return bits.contiguous()
-
-
-def kernel_seed(opts: dict, device: torch.device) -> torch.Tensor:
-    """int32 ``[1]`` Philox seed for in-kernel SR: the caller's ``seed`` tensor, else one drawn
-    from its ``generator`` (``quant.common.draw_seed``). It stays on the device: no host sync."""
-    seed = opts.get("seed")
-    if seed is None:
-        seed = draw_seed(opts.get("generator"), device)
-    return seed.to(device=device, dtype=torch.int32).reshape(1)
-
-
-_M_CACHE: dict = {}
-_SM_CACHE: dict = {}
-
-
-def rht_matrix_on(d: int, device: torch.device) -> torch.Tensor:
-    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call).
-
-    On CUDA the cached copy is made from a helper thread. Allocations of the calling thread
-    may be routed to a CUDA-graph memory pool (``torch.compile(mode="reduce-overhead")`` warms
-    its graphs up inside their pool); a cached tensor living there would be overwritten by a
-    later replay, and Inductor refuses pools with untracked live tensors. Other threads'
-    allocations are never routed, so the matrix lands in ordinary memory. It cannot be made
-    while a graph is being captured (a host-to-device copy): warm up first, as every capture
-    must.
-    """
-    key = (d, str(device))
-    if key not in _M_CACHE:
-        if device.type != "cuda":
-            _M_CACHE[key] = rht_matrix(d, device).contiguous()
-        elif torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(f"the {d}-point RHT matrix is not yet on {device}: run the "
-                               "quantizer once before capturing a CUDA graph (a warm-up step)")
-        else:
-            worker = threading.Thread(target=lambda: _M_CACHE.__setitem__(
-                key, rht_matrix(d, device).contiguous()))
-            worker.start()
-            worker.join()
-    return _M_CACHE[key]
-
-
-_CC_CACHE: dict[str, tuple[int, int]] = {}
-
-
-def device_capability(device: torch.device) -> tuple[int, int]:
-    """``torch.cuda.get_device_capability``, cached per device (asked on every GEMM call)."""
-    key = str(device)
-    if key not in _CC_CACHE:
-        _CC_CACHE[key] = torch.cuda.get_device_capability(device)
-    return _CC_CACHE[key]
-
-
-def multiprocessors(device: torch.device) -> int:
-    """The device's SM count, cached per device."""
-    key = str(device)
-    if key not in _SM_CACHE:
-        _SM_CACHE[key] = torch.cuda.get_device_properties(device).multi_processor_count
-    return _SM_CACHE[key]
-
-
-def persistent_grid(n_tiles: int, device: torch.device, progs_per_sm: int) -> int:
-    """Programs to launch: at most ``progs_per_sm`` per multiprocessor, each looping over tiles."""
-    if device.type != "cuda":
-        return max(1, min(n_tiles, 2))          # the interpreter: exercise the tile loop
-    return max(1, min(n_tiles, multiprocessors(device) * progs_per_sm))
 
 
 @triton.jit

@@ -28,7 +28,7 @@ from ..backend import (
 )
 from ..tensor import QFormat, QuantizedTensor
 from . import blackwell, gemm_fp4, gemm_mxfp8
-from ._utils import device_capability, multiprocessors
+from ._utils import device_capability, gemm_out, multiprocessors
 from .gemm_paths import choose_path, family_of
 
 __all__ = ["BLOCK_PATHS", "scaled_mm_block"]
@@ -67,7 +67,7 @@ def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None):
     fn = gemm_fp4.scaled_mm_mxfp8 if qa.fmt in _MX8 else gemm_fp4.scaled_mm_fp4
     kwargs = {} if qa.fmt in _MX8 else {"apply_factor": apply_factor}
     y = fn(qa, qb, out_dtype, strategy=path, **kwargs)         # notes its own path
-    return y.reshape(qa.rows, qb.rows)
+    return y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
 
 
 def scaled_mm_block(qa: QuantizedTensor, qb: QuantizedTensor,
@@ -84,12 +84,10 @@ def scaled_mm_block(qa: QuantizedTensor, qb: QuantizedTensor,
     if qa.expanded or qb.expanded:      # bf16 value·scale from the quantizer: the bf16 GEMM
         if path not in ("auto", "dequant"):
             raise KernelUnsupported(f"path {path!r} reads codes; an operand is expanded")
-        return _emulated(qa, qb, out_dtype, apply_factor, "dequant", key).reshape(
-            *qa.shape[:-1], qb.rows)
+        return gemm_out(_emulated(qa, qb, out_dtype, apply_factor, "dequant", key), qa, qb)
     if path == "native" or (path == "auto" and _native_candidate(qa, qb)):
         try:
-            return _native(qa, qb, out_dtype, apply_factor, key).reshape(
-                *qa.shape[:-1], qb.rows)
+            return gemm_out(_native(qa, qb, out_dtype, apply_factor, key), qa, qb)
         except KernelUnsupported as err:
             if path == "native":
                 raise
@@ -107,7 +105,7 @@ def scaled_mm_block(qa: QuantizedTensor, qb: QuantizedTensor,
     y = _emulated(qa, qb, out_dtype, apply_factor, chosen, key, config)
     if why is not None:                 # keep the reason visible next to what ran
         note_path("scaled_mm", key, f"{explain()[('scaled_mm', key)]} (native refused: {why})")
-    return y.reshape(*qa.shape[:-1], qb.rows)
+    return gemm_out(y, qa, qb)
 
 
 def _register() -> None:

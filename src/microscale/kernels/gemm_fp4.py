@@ -67,7 +67,7 @@ from ..backend import (
 )
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import grouped_tile
+from ._utils import cdiv, gemm_out, grouped_tile
 
 __all__ = ["scaled_mm_fp4", "scaled_mm_mxfp8", "dequantize_bf16", "fp4_strategy",
            "STRATEGIES"]
@@ -233,7 +233,7 @@ def _scale_inplace(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     if y.device.type != "cuda" or not y.is_contiguous():
         return y.mul_(f)
     n, block = y.numel(), 4096
-    _scale_inplace_kernel[(triton.cdiv(n, block),)](y, f.float().reshape(1), n, BLOCK=block,
+    _scale_inplace_kernel[(cdiv(n, block),)](y, f.float().reshape(1), n, BLOCK=block,
                                                     num_warps=8)
     return y
 
@@ -282,7 +282,7 @@ def dequantize_bf16(q: QuantizedTensor, block_rows: int = 16, block_bytes: int =
     k = 2 * kb if elem == _ELEM_E2M1 else kb
     y = torch.empty((rows, k), dtype=torch.bfloat16, device=data.device)
     ns = _scales_per_tile(block_bytes, elem, block)
-    grid = (triton.cdiv(rows, block_rows), triton.cdiv(kb, block_bytes))
+    grid = (cdiv(rows, block_rows), cdiv(kb, block_bytes))
     _dequant_kernel[grid](data, scale, y, rows, kb, scale.shape[1], data.stride(0),
                           scale.stride(0), y.stride(0), ELEM=elem, SCALE=kind, NS=ns,
                           PACKED=elem == _ELEM_E2M1, PERMUTE_K=permute_k, BR=block_rows,
@@ -345,7 +345,7 @@ def _mainloop(qa, qb, out_dtype, apply_factor=True, bm=128, bn=None, bkb=None, g
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
     f = gemm_factor(qa, qb).float().reshape(1) if apply_factor else \
         torch.ones(1, dtype=torch.float32, device=a.device)
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    grid = (cdiv(m, bm) * cdiv(n, bn),)
     _mainloop_kernel[grid](a, sa, b, sb, f, y, m, n, kbytes, sa.shape[1], sb.shape[1],
                            a.stride(0), sa.stride(0), b.stride(0), sb.stride(0), y.stride(0),
                            ELEM_A=ea, SCALE_A=ka, NSA=_scales_per_tile(bkb, ea, blk_a),
@@ -403,7 +403,7 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
     note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value),
               "triton decode-in-mainloop GEMM" if strategy == "mainloop"
               else "triton dequantize + cuBLAS bf16 GEMM" + _expanded_note(qa, qb))
-    return y.reshape(*qa.shape[:-1], qb.rows)
+    return gemm_out(y, qa, qb)
 
 
 def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:

@@ -40,7 +40,7 @@ import triton.language as tl
 
 from ..backend import KernelUnsupported, _interpreting, mm_key, note_path, register_kernel
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import grouped_tile
+from ._utils import cdiv, gemm_out, grouped_tile
 from .gemm_paths import choose_path
 
 __all__ = ["scaled_mm_fp8", "has_blockwise_scaled_mm", "blockwise_call_args", "PATHS"]
@@ -120,7 +120,7 @@ def _triton_fp8(qa, qb, out_dtype, bm=128, bn=128, group_m=8, num_warps=8, num_s
     sa, br_a, ssam, ssak = _scale_view(qa)
     sb, br_b, ssbn, ssbk = _scale_view(qb)
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    grid = (cdiv(m, bm) * cdiv(n, bn),)
     _fp8_scaled_kernel[grid](a.view(torch.uint8), sa, b.view(torch.uint8), sb, y, m, n, k,
                              a.stride(0), b.stride(0), y.stride(0), ssam, ssak, ssbn, ssbk,
                              BR_A=br_a, BR_B=br_b, A_E5M2=a.dtype == torch.float8_e5m2,
@@ -245,7 +245,7 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
             raise KernelUnsupported("the torch FP8 path needs CUDA tensors of one format")
         y = _triton_fp8(qa, qb, out_dtype, **tile)
         note_path("scaled_mm", key, f"triton FP8 kernel ({why})")
-    return y.reshape(*qa.shape[:-1], qb.rows)
+    return gemm_out(y, qa, qb)
 
 
 def _register() -> None:

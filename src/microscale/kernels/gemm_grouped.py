@@ -40,6 +40,7 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, _interpreting
+from ._utils import cdiv
 from .gemm_fp8 import _interpreter_f32
 
 __all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference"]
@@ -218,13 +219,13 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
         R, K = a.shape
         N = b.shape[0] // E
         y = torch.empty((R, N), dtype=torch.float32, device=a.device)
-        grid = ((triton.cdiv(R, cfg["BM"]) + E + 1) * triton.cdiv(N, cfg["BN"]),)
+        grid = ((cdiv(R, cfg["BM"]) + E + 1) * cdiv(N, cfg["BN"]),)
         _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, R, N, K, E, a.stride(0),
                              b.stride(0), y.stride(0), *s_strides, **flags, **tiles)
         return y
     M, N = a.shape[0], b.shape[0]
     y = torch.empty((E, M, N), dtype=torch.float32, device=a.device)
-    grid = (E * triton.cdiv(M, cfg["BM"]) * triton.cdiv(N, cfg["BN"]),)
+    grid = (E * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]),)
     _reduce_kernel[grid](a_arg, b_arg, y, sa, sb, offs, M, N, a.stride(0), b.stride(0),
                          y.stride(1), *s_strides, **flags, **tiles)
     return y

@@ -72,7 +72,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, _interpreting
 from ..quant.mx_regroup import MANTISSA_BITS
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import device_capability, grouped_tile
+from ._utils import device_capability, grouped_tile, cdiv
 from .gemm_fp8 import _interpreter_f32
 
 __all__ = [
@@ -329,7 +329,7 @@ def prepare_mx(q: QuantizedTensor, group: int = 128, regroup: bool = True,
     rows, k = x.shape
     y, t = (torch.empty_like(x), torch.empty_like(q.scale)) if regroup else (x, q.scale)
     f = torch.empty(q.scale.shape, dtype=torch.int32, device=x.device)
-    grid = (triton.cdiv(rows, block_rows), triton.cdiv(k, group))
+    grid = (cdiv(rows, block_rows), cdiv(k, group))
     _prepare_kernel[grid](x, q.scale, y, t, f, rows, k, q.scale.shape[1], x.stride(0),
                           q.scale.stride(0), f.stride(0), MB=MANTISSA_BITS[q.fmt],
                           BR=block_rows, CH=ch, REGROUP=regroup, num_warps=4)
@@ -377,7 +377,7 @@ def scaled_mm_mxfp8_fp8(qa: QuantizedTensor, qb: QuantizedTensor,
         a = TensorDescriptor(a, [m, k], [a.stride(0), 1], [cfg.bm, 32])
         b = TensorDescriptor(b, [n, k], [b.stride(0), 1], [cfg.bn, 32])
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    grid = (triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn),)
+    grid = (cdiv(m, cfg.bm) * cdiv(n, cfg.bn),)
     _mxfp8_kernel[grid](a, sa, b, sb, y, m, n, k, k // 32, a.stride(0), sa.stride(0),
                         b.stride(0), sb.stride(0), y.stride(0),
                         A_E5M2=qa.fmt == QFormat.MXFP8_E5M2, B_E5M2=qb.fmt == QFormat.MXFP8_E5M2,

@@ -33,8 +33,8 @@ import triton.language as tl
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, exp2_int, floor_log2_sig,
-                     persistent_grid, split_nan, tile_coords)
+from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, exp2_int,
+                     floor_log2_sig, persistent_grid, split_nan, tile_coords)
 from .quant_rowcol_reg import fp8_byte, fp8_rowcol_reg_kernel, pow2_exponents
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
@@ -262,8 +262,8 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
     bc = CONFIG["BC"]
     (qr, sr), (qc, sc) = views[0], views[1] if col else views[0]
     fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
-    n_tc = triton.cdiv(cols, bc)
-    n_tiles = triton.cdiv(rows, br) * n_tc
+    n_tc = cdiv(cols, bc)
+    n_tiles = cdiv(rows, br) * n_tc
     kind = _rowcol_mode() if col and mode == 0 else None
     if kind is not None:
         note_path("quantize_rowcol", _KEY, _PATHS[kind] if pow2 or kind != "reg" else _NOT_POW2)
@@ -313,9 +313,9 @@ def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):
     """Codes and scales of a ``[vr, vc]`` view; ``col_major``: the scales in the op's 1x128
     layout (``op_specs.scale_col_major``), for the kernels that take scale strides."""
     data = torch.empty((vr, vc), dtype=fp8_dtype, device=dev)
-    s_shape = (vr // block[0], vc // block[1])
-    scale = torch.empty(s_shape[::-1], dtype=torch.float32, device=dev).t() if col_major else \
-        torch.empty(s_shape, dtype=torch.float32, device=dev)
+    sr, sc = vr // block[0], vc // block[1]
+    scale = torch.empty_strided((sr, sc), (1, sr), dtype=torch.float32, device=dev) \
+        if col_major else torch.empty((sr, sc), dtype=torch.float32, device=dev)
     return data, scale
 
 

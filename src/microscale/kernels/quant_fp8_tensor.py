@@ -38,8 +38,8 @@ from ..backend import KernelUnsupported, register_kernel
 from ..quant.common import check_given_scalar
 from ..quant.fp8 import FP8_MAX
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_views, persistent_grid, split_nan,
-                     tile_coords)
+from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, persistent_grid,
+                     split_nan, tile_coords)
 from .quant_fp8 import _IN_MAX, _fp8_byte, _scale_from_vmax
 
 __all__ = ["quantize_fp8_tensor_triton", "quantize_rowcol_fp8_tensor_triton", "CONFIG"]
@@ -159,12 +159,12 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor
     amax = next(iter(given_amax.values())).float().reshape(1).to(dev) if given_amax else \
         torch.zeros(1, dtype=torch.float32, device=dev)
     if not here and not given_amax:
-        n_blocks = triton.cdiv(n, cfg["AMAX_BLOCK"])
+        n_blocks = cdiv(n, cfg["AMAX_BLOCK"])
         _amax_kernel[(persistent_grid(n_blocks, dev, cfg["AMAX_PROGS_PER_SM"]),)](
             x2, amax, n, BLOCK=cfg["AMAX_BLOCK"], NUM_STAGES=cfg["NUM_STAGES"],
             num_warps=cfg["AMAX_WARPS"])
-    n_tc = triton.cdiv(cols, cfg["BC"])
-    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    n_tc = cdiv(cols, cfg["BC"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
     off = (False, 448.0, False, False, False)
     bufs = []
     for v in (row, col):

@@ -35,10 +35,10 @@ from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
-from ._utils import (IN_DTYPE_CODE, block_flag, check_kernel_input, check_rand_bits,
+from ._utils import (IN_DTYPE_CODE, block_flag, cdiv, check_kernel_input, check_rand_bits,
                      check_views, e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
-                     kernel_seed, mx_exponent, pack16, persistent_grid, rht_cols,
-                     rht_matrix_on, rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
+                     kernel_seed, mx_exponent, pack16, persistent_grid, rht_cols, rht_matrix_on,
+                     rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 
@@ -290,8 +290,8 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
     dummy = (x2, x2, x2, x2)
     off = (False, 0, False, 0, 0)
     cfg = CONFIG
-    n_tc = triton.cdiv(cols, cfg["BC"])
-    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    n_tc = cdiv(cols, cfg["BC"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     _mx_kernel[grid](x2, amax, seed, rows, cols, n_tc, n_tiles,
                      *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),

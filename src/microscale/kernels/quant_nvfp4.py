@@ -37,7 +37,6 @@ from __future__ import annotations
 import os
 
 import torch
-import triton
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_given_scalar, check_input
@@ -45,8 +44,8 @@ from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
-from ._utils import (IN_DTYPE_CODE, check_kernel_input, check_rand_bits, check_views,
-                     kernel_seed, persistent_grid, rht_matrix_on)
+from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
+                     kernel_seed, persistent_grid, placeholder, rht_matrix_on)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -72,16 +71,17 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
 
-_OPTS = ("block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax", "rand_bits",
-         "check_finite")
+_OPTS = frozenset(("block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax",
+                   "rand_bits", "check_finite"))
 
 
 # --------------------------------------------------------------------------- host side
 class _View:
-    """One requested view's options, validated, plus its output buffers."""
+    """One requested view's options, validated; its output buffers come with :meth:`allocate`
+    (once the pass is chosen, so an expanded view is allocated once, as bf16)."""
 
     def __init__(self, x2: torch.Tensor, opts: dict, transposed: bool):
-        unknown = set(opts) - set(_OPTS)
+        unknown = set(opts) - _OPTS
         if unknown:
             raise KernelUnsupported(f"options {sorted(unknown)}")
         self.opts = opts
@@ -92,21 +92,20 @@ class _View:
         if self.rht and self.rht_d != 16:
             raise KernelUnsupported(f"rht_d={self.rht_d} (the kernel does 16)")
         rows, cols = x2.shape
-        vr, vc = (cols, rows) if transposed else (rows, cols)
-        self.shape = (vr, vc)
+        self.shape = (cols, rows) if transposed else (rows, cols)
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
         self.amax = opts.get("amax")
         check_given_scalar(self.amax, "amax", "nvfp4", opts.get("check_finite", True))
-        dev = x2.device
-        self.codes = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
-        self.scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)
         self.expanded = False
 
-    def expand_here(self) -> None:
-        """The pass writes this view expanded (bf16 ``value · scale``, ``tensor.py``)."""
-        self.codes = torch.empty(self.shape, dtype=torch.bfloat16, device=self.codes.device)
-        self.expanded = True
+    def allocate(self, dev: torch.device, expanded: bool) -> None:
+        """The codes (bf16 ``value · scale`` when ``expanded``, ``tensor.py``) and scales."""
+        vr, vc = self.shape
+        self.expanded = expanded
+        self.codes = torch.empty(self.shape if expanded else (vr, vc // 2),
+                                 dtype=torch.bfloat16 if expanded else torch.uint8, device=dev)
+        self.scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)
 
     @property
     def sr_mode(self) -> int:
@@ -124,8 +123,8 @@ class _NoView:
     """Placeholder buffers for a view that is not requested (never written)."""
 
     def __init__(self, dev):
-        self.codes = torch.empty(8, dtype=torch.uint8, device=dev)
-        self.scale = torch.empty(1, dtype=torch.float8_e4m3fn, device=dev)
+        self.codes = placeholder(torch.uint8, dev)
+        self.scale = placeholder(torch.float8_e4m3fn, dev, 1)
         self.bits = None
 
 
@@ -144,8 +143,8 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     if any(need) and reg:
         cfg = CONFIG["REG_AMAX"]
         br, bc = 16 * cfg["NI"], cfg["BC"]
-        n_tc = triton.cdiv(cols, bc)
-        n_tiles = triton.cdiv(rows, br) * n_tc
+        n_tc = cdiv(cols, bc)
+        n_tiles = cdiv(rows, br) * n_tc
         grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
         nvfp4_amax_reg_kernel[grid](x2, amax_buf, rows, cols, n_tc, n_tiles,
                                     IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
@@ -154,8 +153,8 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
                                     num_warps=cfg["num_warps"])
     elif any(need):
         cfg = CONFIG
-        n_tc = triton.cdiv(cols, cfg["AMAX_BC"])
-        n_tiles = triton.cdiv(rows, cfg["AMAX_BR"]) * n_tc
+        n_tc = cdiv(cols, cfg["AMAX_BC"])
+        n_tiles = cdiv(rows, cfg["AMAX_BR"]) * n_tc
         grid = (persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)
         nvfp4_amax_kernel[grid](x2, amax_buf, m, rows, cols, n_tc, n_tiles,
                                  IN_DTYPE_CODE[x2.dtype], cfg["AMAX_BR"], cfg["AMAX_BC"],
@@ -207,8 +206,8 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     rows, cols = x2.shape
     cfg = CONFIG["REG"]
     br, bc = 16 * cfg["NI"], cfg["BC"]
-    n_tc = triton.cdiv(cols, bc)
-    n_tiles = triton.cdiv(rows, br) * n_tc
+    n_tc = cdiv(cols, bc)
+    n_tiles = cdiv(rows, br) * n_tc
     grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     (qr, sr, br_), (qc, sc, bc_) = [(c if c.dtype == torch.bfloat16 else c.view(torch.int32),
                                      sb, b) for c, sb, b in bufs]
@@ -221,17 +220,17 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
-def _run(x: torch.Tensor, row: _View | None, col: _View | None, op: str,
+def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
          expand=(False, False)):
     """Launch the amax pass (if needed) and the quantize pass; return (amax_row, amax_col).
-    ``expand``: views to write expanded where the pass can (reg: the row view; rows: both)."""
-    x2 = x.reshape(-1, x.shape[-1])
+    ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded where the pass
+    can (reg: the row view; rows: both)."""
     rows, cols = x2.shape
-    dev = x.device
+    dev = x2.device
     pass_ = _choose_pass(row, col, op)
     for v, want, can in zip((row, col), expand, (pass_ in ("reg", "rows"), pass_ == "rows")):
-        if v is not None and want and can:
-            v.expand_here()
+        if v is not None:
+            v.allocate(dev, bool(want and can))
     m = rht_matrix_on(16, dev)
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
@@ -247,15 +246,15 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None, op: str,
         return amaxes
     rows_pass = pass_ == "rows"
     cfg = CONFIG if rows_pass else {**CONFIG, **CONFIG["V3"]}
-    n_tc = triton.cdiv(cols, cfg["BC"])
-    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    n_tc = cdiv(cols, cfg["BC"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     kernel = nvfp4_rows_kernel if rows_pass else nvfp4_v3_kernel
     bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]
     kernel[grid](
         x2, amax_buf, m, seed, *bufs[0], *bufs[1], rows, cols, n_tc, n_tiles,
-        IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
+        IN_DTYPE_CODE[x2.dtype], cfg["BR"], cfg["BC"],
         row is not None, bool(row and row.rht), bool(row and row.block_2d),
         row.sr_mode if row else 0,
         col is not None, bool(col and col.rht), bool(col and col.block_2d),
@@ -273,22 +272,26 @@ def quantize_nvfp4_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
     check_kernel_input(x)
     x2 = x.reshape(-1, x.shape[-1])
     view = _View(x2, opts, transposed=False)
-    amax, _ = _run(x, view, None, "quantize")
+    amax, _ = _run(x2, view, None, "quantize")
     return view.result(amax, x.shape, x.dtype)
 
 
 def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col, expand=(False, False)):
     """Kernel twin of ``ops.rowcol_reference`` for NVFP4 views (either may be None);
     ``expand`` (a dispatch hint): views to write expanded where the pass can."""
-    x2 = x.reshape(-1, x.shape[-1])
-    check_views(x2, row, col, lambda fmt, opts: (16, 16 if opts.get("block_2d") else 1))
+    x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+    check_views(x2, row, col, _block_of)
     check_kernel_input(x)
     rv = _View(x2, row[1], False) if row else None
     cv = _View(x2, col[1], True) if col else None
-    amax_r, amax_c = _run(x, rv, cv, "quantize_rowcol", expand)
+    amax_r, amax_c = _run(x2, rv, cv, "quantize_rowcol", expand)
     rows, cols = x2.shape
     return (rv.result(amax_r, torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax_c, torch.Size((cols, rows)), x.dtype) if cv else None)
+
+
+def _block_of(fmt, opts) -> tuple[int, int]:
+    return 16, 16 if opts.get("block_2d") else 1
 
 
 quantize_rowcol_nvfp4_triton.hints = ("expand",)

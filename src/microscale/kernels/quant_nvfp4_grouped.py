@@ -31,6 +31,7 @@ import triton.language as tl
 
 from ._utils import (
     IN_DTYPE_CODE,
+    cdiv,
     persistent_grid,
     rht_matrix_on,
     rht_tile,
@@ -120,8 +121,8 @@ def quantize_nvfp4_segments_triton(src: torch.Tensor, seg: torch.Tensor, n_seg: 
     scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)
     m = rht_matrix_on(16, dev)
     bits = rand_bits.contiguous() if rand_bits is not None else codes     # codes: never read
-    n_tc = triton.cdiv(cols, cfg["BC"])
-    n_tiles = triton.cdiv(rows, cfg["BR"]) * n_tc
+    n_tc = cdiv(cols, cfg["BC"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     code = IN_DTYPE_CODE[src.dtype]
     _amax_kernel[grid](src, seg32, amax, m, rows, cols, n_tc, n_tiles, code, cfg["BR"],

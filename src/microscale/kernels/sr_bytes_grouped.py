@@ -18,6 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ._utils import cdiv
+
 __all__ = ["segment_sr_bytes_triton"]
 
 _GOLD = tl.constexpr(0x9E3779B97F4A7C15)
@@ -57,7 +59,7 @@ def segment_sr_bytes_triton(seg, starts, lengths, shape: tuple, along: str,
     rows, cols = shape
     out = torch.empty((rows, cols), dtype=torch.uint8, device=seg.device)
     br, bc = 32, 128
-    grid = (triton.cdiv(rows, br), triton.cdiv(cols, bc))
+    grid = (cdiv(rows, br), cdiv(cols, bc))
     _sr_bytes_kernel[grid](seg.to(torch.int32).contiguous(), starts.to(torch.int64).contiguous(),
                            lengths.to(torch.int64).contiguous(),
                            seeds.reshape(-1).to(torch.int64).contiguous(), out, rows, cols,
