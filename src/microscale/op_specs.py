@@ -21,7 +21,6 @@ GEMM reads: produced that way, no GEMM call transposes them.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 
@@ -147,13 +146,6 @@ def col_major_like(scale: Tensor) -> Tensor:
     if scale.stride() == (1, rows):
         return scale
     return scale.new_empty((kb, rows)).t().copy_(scale)
-
-
-def _canonical(fmt: QFormat, opts: dict, q):
-    """A dispatched view with its scale in the layout the op's fake promises."""
-    if q is not None and scale_col_major(fmt, opts) and q.scale.dim() == 2:
-        return dataclasses.replace(q, scale=col_major_like(q.scale))
-    return q
 
 
 def _rows_cols(x: Tensor):

@@ -81,7 +81,6 @@ __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "qua
            "rowcol_reference"]
 
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
-    _canonical,
     _layout,
     _meta,
     _rows_cols,
@@ -154,10 +153,24 @@ def _view_plan(spec: str) -> tuple[QFormat, tuple, bool, bool]:
     return fmt, tuple(opts.items()), expand, scale_col_major(fmt, opts)
 
 
-def _with_tensors(spec: str, **tensors) -> tuple[QFormat, dict]:
-    fmt, opts = parse_view_spec(spec)
-    opts.update({k: v for k, v in tensors.items() if v is not None})
-    return fmt, opts
+def _view_options(spec: str, **tensors):
+    """``((format, options), expand?, column-major scales?)`` of one requested view: its spec's
+    static options plus the tensor options given (a fresh dict per call)."""
+    fmt, static, expand, col_major = _view_plan(spec)
+    opts = dict(static)
+    for name, t in tensors.items():
+        if t is not None:
+            opts[name] = t
+    return (fmt, opts), expand, col_major
+
+
+def _as_promised(q: QuantizedTensor, plan, backend: str) -> QuantizedTensor:
+    """A dispatched view in the layout the op's fake promises: FP8 1×128 scales column-major
+    (``op_specs.col_major_like``), and expanded where the spec asks (:func:`_expanded`)."""
+    _, expand, col_major = plan
+    if col_major and q.scale.dim() == 2:
+        q = dataclasses.replace(q, scale=col_major_like(q.scale))
+    return _expanded(q, expand, backend)
 
 
 # ============================================================================ the ops
@@ -172,10 +185,10 @@ def _expanded(q: QuantizedTensor | None, want: bool, backend: str):
 def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
                  rand_bits: Optional[Tensor], amax: Optional[Tensor],
                  scale: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-    fmt, opts = _with_tensors(spec, seed=seed, rand_bits=rand_bits, amax=amax, scale=scale)
-    expand = opts.pop("expand", False)
+    plan = _view_options(spec, seed=seed, rand_bits=rand_bits, amax=amax, scale=scale)
+    fmt, opts = plan[0]
     q = dispatch("quantize", fmt.value, backend, x.device, reference_quantizer(fmt), x, **opts)
-    q = _expanded(_canonical(fmt, opts, q), expand, backend)
+    q = _as_promised(q, plan, backend)
     return _fresh((q.data, q.scale, q.amax), (x, seed, rand_bits, amax, scale))
 
 
@@ -196,24 +209,14 @@ def _(x, spec, backend, seed, rand_bits, amax, scale):
     return _fake_view(x, spec, *_rows_cols(x))
 
 
-def _rowcol_view(spec: str, **tensors):
-    """``((format, options), expand?, column-major scales?)`` of one requested view."""
-    fmt, static, expand, col_major = _view_plan(spec)
-    opts = dict(static)
-    for name, t in tensors.items():
-        if t is not None:
-            opts[name] = t
-    return (fmt, opts), expand, col_major
-
-
 def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optional[Tensor],
                         row_rand_bits: Optional[Tensor], col_rand_bits: Optional[Tensor],
                         row_amax: Optional[Tensor], col_amax: Optional[Tensor],
                         row_scale: Optional[Tensor], col_scale: Optional[Tensor]) -> list[Tensor]:
-    plans = [_rowcol_view(row, seed=seed, rand_bits=row_rand_bits, amax=row_amax,
-                          scale=row_scale) if row else None,
-             _rowcol_view(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
-                          scale=col_scale) if col else None]
+    plans = [_view_options(row, seed=seed, rand_bits=row_rand_bits, amax=row_amax,
+                           scale=row_scale) if row else None,
+             _view_options(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
+                           scale=col_scale) if col else None]
     views = [p[0] if p else None for p in plans]
     expand = tuple(bool(p and p[1]) for p in plans)
     key = rowcol_key(*(v[0].value if v else None for v in views))
@@ -229,9 +232,7 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
         if p is None:
             outs += [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
             continue
-        if p[2] and q.scale.dim() == 2:
-            q = dataclasses.replace(q, scale=col_major_like(q.scale))
-        q = _expanded(q, p[1], backend)
+        q = _as_promised(q, p, backend)
         outs += [q.data, q.scale, q.amax]
     inputs = (x, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale, col_scale)
     return list(_fresh(outs, inputs))

@@ -12,6 +12,7 @@ Tensors cached here are made on a helper thread on CUDA: allocations of the call
 be routed to a CUDA-graph memory pool while Inductor warms its graphs up
 (``torch.compile(mode="reduce-overhead")``), and a cached tensor living there would be
 overwritten by a later replay (Inductor also refuses pools with untracked live tensors).
+Other threads' allocations are never routed, so such tensors land in ordinary memory.
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ _PLACEHOLDERS: dict = {}
 
 
 def _off_thread(make):
-    """``make()`` run on a helper thread on CUDA (see :func:`rht_matrix_on`: allocations of the
-    calling thread may be routed to a CUDA-graph pool while Inductor warms its graphs up)."""
+    """``make()`` run on a helper thread, whose allocations no CUDA-graph pool takes (module
+    docstring)."""
     box = []
     worker = threading.Thread(target=lambda: box.append(make()))
     worker.start()
@@ -126,16 +127,9 @@ def placeholder(dtype: torch.dtype, device: torch.device, numel: int = 8) -> tor
 
 
 def rht_matrix_on(d: int, device: torch.device) -> torch.Tensor:
-    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call).
-
-    On CUDA the cached copy is made from a helper thread. Allocations of the calling thread
-    may be routed to a CUDA-graph memory pool (``torch.compile(mode="reduce-overhead")`` warms
-    its graphs up inside their pool); a cached tensor living there would be overwritten by a
-    later replay, and Inductor refuses pools with untracked live tensors. Other threads'
-    allocations are never routed, so the matrix lands in ordinary memory. It cannot be made
-    while a graph is being captured (a host-to-device copy): warm up first, as every capture
-    must.
-    """
+    """``hadamard.rht_matrix(d)`` cached per device (no host-to-device copy per call), made on
+    a helper thread on CUDA (module docstring). It cannot be made while a graph is being
+    captured (a host-to-device copy): warm up first, as every capture must."""
     key = (d, str(device))
     if key not in _M_CACHE:
         if device.type != "cuda":
