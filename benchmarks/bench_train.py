@@ -77,6 +77,9 @@ KERNEL_SETS = {
     "nv-rows": {"quant_nvfp4": {"PASS": "rows"}},
     # session 8: each weight quantized in its layer's call, not all at once per step
     "nogroup": {},
+    # session 12: the MLP's down projection keeps the activation's sources for backward, not
+    # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute)
+    "recompute": {},
 }
 
 
@@ -123,6 +126,14 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
     return model, 0.0
 
 
+def apply_suffix(model, recipe: str) -> None:
+    """The model-level settings of ``recipe@nogroup`` and ``recipe@recompute``."""
+    if recipe.endswith("@nogroup"):
+        model._ms_group_weights = False
+    if recipe.endswith("@recompute"):
+        ms.set_recompute_input(model)
+
+
 def train_step(model, opt, x, y) -> None:
     # a new step for Inductor's CUDA-graph trees (--mode reduce-overhead: the previous step's
     # graph outputs are dead); a no-op for every other mode
@@ -164,8 +175,7 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
              graph: str) -> dict:
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
     model, share = build(model_name, recipe.partition("@")[0], seq, device)
-    if recipe.endswith("@nogroup"):
-        model._ms_group_weights = False
+    apply_suffix(model, recipe)
     t0 = time.perf_counter()
     if compile_how == "blocks":
         compile_blocks(model, args.mode)

@@ -437,6 +437,8 @@ def test_rowcol_kernel_choice_is_reported():
         view = ("fp8_block", opts)
         ms.quantize_rowcol(x, view, view, backend="triton")
         assert says in ms.explain()[("quantize_rowcol", "fp8_block|fp8_block")]
+    ms.quantize_rowcol(x, None, ("fp8_block", {}), backend="triton")      # no transposed copy
+    assert "column view alone" in ms.explain()[("quantize_rowcol", "none|fp8_block")]
     ms.quantize_rowcol(x, ("mxfp8_e4m3", {}), ("mxfp8_e5m2", {}), backend="triton")
     assert "tile in registers" in ms.explain()[("quantize_rowcol", "mxfp8_e4m3|mxfp8_e5m2")]
 

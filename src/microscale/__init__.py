@@ -35,6 +35,8 @@ _LAZY = {
     "PrecisionSchedule": "microscale.nn.schedule",
     "high_precision": "microscale.nn.schedule",
     "weight_cache": "microscale.nn.weight_cache",
+    "linear_from": "microscale.nn.recompute",
+    "set_recompute_input": "microscale.nn.recompute",
     "export": "microscale.integrations.export",
     "analyze": "microscale.analysis.analyze",
     "QuantMonitor": "microscale.analysis.monitor",

@@ -297,8 +297,9 @@ def _rowcol_mode() -> str:
     return mode
 
 
-def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype):
-    """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``)."""
+def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True):
+    """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
+    ``write_row=False``: the column view alone (``qr``/``sr`` are not written)."""
     rows, cols = x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
@@ -306,7 +307,7 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype):
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
                                 fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
-                                CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])
+                                CONFIG["NUM_STAGES_reg"], write_row, num_warps=CONFIG["num_warps_reg"])
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):
@@ -357,6 +358,15 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
         view = _buffers(rows, cols, block, fp8_dtype, x.device)
         amax = _launch(x2, [view], block, pow2, fp8_dtype, col=False)
         return _result(*view, amax, torch.Size((rows, cols)), x.dtype, block, pow2), None
+    if block == (1, 128) and pow2 and _rowcol_mode() == "reg" and not (rows % 128 or cols % 128):
+        # a column view alone (e.g. recomputed in backward): the register kernel, rows unwritten
+        note_path("quantize_rowcol", "none|fp8_block", "triton (1x128 column view alone: tile "
+                  "in registers, quant_rowcol_reg)")
+        view = _buffers(cols, rows, block, fp8_dtype, x.device, col_major=True)
+        amax = torch.zeros((), dtype=torch.float32, device=x.device)
+        fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
+        _launch_reg(x2, amax, view[0], view[1], *view, fp8_max, fp8_dtype, write_row=False)
+        return None, _result(*view, amax, torch.Size((cols, rows)), x.dtype, block, pow2)
     x_t = x2.t().contiguous()   # a column view alone: the row kernel on the transpose
     view = _buffers(cols, rows, block, fp8_dtype, x.device)
     amax = _launch(x_t, [view], block, pow2, fp8_dtype, col=False)

@@ -7,15 +7,20 @@
   :class:`ConversionReport` that accounts for every GEMM.
 * :class:`PrecisionSchedule` / :func:`high_precision` -- switch converted layers to high
   precision from a given step (fprop only or all GEMMs), or temporarily for evaluation.
+* :func:`linear_from` / :func:`set_recompute_input` -- ``layer(op(*sources))`` that can keep the
+  sources for backward instead of the layer's quantized input (an MLP's down projection after
+  relu² or SwiGLU): less memory for some time, off by default.
 * :func:`weight_cache` -- quantize the weights once per optimizer step under gradient
   accumulation.
 """
 
 from .convert import ConversionReport, convert
 from .linear import Linear, saved_activation_bytes
+from .recompute import linear_from, set_recompute_input
 from .schedule import PrecisionSchedule, high_precision
 from .transposed import TransposedLinear
 from .weight_cache import weight_cache
 
 __all__ = ["Linear", "TransposedLinear", "saved_activation_bytes", "convert", "ConversionReport",
-           "PrecisionSchedule", "high_precision", "weight_cache"]
+           "PrecisionSchedule", "high_precision", "weight_cache", "linear_from",
+           "set_recompute_input"]

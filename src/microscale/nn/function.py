@@ -281,35 +281,46 @@ class QuantizedLinearFn(torch.autograd.Function):
 
     @staticmethod
     def _backward(ctx, dy2d):
-        plan, recipe = ctx.plan, ctx.plan.recipe
         saved = list(ctx.saved_tensors)
         q_xt = _unstash(ctx.xt_meta, saved[:3]) if ctx.xt_meta else None
         saved = saved[3:] if ctx.xt_meta else saved
         q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
         saved = saved[3:] if ctx.wt_meta else saved
         seeds = saved.pop() if ctx.has_seeds else None
-        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
-        tokens = dy2d.shape[0]
-        dy_pad = _pad_tokens(dy2d, recipe.required_multiples()["tokens"]) \
-            if ctx.dgrad_q or ctx.wgrad_q else dy2d
-        # one pass over dy: row-wise for dgrad (K = out), column-wise dyᵀ for wgrad (K = tokens)
-        t_pad, n_out = dy_pad.shape
-        n_in = ctx.in_features
-        expand = (ctx.dgrad_q and _expand_a(plan, "dgrad", t_pad, n_in, n_out, dy2d.device),
-                  ctx.wgrad_q and _expand_a(plan, "wgrad", n_out, n_in, t_pad, dy2d.device))
-        q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
-                             "wgrad.a" if ctx.wgrad_q else None,
-                             None if seeds is None else seeds[2:3], per_rank=True, expand=expand)
-        dx = dw = db = None
-        if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
-            dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
-                _hp_mm(dy2d, saved[-1], recipe.compute_dtype, ctx.x_dtype)
-        if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`
-            dw = _gemm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \
-                _hp_mm(dy2d.t(), saved[0], recipe.compute_dtype, torch.float32)
-        if need_db and ctx.has_bias:
-            db = dy2d.float().sum(0)
+        x_hp = saved[0] if ctx.needs_input_grad[1] and not ctx.wgrad_q else None
+        w_hp = saved[-1] if ctx.needs_input_grad[0] and not ctx.dgrad_q else None
+        dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, ctx.needs_input_grad[:3])
         return dx, dw, db, None, None, None
+
+
+def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs):
+    """dgrad, wgrad and the bias gradient of a linear layer from dy and what forward kept:
+    the quantized xᵀ / Wᵀ where those GEMMs are quantized, else x / W in high precision.
+    ``ctx`` carries ``plan, state, dgrad_q, wgrad_q, x_dtype, in_features, has_bias``;
+    ``needs`` is ``(dx, dW, db)`` wanted."""
+    plan, recipe = ctx.plan, ctx.plan.recipe
+    need_dx, need_dw, need_db = needs
+    tokens = dy2d.shape[0]
+    dy_pad = _pad_tokens(dy2d, recipe.required_multiples()["tokens"]) \
+        if ctx.dgrad_q or ctx.wgrad_q else dy2d
+    # one pass over dy: row-wise for dgrad (K = out), column-wise dyᵀ for wgrad (K = tokens)
+    t_pad, n_out = dy_pad.shape
+    n_in = ctx.in_features
+    expand = (ctx.dgrad_q and _expand_a(plan, "dgrad", t_pad, n_in, n_out, dy2d.device),
+              ctx.wgrad_q and _expand_a(plan, "wgrad", n_out, n_in, t_pad, dy2d.device))
+    q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
+                         "wgrad.a" if ctx.wgrad_q else None,
+                         None if seeds is None else seeds[2:3], per_rank=True, expand=expand)
+    dx = dw = db = None
+    if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
+        dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
+            _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
+    if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`
+        dw = _gemm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \
+            _hp_mm(dy2d.t(), x_hp, recipe.compute_dtype, torch.float32)
+    if need_db and ctx.has_bias:
+        db = dy2d.float().sum(0)
+    return dx, dw, db
 
 
 def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, plan: Plan,

@@ -14,6 +14,13 @@ end of training). Both are plain attributes; :class:`~microscale.PrecisionSchedu
 :func:`~microscale.high_precision` set them for a whole model. Under ``torch.compile`` a switch
 costs one recompile.
 
+Memory switch
+=============
+``layer.recompute_input = True`` (off by default; :func:`microscale.nn.set_recompute_input`):
+called through :func:`microscale.nn.linear_from` (the zoo's MLP down projection), backward
+recomputes the input's wgrad view from the activation's sources instead of keeping it: the same
+bits, less memory, more time (:mod:`microscale.nn.recompute`).
+
 Dtypes
 ======
 Master ``weight``/``bias`` are fp32 parameters and stay fp32 when the model is cast
@@ -62,6 +69,7 @@ from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
 from .function import (N_SEEDS, ROLES, Plan, linear, saved_activation_bytes, weight_pair_views,
                        weight_views)
+from .recompute import RecomputedInputLinearFn, recompute_applies
 
 __all__ = ["Linear", "saved_activation_bytes"]
 
@@ -119,6 +127,7 @@ class Linear(nn.Module):
         self._weight_cache = None          # (plan, W view, Wᵀ view) inside ms.weight_cache
         self.high_precision = False
         self.hp_fprop = False
+        self.recompute_input = False       # use forward's recompute=(op, sources) (see forward)
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
                                                dtype=torch.float32))
         self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=torch.float32)) \
@@ -235,7 +244,11 @@ class Linear(nn.Module):
             missing_keys.remove(prefix + "_extra_state")
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, recompute: tuple | None = None) -> torch.Tensor:
+        """``y = x Wᵀ + b``. ``recompute=(op, sources)`` says ``x == op(*sources)`` (use
+        :func:`microscale.nn.linear_from`, which builds both): with ``self.recompute_input``
+        on, backward recomputes x's wgrad view from the sources instead of keeping it (less
+        memory, more time: :mod:`microscale.nn.recompute`); off (the default), it is ignored."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{self._label()}: expected a torch.Tensor, got {type(x).__name__}")
         if x.dtype not in SUPPORTED_DTYPES:
@@ -260,8 +273,13 @@ class Linear(nn.Module):
         cache = self._weight_cache
         if cache is not None and cache[0] == plan:
             state = {**state, "weight/cache": cache[1:]}
-        y2d = linear(x2d, self.gemm_weight(), self.bias, plan, state,
-                     self._seeds(plan, x.device), needs_grad)
+        seeds = self._seeds(plan, x.device)
+        if recompute is not None and recompute_applies(self, x, recompute, plan, needs_grad):
+            with torch.autocast(x.device.type, enabled=False):   # exact fp32 GEMM emulation
+                y2d = RecomputedInputLinearFn.apply(x2d.detach(), self.gemm_weight(), self.bias,
+                                                    plan, state, seeds, recompute[0], *recompute[1])
+        else:
+            y2d = linear(x2d, self.gemm_weight(), self.bias, plan, state, seeds, needs_grad)
         return y2d.reshape(*x.shape[:-1], self.out_features)
 
     def _plan(self) -> Plan:

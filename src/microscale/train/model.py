@@ -49,6 +49,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..nn.recompute import linear_from
+
 __all__ = ["ModelConfig", "MODEL_CONFIGS", "Transformer", "RMSNorm", "LMHead", "build_model",
            "flops_per_token"]
 
@@ -221,9 +223,11 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.hidden_dim, cfg.d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # down_proj(op(*sources)); a converted down_proj with recompute_input on keeps the
+        # sources for backward instead of its quantized input (microscale.nn.recompute)
         if self.gate_proj is None:
-            return self.down_proj(F.relu(self.up_proj(x)).square())
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+            return linear_from(self.down_proj, "square", F.relu(self.up_proj(x)))
+        return linear_from(self.down_proj, "mul", F.silu(self.gate_proj(x)), self.up_proj(x))
 
 
 class Block(nn.Module):

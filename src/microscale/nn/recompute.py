@@ -1,0 +1,155 @@
+"""A linear layer whose input is an elementwise op of tensors backward keeps anyway: recompute
+the input's wgrad view in backward instead of keeping it from forward.
+
+Why
+===
+In an MLP, ``y = W_down · act(u)``, two things are kept for backward: what the activation's
+backward needs (relu²: ``r = relu(u)``; SwiGLU: ``silu(g)`` and ``u``, bf16) and what the down
+projection's wgrad needs (the quantized column view of ``s = act(u)``: 1 byte per element for
+FP8, 4.5 bits for NVFP4). The first set determines ``s`` exactly, so keeping the second is
+redundant: here backward recomputes ``s = op(*sources)`` (one elementwise op, bit-identical to
+forward's) and quantizes its column view then. At the 1b zoo model (8 × 2048 tokens, d_ff 8192)
+that view is 134 MB per layer for FP8, 2.7 GB over 20 layers (``benchmarks/bench_memory.py``:
+it was the largest per-layer item an FP8 step kept beyond what bf16 keeps).
+
+Cost: forward quantizes only the row view (fprop), backward the column view from the
+recomputed ``s`` (under ``torch.compile`` the recompute fuses with the activation's backward,
+which reads the same sources), so one more write and read of ``s`` per layer. Measured on an
+H100 (session 12, whole step in one CUDA graph, ratio to compiled bf16 in the same process;
+``benchmarks/results/h100_20261125_session12/``): at 1b, fp8_tensorwise peak memory 0.864× →
+0.794× for 1.197× → 1.178× speed, fp8_blockwise 0.865× → 0.793× for 1.128× → 0.987× (its
+column-only quantization then transposed ``s`` in a copy first; the register kernel now writes
+the column view alone, not yet timed on a GPU). Hence off by default: speed first.
+
+How
+===
+``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
+analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
+sources))``. When the layer's ``recompute_input`` switch is on (off by default;
+:func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
+scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from ``x``, keeps
+the *sources* (not ``x``, not its column view) and returns the gradients of the sources itself,
+with the op's backward written out in the order eager autograd computes it, so the gradients
+are bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on ``x``:
+same numerics, the view kept. The ops (``OPS``): ``"square"`` (``x = a²``, relu² after the
+relu) and ``"mul"`` (``x = a · b``, SwiGLU after the silu).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..recipe import Rounding
+from .function import (_fprop, _pad_tokens, _stash, _unstash, _views, linear_grads,
+                       Plan)
+
+__all__ = ["OPS", "RecomputedInputLinearFn", "linear_from", "set_recompute_input", "can_recompute",
+           "recompute_applies"]
+
+
+def _square_grads(ds, a):
+    return (ds * (a * 2),)                  # pow_backward: grad · (2 · a), one rounding
+
+
+def _mul_grads(ds, a, b):
+    return ds * b, ds * a                   # mul's backward: grad · other for each side
+
+
+# op -> (forward, backward(ds, *sources) -> grads of the sources)
+OPS = {"square": (torch.square, _square_grads), "mul": (torch.mul, _mul_grads)}
+
+
+def can_recompute(plan: Plan, needs_dw: bool, tokens: int) -> bool:
+    """Whether wgrad's B operand (xᵀ) can come from a recompute in backward: wgrad quantized,
+    and xᵀ's quantization stateless (no delayed-scaling history to update in forward, no SR
+    seed whose stream would shift)."""
+    if not (needs_dw and tokens > 0 and plan.quantized("wgrad")):
+        return False
+    op = plan.operand("wgrad.b")
+    return not op.delayed and op.rounding != Rounding.STOCHASTIC
+
+
+def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan, needs_grad: bool) -> bool:
+    """Whether ``layer`` (an ms.Linear, x already in its compute dtype) takes ``recompute=(op,
+    sources)``; a malformed one raises whatever the switch says."""
+    op, sources = recompute
+    if op not in OPS or any(not isinstance(t, torch.Tensor) or t.shape != x.shape for t in sources):
+        raise ValueError(f"{layer._label()}: recompute must be (op in {sorted(OPS)}, tensors "
+                         f"shaped like x {tuple(x.shape)}), got ({op!r}, "
+                         f"{[tuple(getattr(t, 'shape', ())) for t in sources]})")
+    tokens = x.numel() // max(1, layer.in_features)
+    return layer.recompute_input and needs_grad and not (plan.fprop_hp and plan.grads_hp) \
+        and all(t.dtype == x.dtype for t in sources) \
+        and can_recompute(plan, layer.weight.requires_grad, tokens)
+
+
+class RecomputedInputLinearFn(torch.autograd.Function):
+    """``y = x Wᵀ + b`` with ``x = op(*sources)``; keeps the sources, recomputes xᵀ."""
+
+    @staticmethod
+    def forward(ctx, x2d, weight, bias, plan: Plan, state: dict, seeds, op: str, *sources):
+        need_dx = any(ctx.needs_input_grad[7:])
+        ctx.dgrad_q = need_dx and plan.quantized("dgrad") and x2d.shape[0] > 0
+        ctx.wgrad_q = True                     # can_recompute said so
+        y, _, q_wt = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q)
+        saved: list = list(sources)
+        ctx.wt_meta = _stash(q_wt, saved)
+        if need_dx and not ctx.dgrad_q:
+            saved.append(weight)
+        if seeds is not None:
+            saved.append(seeds)
+        ctx.save_for_backward(*saved)
+        ctx.plan, ctx.state, ctx.has_seeds, ctx.op = plan, state, seeds is not None, op
+        ctx.n_sources, ctx.x_dtype, ctx.has_bias = len(sources), x2d.dtype, bias is not None
+        ctx.in_features = x2d.shape[1]
+        return y
+
+    @staticmethod
+    def backward(ctx, dy2d):
+        with torch.autocast(dy2d.device.type, enabled=False):   # exact fp32 GEMM emulation
+            return RecomputedInputLinearFn._backward(ctx, dy2d)
+
+    @staticmethod
+    def _backward(ctx, dy2d):
+        saved = list(ctx.saved_tensors)
+        sources, saved = saved[:ctx.n_sources], saved[ctx.n_sources:]
+        q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
+        saved = saved[3:] if ctx.wt_meta else saved
+        seeds = saved.pop() if ctx.has_seeds else None
+        forward_op, grads_op = OPS[ctx.op]
+        x2d = forward_op(*sources).reshape(-1, ctx.in_features)     # forward's x, bit for bit
+        x_pad = _pad_tokens(x2d, ctx.plan.recipe.required_multiples()["tokens"])
+        _, q_xt = _views(x_pad, ctx.plan, ctx.state, None, "wgrad.b",
+                         None if seeds is None else seeds[0:1], per_rank=True)
+        need_dx = any(ctx.needs_input_grad[7:])
+        w_hp = saved[-1] if need_dx and not ctx.dgrad_q else None
+        dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, None, w_hp, seeds,
+                                  (need_dx, ctx.needs_input_grad[1], ctx.needs_input_grad[2]))
+        del x2d, x_pad, q_xt
+        grads = grads_op(dx.reshape(sources[0].shape), *sources) if need_dx \
+            else (None,) * ctx.n_sources
+        return (None, dw, db, None, None, None, None, *grads)
+
+
+def set_recompute_input(model: nn.Module, on: bool = True) -> int:
+    """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model``; returns how
+    many layers (only those called through :func:`linear_from` are affected)."""
+    from .linear import Linear
+    layers = [m for m in model.modules() if isinstance(m, Linear)]
+    for m in layers:
+        m.recompute_input = bool(on)
+    return len(layers)
+
+
+def linear_from(layer: nn.Module, op: str, *sources: torch.Tensor) -> torch.Tensor:
+    """``layer(op(*sources))``, where a quantized :class:`~microscale.Linear` with
+    ``recompute_input`` on keeps ``sources`` for backward instead of the quantized column view
+    of its input (the module docstring). Any other module is simply called on ``op(*sources)``."""
+    if op not in OPS:
+        raise ValueError(f"linear_from: op must be one of {sorted(OPS)}, got {op!r}")
+    x = OPS[op][0](*sources)
+    from .linear import Linear                  # ms.Linear imports this module's Function
+    if isinstance(layer, Linear):
+        return layer(x, recompute=(op, sources))
+    return layer(x)
