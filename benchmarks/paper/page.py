@@ -126,10 +126,11 @@ def table_md(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def fidelity_md(fid: dict | None) -> str:
+def fidelity_md(fid: dict | None, variants: list[str] = ()) -> str:
     if not fid or not fid.get("rows"):
         return "Not run yet (the `fidelity` job of the queue)."
     rows = fid["rows"]
+    missing = [v for v in variants if v not in {r["variant"] for r in rows}]
     last = max(r["step"] for r in rows)
     lines = [(f"Snapshot of bf16_s0 at step {last} (all snapshots: {sorted({r['step'] for r in rows})}; "
              f"{fid['meta'].get('batches')} batches x {fid['meta'].get('batch_size')} x {fid['meta'].get('seq_len')} "
@@ -143,6 +144,10 @@ def fidelity_md(fid: dict | None) -> str:
         lines.append(f"| {r['variant']} | {r['cos']:.5f} | {r['rel_err']:.4f} | {r['bias_rel']:.4f} | "
                      f"{r['bias_floor']:.4f} | {r['bias_proj']:+.4f} | {mean['rel_err']:.4f} | "
                      f"{_fmt(mean['isolated_rel_err'])} |")
+    if missing:
+        lines += ["", (f"No row for {', '.join(missing)}: the fidelity job ran before that variant was "
+                       "queued, and running it again needs bf16_s0's weight snapshots, which live only on "
+                       "the device's disk (`ONLY=bf16_s0,fidelity REDO=bf16_s0 bash benchmarks/paper/run_paper.sh`).")]
     return "\n".join(lines)
 
 
@@ -325,7 +330,7 @@ def render(results: dict, rows: list[dict], sigma, verdicts, plots: list[str]) -
                                                "Rules: `benchmarks/paper/claims.py` (|z| ≥ 2 separates from noise).", ""]
     lines += [f"{v.claim}. **{v.title}: {v.verdict}.** {v.detail.rstrip('.')}." + fidelity_evidence(results["fidelity"], v.claim)
               for v in verdicts]
-    lines += ["", "## Gradient fidelity", "", fidelity_md(results["fidelity"]), ""]
+    lines += ["", "## Gradient fidelity", "", fidelity_md(results["fidelity"], [r["variant"] for r in rows]), ""]
     if results["fidelity"]:
         lines += ["![fidelity](fidelity.png)", ""]
     lines += ["## Provenance", "", (f"Device(s): {', '.join(env['devices']) or '–'}; torch {', '.join(env['torch'])}; "
