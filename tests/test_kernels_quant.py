@@ -609,6 +609,19 @@ def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
     _gpu_both_views_exact(("fp8_block", {}))
 
 
+@pytest.mark.gpu
+def test_gpu_fp8_column_view_alone_exact():
+    """A column-only FP8 1x128 call (the recomputed wgrad input, ``nn.recompute``) through the
+    register kernel with its row stores off, at a training shape: the reference's bits."""
+    x = sample((4096, 768), torch.bfloat16, spread=30)
+    view = ("fp8_block", {})
+    k = ms.quantize_rowcol(x.cuda(), None, view, backend="triton")
+    r = ms.quantize_rowcol(x, None, view, backend="reference")
+    assert k[0] is None and r[0] is None
+    assert_same(k[1], r[1])
+    assert "column view alone" in ms.explain()[("quantize_rowcol", "none|fp8_block")]
+
+
 def _gpu_both_views_exact(view):
     """Row + column views of ``view`` at a training shape: kernel on the GPU = reference."""
     x = sample((4096, 768), torch.bfloat16, spread=30)
