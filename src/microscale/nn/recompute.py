@@ -27,12 +27,13 @@ How
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
 sources))``. When the layer's ``recompute_input`` switch is on (off by default;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
-scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from ``x``, keeps
-the *sources* (not ``x``, not its column view) and returns the gradients of the sources itself,
-with the op's backward written out in the order eager autograd computes it, so the gradients
-are bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on ``x``:
-same numerics, the view kept. The ops (``OPS``): ``"square"`` (``x = a²``, relu² after the
-relu) and ``"mul"`` (``x = a · b``, SwiGLU after the silu).
+scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
+``x``, keeps the *sources* (not ``x``, not its column view) and returns the gradients of the
+sources itself, with the op's backward written out in the order eager autograd computes it, so
+the gradients are bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual
+on ``x``: same numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply
+each, so a compiled recompute gives forward's bits too: ``"square"`` (``x = a²``, relu² after the relu)
+and ``"mul"`` (``x = a · b``, SwiGLU after the silu).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def can_recompute(plan: Plan, needs_dw: bool, tokens: int) -> bool:
     return not op.delayed and op.rounding != Rounding.STOCHASTIC
 
 
-def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan, needs_grad: bool) -> bool:
+def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
+                      needs_grad: bool) -> bool:
     """Whether ``layer`` (an ms.Linear, x already in its compute dtype) takes ``recompute=(op,
     sources)``; a malformed one raises whatever the switch says."""
     op, sources = recompute
