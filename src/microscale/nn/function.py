@@ -260,18 +260,9 @@ class QuantizedLinearFn(torch.autograd.Function):
         ctx.dgrad_q = need_dx and plan.quantized("dgrad") and tokens > 0
         ctx.wgrad_q = need_dw and plan.quantized("wgrad") and tokens > 0
         y, q_xt, q_wt = _fprop(x2d, weight, bias, plan, state, seeds, ctx.wgrad_q, ctx.dgrad_q)
-        saved: list = []
-        ctx.xt_meta, ctx.wt_meta = _stash(q_xt, saved), _stash(q_wt, saved)
-        if need_dw and not ctx.wgrad_q:
-            saved.append(x2d.to(recipe.compute_dtype))
-        if need_dx and not ctx.dgrad_q:
-            saved.append(weight)
-        if seeds is not None:
-            saved.append(seeds)
-        ctx.save_for_backward(*saved)
-        ctx.plan, ctx.state, ctx.has_seeds = plan, state, seeds is not None
-        ctx.x_dtype, ctx.has_bias = x2d.dtype, bias is not None
-        ctx.in_features = x2d.shape[1]
+        x_hp = [x2d.to(recipe.compute_dtype)] if need_dw and not ctx.wgrad_q else []
+        w_hp = [weight] if need_dx and not ctx.dgrad_q else []
+        save_for_grads(ctx, plan, state, x2d, bias, seeds, q_xt, q_wt, x_hp + w_hp)
         return y
 
     @staticmethod
@@ -281,16 +272,38 @@ class QuantizedLinearFn(torch.autograd.Function):
 
     @staticmethod
     def _backward(ctx, dy2d):
-        saved = list(ctx.saved_tensors)
-        q_xt = _unstash(ctx.xt_meta, saved[:3]) if ctx.xt_meta else None
-        saved = saved[3:] if ctx.xt_meta else saved
-        q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
-        saved = saved[3:] if ctx.wt_meta else saved
-        seeds = saved.pop() if ctx.has_seeds else None
-        x_hp = saved[0] if ctx.needs_input_grad[1] and not ctx.wgrad_q else None
-        w_hp = saved[-1] if ctx.needs_input_grad[0] and not ctx.dgrad_q else None
+        _, q_xt, q_wt, hp, seeds = saved_for_grads(ctx)
+        x_hp = hp[0] if ctx.needs_input_grad[1] and not ctx.wgrad_q else None
+        w_hp = hp[-1] if ctx.needs_input_grad[0] and not ctx.dgrad_q else None
         dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, ctx.needs_input_grad[:3])
         return dx, dw, db, None, None, None
+
+
+def save_for_grads(ctx, plan: Plan, state: dict, x2d, bias, seeds, q_xt, q_wt, hp: list,
+                   head: tuple = ()) -> None:
+    """What :func:`linear_grads` reads, kept on ``ctx``: ``head`` (a caller's own tensors),
+    the quantized xᵀ and Wᵀ (either may be None), the high-precision ``hp`` tensors, the SR
+    seeds; and the plan, state and shapes. :func:`saved_for_grads` gives them back."""
+    saved = list(head)
+    ctx.xt_meta, ctx.wt_meta = _stash(q_xt, saved), _stash(q_wt, saved)
+    saved += hp
+    if seeds is not None:
+        saved.append(seeds)
+    ctx.save_for_backward(*saved)
+    ctx.n_head, ctx.plan, ctx.state, ctx.has_seeds = len(head), plan, state, seeds is not None
+    ctx.x_dtype, ctx.has_bias, ctx.in_features = x2d.dtype, bias is not None, x2d.shape[1]
+
+
+def saved_for_grads(ctx) -> tuple:
+    """``(head, q_xt, q_wt, hp, seeds)`` as :func:`save_for_grads` kept them."""
+    saved = list(ctx.saved_tensors)
+    head, saved = saved[:ctx.n_head], saved[ctx.n_head:]
+    q_xt = _unstash(ctx.xt_meta, saved[:3]) if ctx.xt_meta else None
+    saved = saved[3:] if ctx.xt_meta else saved
+    q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
+    saved = saved[3:] if ctx.wt_meta else saved
+    seeds = saved.pop() if ctx.has_seeds else None
+    return head, q_xt, q_wt, saved, seeds
 
 
 def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs):

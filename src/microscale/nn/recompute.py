@@ -42,8 +42,8 @@ import torch
 from torch import nn
 
 from ..recipe import Rounding
-from .function import (_fprop, _pad_tokens, _stash, _unstash, _views, linear_grads,
-                       Plan)
+from .function import (Plan, _fprop, _pad_tokens, _views, linear_grads, save_for_grads,
+                       saved_for_grads)
 
 __all__ = ["OPS", "RecomputedInputLinearFn", "linear_from", "set_recompute_input", "can_recompute",
            "recompute_applies"]
@@ -95,16 +95,9 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         ctx.dgrad_q = need_dx and plan.quantized("dgrad") and x2d.shape[0] > 0
         ctx.wgrad_q = True                     # can_recompute said so
         y, _, q_wt = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q)
-        saved: list = list(sources)
-        ctx.wt_meta = _stash(q_wt, saved)
-        if need_dx and not ctx.dgrad_q:
-            saved.append(weight)
-        if seeds is not None:
-            saved.append(seeds)
-        ctx.save_for_backward(*saved)
-        ctx.plan, ctx.state, ctx.has_seeds, ctx.op = plan, state, seeds is not None, op
-        ctx.n_sources, ctx.x_dtype, ctx.has_bias = len(sources), x2d.dtype, bias is not None
-        ctx.in_features = x2d.shape[1]
+        w_hp = [weight] if need_dx and not ctx.dgrad_q else []
+        save_for_grads(ctx, plan, state, x2d, bias, seeds, None, q_wt, w_hp, head=sources)
+        ctx.op = op
         return y
 
     @staticmethod
@@ -114,23 +107,19 @@ class RecomputedInputLinearFn(torch.autograd.Function):
 
     @staticmethod
     def _backward(ctx, dy2d):
-        saved = list(ctx.saved_tensors)
-        sources, saved = saved[:ctx.n_sources], saved[ctx.n_sources:]
-        q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
-        saved = saved[3:] if ctx.wt_meta else saved
-        seeds = saved.pop() if ctx.has_seeds else None
+        sources, _, q_wt, hp, seeds = saved_for_grads(ctx)
         forward_op, grads_op = OPS[ctx.op]
         x2d = forward_op(*sources).reshape(-1, ctx.in_features)     # forward's x, bit for bit
         x_pad = _pad_tokens(x2d, ctx.plan.recipe.required_multiples()["tokens"])
         _, q_xt = _views(x_pad, ctx.plan, ctx.state, None, "wgrad.b",
                          None if seeds is None else seeds[0:1], per_rank=True)
         need_dx = any(ctx.needs_input_grad[7:])
-        w_hp = saved[-1] if need_dx and not ctx.dgrad_q else None
+        w_hp = hp[-1] if need_dx and not ctx.dgrad_q else None
         dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, None, w_hp, seeds,
                                   (need_dx, ctx.needs_input_grad[1], ctx.needs_input_grad[2]))
         del x2d, x_pad, q_xt
         grads = grads_op(dx.reshape(sources[0].shape), *sources) if need_dx \
-            else (None,) * ctx.n_sources
+            else (None,) * len(sources)
         return (None, dw, db, None, None, None, None, *grads)
 
 
