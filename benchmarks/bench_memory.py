@@ -89,15 +89,16 @@ def by_site(live: dict[int, tuple[int, list]]) -> dict[str, int]:
 
 
 def measure(model_name: str, recipe: str, args, device: torch.device) -> dict:
-    """One recipe: build, compile, warm up, then record one step and analyse its peak."""
-    batch, seq = bench_train.BATCH.get(model_name, (args.batch, args.seq))
-    model, _ = bench_train.build(model_name, recipe.partition("@")[0], seq, device)
-    bench_train.apply_suffix(model, recipe)
+    """One recipe (``recipe@setting`` as in ``bench_train.py``): build, compile, warm up, then
+    record one step and analyse its peak."""
+    with bench_train.kernel_settings(recipe):
+        return _measure(model_name, recipe, args, device)
+
+
+def _measure(model_name: str, recipe: str, args, device: torch.device) -> dict:
+    model, _, x, y = bench_train.setup(model_name, recipe, args, device)
     compile_blocks(model, "default")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    g = torch.Generator(device=device).manual_seed(1)
-    x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
-    y = torch.roll(x, -1, 1)
     for _ in range(args.warmup):
         bench_train.train_step(model, opt, x, y)
     torch.cuda.synchronize(device)

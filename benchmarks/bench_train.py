@@ -171,11 +171,21 @@ def run_one(model_name: str, recipe: str, args, device: torch.device, compile_ho
         return _run_one(model_name, recipe, args, device, compile_how, graph)
 
 
-def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str,
-             graph: str) -> dict:
+def setup(model_name: str, recipe: str, args, device: torch.device):
+    """(model, quantized share, x, y): the model for ``recipe`` with its ``@`` settings applied
+    (:func:`apply_suffix`) and the run's fixed batch, tokens drawn from a seeded generator."""
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
     model, share = build(model_name, recipe.partition("@")[0], seq, device)
     apply_suffix(model, recipe)
+    g = torch.Generator(device=device).manual_seed(1)
+    x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
+    return model, share, x, torch.roll(x, -1, 1)
+
+
+def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_how: str,
+             graph: str) -> dict:
+    model, share, x, y = setup(model_name, recipe, args, device)
+    batch, seq = x.shape
     t0 = time.perf_counter()
     if compile_how == "blocks":
         compile_blocks(model, args.mode)
@@ -184,9 +194,6 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
     graph = graph if device.type == "cuda" else "none"
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda",
                             capturable=graph == "step")
-    g = torch.Generator(device=device).manual_seed(1)
-    x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
-    y = torch.roll(x, -1, 1)
     train_step(model, opt, x, y)                       # compiles; AdamW state allocated
     _sync(device)
     compile_s = time.perf_counter() - t0
@@ -276,6 +283,7 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
     from torch.profiler import ProfilerActivity, profile
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
     model, _ = build(model_name, recipe.partition("@")[0], seq, device)
+    apply_suffix(model, recipe)                  # as the timed run of this recipe@setting
     compile_blocks(model, args.mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     x = torch.randint(0, 256, (batch, seq), device=device)    # eager launches: kernel times
