@@ -32,6 +32,7 @@ import triton.language as tl
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_input
+from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take a parameter of that name
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, exp2_int,
                      floor_log2_sig, persistent_grid, split_nan, tile_coords)
@@ -261,7 +262,7 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
         br = CONFIG["BR_1x128_rowcol"]
     bc = CONFIG["BC"]
     (qr, sr), (qc, sc) = views[0], views[1] if col else views[0]
-    fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
+    fp8_max = FP8_MAX_OF[fp8_dtype]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
     kind = _rowcol_mode() if col and mode == 0 else None
@@ -364,7 +365,7 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
                   "in registers, quant_rowcol_reg)")
         view = _buffers(cols, rows, block, fp8_dtype, x.device, col_major=True)
         amax = torch.zeros((), dtype=torch.float32, device=x.device)
-        fp8_max = 448.0 if fp8_dtype == torch.float8_e4m3fn else 57344.0
+        fp8_max = FP8_MAX_OF[fp8_dtype]
         _launch_reg(x2, amax, view[0], view[1], *view, fp8_max, fp8_dtype, write_row=False)
         return None, _result(*view, amax, torch.Size((cols, rows)), x.dtype, block, pow2)
     x_t = x2.t().contiguous()   # a column view alone: the row kernel on the transpose
