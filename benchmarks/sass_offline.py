@@ -41,7 +41,8 @@ ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp
           "n_tiles": "i32"}
 MX_ROWCOL = ROWCOL | {"sr_ptr": "*u8", "sc_ptr": "*u8"}
 # the 1x128 scales column-major (op_specs.scale_col_major): strides (1, rows) and (1, cols)
-FP8_REG = ROWCOL | {"sr_s0": "i32", "sr_s1": "i32", "sc_s0": "i32", "sc_s1": "i32"}
+FP8_REG = ROWCOL | {"sr_s0": "i32", "sr_s1": "i32", "sc_s0": "i32", "sc_s1": "i32",
+                    "y_ptr": "*bf16"}
 MX_OLD = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*bf16", "rows": "i32",
           "cols": "i32", "n_tc": "i32", "n_tiles": "i32", "mr_ptr": "*bf16", "br_ptr": "*bf16",
           "qr_ptr": "*u8", "sr_ptr": "*u8", "mc_ptr": "*bf16", "bc_ptr": "*bf16", "qc_ptr": "*u8",
@@ -63,11 +64,18 @@ _NV_ROWS = dict(IN_DTYPE=1, BR=32, BC=32, ROW=True, ROW_RHT=False, ROW_2D=False,
 # name -> (kernel, signature, constexprs, num_warps, num_stages, elements per tile)
 PRESETS = {
     "fp8_reg": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
-                dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=False, NUM_STAGES=1), 4, 1,
+                dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=False, WRITE_ROW=True, NUM_STAGES=1), 4, 1,
                 128 * 128),
     "fp8_reg_nansel": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
-                       dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=True, NUM_STAGES=1), 4, 1,
+                       dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=True, WRITE_ROW=True, NUM_STAGES=1), 4, 1,
                        128 * 128),
+    # a 1x128 column view alone (nn.recompute's xᵀ), plain and with relu²'s square fused in
+    "fp8_col": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
+                dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=False, WRITE_ROW=False,
+                     NUM_STAGES=1), 4, 1, 128 * 128),
+    "fp8_col_sq": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
+                   dict(FP8_EXP=8, IN_EXP=127, E5M2=False, NAN_SEL=False, WRITE_ROW=False,
+                        PRO=1, IN_DTYPE=1, NUM_STAGES=1), 4, 1, 128 * 128),
     "fp8_sub": (quant_fp8._fp8_rowcol_sub_kernel, ROWCOL,
                 dict(BC=128, SUB=64, FP8_MAX=448.0, IN_MAX=3.3895313892515355e38, POW2=True,
                      E5M2=False, NUM_STAGES=1, PACK=True), 4, 1, 128 * 128),
@@ -109,6 +117,9 @@ PRESETS = {
 
 
 def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):
+    # constexprs a preset leaves out take the kernel's default (e.g. ROW_EXP, WRITE_ROW)
+    consts = {p.name: p.default for p in fn.params
+              if p.is_constexpr and p.name not in consts and p.has_default} | consts
     signature = {n: "constexpr" if n in consts else sig[n] for n in fn.arg_names}
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in ALIGNED if n in sig}
     src = ASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)

@@ -5,6 +5,7 @@ on token counts that need padding; less kept for backward; the fallbacks (delaye
 grad, high precision, plain nn.Linear) give the ordinary layer; bad arguments raise."""
 
 import copy
+import dataclasses
 import json
 from unittest import mock
 
@@ -29,13 +30,13 @@ def _run(layer, op, sources, grad, fused: bool, seed: int = 7):
     return out
 
 
-def _same_bits(recipe, op, device):
+def _same_bits(recipe, op, device, tokens=(3, 50)):
     torch.manual_seed(0)
     layer = ms.Linear(256, 128, bias=op == "mul", recipe=recipe, device=device)
     layer.recompute_input = True
     n = 1 if op == "square" else 2
-    sources = [torch.randn(3, 50, 256, dtype=torch.bfloat16, device=device) for _ in range(n)]
-    grad = torch.randn(3, 50, 128, dtype=torch.bfloat16, device=device)      # 150 tokens: padded
+    sources = [torch.randn(*tokens, 256, dtype=torch.bfloat16, device=device) for _ in range(n)]
+    grad = torch.randn(*tokens, 128, dtype=torch.bfloat16, device=device)    # 150 tokens: padded
     fused, plain = _run(layer, op, sources, grad, True), _run(layer, op, sources, grad, False)
     for a, b in zip(fused, plain, strict=True):
         assert a.dtype == b.dtype and torch.equal(a, b)
@@ -45,6 +46,20 @@ def _same_bits(recipe, op, device):
 @pytest.mark.parametrize("op", ["square", "mul"])
 def test_same_bits_as_the_layer_on_the_op(recipe, op):
     _same_bits(recipe, op, "cpu")
+
+
+@pytest.mark.parametrize("recipe", ["fp8_blockwise", "fp8_tensorwise"])
+@pytest.mark.parametrize("op", ["square", "mul"])
+def test_same_bits_with_the_fused_kernels_interpreted(recipe, op):
+    """The kernels that apply the op as they load (FP8 1x128 column view alone, tensorwise cast
+    with forward's amax), in Triton's interpreter: still the layer's bits on op(*sources); 256
+    tokens so the 1x128 kernel takes the fused path (150 pad to 256 and take it too)."""
+    pytest.importorskip("triton")
+    from microscale.recipe import Recipe
+    rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
+    _same_bits(rec, op, "cpu", tokens=(2, 128))
+    key = "none|fp8_block" if recipe == "fp8_blockwise" else "none|fp8_tensor"
+    assert f"{op} fused into its loads" in ms.explain()[("quantize_rowcol", key)]
 
 
 @pytest.mark.gpu
@@ -142,3 +157,38 @@ def test_trainer_flag_trains_the_same(tmp_path):
     strip = [[{k: v for k, v in json.loads(line).items() if k in ("step", "loss")}
               for line in losses[f]] for f in (False, True)]
     assert strip[0] == strip[1] and len(strip[0]) == 3
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("fmt", ["fp8_block", "fp8_tensor"])
+@pytest.mark.parametrize("op", ["square", "mul"])
+def test_prologue_kernels_match_the_reference_on_edge_values(fmt, op, device):
+    """``quantize_views(..., prologue=op)`` with the kernels (the interpreter on CPU) = the
+    reference's views of ``op(x, x2)``: NaN, ±Inf, products that overflow to Inf or underflow
+    to 0, signs."""
+    pytest.importorskip("triton")
+    from microscale.distributed.reduce import local_amax
+    from microscale.ops import apply_prologue, quantize_views
+    from microscale.tensor import QFormat
+    g = torch.Generator().manual_seed(3)
+    x, x2 = (torch.randn(256, 384, generator=g).mul(4).to(torch.bfloat16) for _ in range(2))
+    flat = x.view(-1)
+    flat[[5, 77, 1000]] = torch.tensor([float("nan"), float("inf"), -float("inf")],
+                                       dtype=torch.bfloat16)
+    flat[[9, 4000, 5000]] = torch.tensor([3e20, -2e19, 1e-25], dtype=torch.bfloat16)
+    x2.view(-1)[[13, 6000]] = torch.tensor([float("nan"), 1e30], dtype=torch.bfloat16)
+    second = x2 if op == "mul" else None
+    x_op = apply_prologue(op, x, second)
+    opts = {"check_finite": False}
+    if fmt == "fp8_tensor":
+        opts["amax"] = local_amax(x_op)            # as the layer passes forward's amax
+    col = (QFormat(fmt), {k: v.to(device) if torch.is_tensor(v) else v for k, v in opts.items()})
+    _, q_k = quantize_views(x.to(device), None, col, "triton", op,
+                            None if second is None else second.to(device))
+    assert f"{op} fused into its loads" in ms.explain()[("quantize_rowcol", f"none|{fmt}")]
+    _, q_r = quantize_views(x_op, None, (QFormat(fmt), opts), "reference")
+    for name in ("data", "scale", "amax"):
+        a, b = getattr(q_k, name).cpu(), getattr(q_r, name)
+        assert torch.equal(a.view(torch.uint8) if a.dtype.is_floating_point and a.element_size()
+                           == 1 else a, b.view(torch.uint8) if b.dtype.is_floating_point and
+                           b.element_size() == 1 else b), name

@@ -90,6 +90,14 @@ def has_kernel(op: str, key: str) -> bool:
     return (op, key) in _KERNELS
 
 
+def kernel_takes_hint(op: str, key: str, backend: str, device: torch.device, hint: str) -> bool:
+    """Whether :func:`dispatch` of ``(op, key)`` would run a kernel that takes ``hint``."""
+    if backend == "reference" or not (backend == "triton" or device.type == "cuda"):
+        return False
+    _load_kernels()
+    return hint in getattr(_KERNELS.get((op, key)), "hints", ())
+
+
 def note_path(op: str, key: str, path: str) -> None:
     """Record the path a call took (kernels refine "triton" with their library path)."""
     _PATHS[(op, key)] = path

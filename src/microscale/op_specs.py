@@ -17,6 +17,11 @@ A view with ``"expand": true`` (NVFP4 / MXFP4 / MXFP8; ``tensor.py``) has bf16 `
 
 The 1×128 FP8 scales are stored column-major because that is the layout cuBLASLt's blockwise
 GEMM reads: produced that way, no GEMM call transposes them.
+
+A *prologue* (``quantize_rowcol``'s ``prologue`` / ``x2``): quantize ``op(x, x2)`` instead of x,
+for ``op`` in :data:`PROLOGUES` (one correctly rounded multiply each), where a kernel can apply
+it to what it loads (``nn.recompute``: the MLP's input recomputed in backward, never written
+out in bf16); elsewhere the op is applied first, with the same bits.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from torch import Tensor
 from .tensor import QFormat
 
 _TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
+# prologue name -> (op, number of tensors it takes, kernels' constexpr code)
+PROLOGUES = {"square": (torch.square, 1, 1), "mul": (torch.mul, 2, 2)}
 _FP8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 
@@ -146,6 +153,28 @@ def col_major_like(scale: Tensor) -> Tensor:
     if scale.stride() == (1, rows):
         return scale
     return scale.new_empty((kb, rows)).t().copy_(scale)
+
+
+def apply_prologue(prologue: str, x: Tensor, x2: Tensor | None) -> Tensor:
+    """``op(x[, x2])`` for a prologue name ("" = x itself), as eager torch computes it."""
+    if not prologue:
+        return x
+    op, n, _ = PROLOGUES[prologue]
+    return op(x) if n == 1 else op(x, x2)
+
+
+def check_prologue(prologue: str, x: Tensor, x2: Tensor | None) -> None:
+    """A clear error for an unknown prologue or a second tensor that does not match."""
+    if prologue and prologue not in PROLOGUES:
+        raise ValueError(f"quantize_rowcol: prologue must be one of {sorted(PROLOGUES)} or '', "
+                         f"got {prologue!r}")
+    wants = PROLOGUES[prologue][1] == 2 if prologue else False
+    if wants != (x2 is not None) or (x2 is not None and (x2.shape != x.shape or
+                                                          x2.dtype != x.dtype)):
+        raise ValueError(f"quantize_rowcol: prologue {prologue!r} takes "
+                         f"{'a second tensor like x' if wants else 'no second tensor'}; got "
+                         f"{None if x2 is None else (tuple(x2.shape), x2.dtype)} with x "
+                         f"{(tuple(x.shape), x.dtype)}")
 
 
 def _rows_cols(x: Tensor):

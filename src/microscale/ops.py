@@ -14,8 +14,9 @@ The ops and their tensors::
 
     quantize(x, spec, backend, seed, rand_bits, amax, scale)   -> (data, scale, amax)
     quantize_rowcol(x, row, col, backend, seed, row_rand_bits, col_rand_bits,
-                    row_amax, col_amax, row_scale, col_scale)   -> row (data, scale, amax)
-                                                                 + col (data, scale, amax)
+                    row_amax, col_amax, row_scale, col_scale,   -> row (data, scale, amax)
+                    prologue="", x2=None)                        + col (data, scale, amax)
+                    (the views of op(x, x2) for a prologue, op_specs.PROLOGUES)
     scaled_mm(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec,
               out_dtype, backend)                                -> y [rows_a, rows_b]
     delayed_scaling_update_(amax_history, scale, amax, fp8_max, margin)   (in place)
@@ -56,7 +57,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import dispatch, has_kernel, mm_key, note_path, rowcol_key
+from .backend import dispatch, has_kernel, kernel_takes_hint, mm_key, note_path, rowcol_key
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
@@ -84,6 +85,8 @@ from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kern
     _layout,
     _meta,
     _rows_cols,
+    apply_prologue,
+    check_prologue,
     col_major_like,
     parse_view_spec,
     scale_col_major,
@@ -212,7 +215,8 @@ def _(x, spec, backend, seed, rand_bits, amax, scale):
 def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optional[Tensor],
                         row_rand_bits: Optional[Tensor], col_rand_bits: Optional[Tensor],
                         row_amax: Optional[Tensor], col_amax: Optional[Tensor],
-                        row_scale: Optional[Tensor], col_scale: Optional[Tensor]) -> list[Tensor]:
+                        row_scale: Optional[Tensor], col_scale: Optional[Tensor],
+                        prologue: str = "", x2: Optional[Tensor] = None) -> list[Tensor]:
     plans = [_view_options(row, seed=seed, rand_bits=row_rand_bits, amax=row_amax,
                            scale=row_scale) if row else None,
              _view_options(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
@@ -220,13 +224,23 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
     views = [p[0] if p else None for p in plans]
     expand = tuple(bool(p and p[1]) for p in plans)
     key = rowcol_key(*(v[0].value if v else None for v in views))
+    x_in = x
+    hints = {"expand": expand} if any(expand) else {}
+    reference = rowcol_reference
+    if prologue:                 # op(x, x2): fused into a kernel's loads, or computed first
+        check_prologue(prologue, x, x2)
+        if kernel_takes_hint("quantize_rowcol", key, backend, x.device, "prologue"):
+            hints["prologue"] = (prologue, x2)
+            reference = functools.partial(_rowcol_reference_of, prologue, x2)
+        else:
+            x = apply_prologue(prologue, x, x2)
     if backend != "reference" and (backend == "triton" or x.device.type == "cuda") \
             and not has_kernel("quantize_rowcol", key):
         q_row, q_col = rowcol_views(x, *views, backend=backend)     # no fused kernel: per view
         note_path("quantize_rowcol", key, "per view (no fused kernel for this pair)")
     else:   # a kernel that takes the hint writes expanded views itself
-        q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference, x,
-                                *views, hints={"expand": expand} if any(expand) else None)
+        q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, reference, x,
+                                *views, hints=hints or None)
     outs = []
     for q, p in ((q_row, plans[0]), (q_col, plans[1])):
         if p is None:
@@ -234,18 +248,25 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
             continue
         q = _as_promised(q, p, backend)
         outs += [q.data, q.scale, q.amax]
-    inputs = (x, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale, col_scale)
+    inputs = (x_in, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale,
+              col_scale, x2)
     return list(_fresh(outs, inputs))
+
+
+def _rowcol_reference_of(prologue: str, x2: Optional[Tensor], x: Tensor, row, col):
+    """The reference's views of ``op(x, x2)`` (a fused kernel's twin, and its fallback)."""
+    return rowcol_reference(apply_prologue(prologue, x, x2), row, col)
 
 
 _define("quantize_rowcol(Tensor x, str row, str col, str backend, Tensor? seed, "
         "Tensor? row_rand_bits, Tensor? col_rand_bits, Tensor? row_amax, Tensor? col_amax, "
-        "Tensor? row_scale, Tensor? col_scale) -> Tensor[]", _quantize_rowcol_op)
+        "Tensor? row_scale, Tensor? col_scale, str prologue=\"\", Tensor? x2=None) -> Tensor[]",
+        _quantize_rowcol_op)
 
 
 @_fake("quantize_rowcol")
 def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale,
-      col_scale):
+      col_scale, prologue="", x2=None):
     rows, cols = _rows_cols(x)
     outs = []
     for spec, shape in ((row, (rows, cols)), (col, (cols, rows))):
@@ -358,8 +379,10 @@ def quantize_view(x: Tensor, fmt: QFormat, options: dict, backend: str) -> Quant
     return _pack(fmt, options, out, x.shape, x.dtype)
 
 
-def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str):
-    """Row and column views of ``x`` (``(fmt, options)`` or None each) in one op call."""
+def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str,
+                   prologue: str = "", x2: Tensor | None = None):
+    """Row and column views of ``x`` (``(fmt, options)`` or None each) in one op call; with a
+    ``prologue`` (``op_specs.PROLOGUES``), of ``op(x, x2)``, bit for bit."""
     opts = [v[1] if v else {} for v in (row, col)]
     seed = _seed_for(opts[0], x.device) if row else None
     if seed is None and col:
@@ -367,7 +390,8 @@ def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str
     out = torch.ops.microscale.quantize_rowcol(
         x.detach(), view_spec(*row) if row else "", view_spec(*col) if col else "", backend, seed,
         opts[0].get("rand_bits"), opts[1].get("rand_bits"), opts[0].get("amax"),
-        opts[1].get("amax"), opts[0].get("scale"), opts[1].get("scale"))
+        opts[1].get("amax"), opts[0].get("scale"), opts[1].get("scale"), prologue,
+        None if x2 is None else x2.detach())
     rows, cols = _rows_cols(x)
     q_row = _pack(row[0], opts[0], out[:3], torch.Size((rows, cols)), x.dtype) if row else None
     q_col = _pack(col[0], opts[1], out[3:], torch.Size((cols, rows)), x.dtype) if col else None

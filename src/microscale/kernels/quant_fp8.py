@@ -31,8 +31,10 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
+from ..op_specs import PROLOGUES, apply_prologue
 from ..quant.common import check_input
-from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take a parameter of that name
+# FP8_MAX_OF, not FP8_MAX: the kernels take a parameter of that name
+from ..quant.fp8 import FP8_MAX as FP8_MAX_OF
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, exp2_int,
                      floor_log2_sig, persistent_grid, split_nan, tile_coords)
@@ -298,17 +300,21 @@ def _rowcol_mode() -> str:
     return mode
 
 
-def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True):
+def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
+                prologue=None):
     """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
-    ``write_row=False``: the column view alone (``qr``/``sr`` are not written)."""
+    ``write_row=False``: the column view alone (``qr``/``sr`` are not written); ``prologue``
+    ``(name, y)``: of ``op(x2, y)``."""
     rows, cols = x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
+    pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
                                 fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
-                                CONFIG["NUM_STAGES_reg"], write_row, num_warps=CONFIG["num_warps_reg"])
+                                CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
+                                pro, IN_DTYPE_CODE[x2.dtype], num_warps=CONFIG["num_warps_reg"])
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):
@@ -336,9 +342,12 @@ def quantize_fp8_block_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
     return _result(*view, amax, x.shape, x.dtype, block, pow2)
 
 
-def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
+def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     """Kernel twin of ``ops.rowcol_reference`` for FP8 block views (either may be None):
-    1x128 both ways (activations, gradients), or 128x128 and its exact transpose (weights)."""
+    1x128 both ways (activations, gradients), or 128x128 and its exact transpose (weights).
+    ``prologue`` (a hint, ``(name, x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``),
+    fused into the register kernel's loads for a 1x128 column view alone, applied first
+    otherwise."""
     x2 = x.reshape(-1, x.shape[-1])
     parsed = [_options(v[1]) if v else None for v in (row, col)]
     if row and col and parsed[0] != parsed[1]:
@@ -347,6 +356,13 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
     check_views(x2, row, col, lambda fmt, opts: (block[1], block[0]))
     check_kernel_input(x)
     rows, cols = x2.shape
+    col_alone = not row and block == (1, 128) and pow2 and _rowcol_mode() == "reg" \
+        and not (rows % 128 or cols % 128)
+    if prologue is not None:
+        prologue = (prologue[0], None if prologue[1] is None
+                    else prologue[1].reshape(x2.shape).contiguous())
+        if not col_alone:
+            x2, prologue = apply_prologue(*prologue[:1], x2, prologue[1]), None
     if row and col:
         # the register kernel writes the 1x128 scales straight into the op's layout
         cm = block == (1, 128) and pow2 and _rowcol_mode() == "reg"
@@ -359,20 +375,24 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col):
         view = _buffers(rows, cols, block, fp8_dtype, x.device)
         amax = _launch(x2, [view], block, pow2, fp8_dtype, col=False)
         return _result(*view, amax, torch.Size((rows, cols)), x.dtype, block, pow2), None
-    if block == (1, 128) and pow2 and _rowcol_mode() == "reg" and not (rows % 128 or cols % 128):
+    if col_alone:
         # a column view alone (e.g. recomputed in backward): the register kernel, rows unwritten
         note_path("quantize_rowcol", "none|fp8_block", "triton (1x128 column view alone: tile "
-                  "in registers, quant_rowcol_reg)")
+                  "in registers, quant_rowcol_reg" + (f"; {prologue[0]} fused into its loads)"
+                                                      if prologue else ")"))
         view = _buffers(cols, rows, block, fp8_dtype, x.device, col_major=True)
         amax = torch.zeros((), dtype=torch.float32, device=x.device)
         fp8_max = FP8_MAX_OF[fp8_dtype]
-        _launch_reg(x2, amax, view[0], view[1], *view, fp8_max, fp8_dtype, write_row=False)
+        _launch_reg(x2, amax, view[0], view[1], *view, fp8_max, fp8_dtype, write_row=False,
+                    prologue=prologue)
         return None, _result(*view, amax, torch.Size((cols, rows)), x.dtype, block, pow2)
     x_t = x2.t().contiguous()   # a column view alone: the row kernel on the transpose
     view = _buffers(cols, rows, block, fp8_dtype, x.device)
     amax = _launch(x_t, [view], block, pow2, fp8_dtype, col=False)
     return None, _result(*view, amax, torch.Size((cols, rows)), x.dtype, block, pow2)
 
+
+quantize_rowcol_fp8_block_triton.hints = ("prologue",)
 
 for _key in ("fp8_block|fp8_block", "fp8_block|none", "none|fp8_block"):
     register_kernel("quantize_rowcol", _key)(quantize_rowcol_fp8_block_triton)

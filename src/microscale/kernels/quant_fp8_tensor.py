@@ -34,13 +34,15 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, register_kernel
+from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
+from ..op_specs import PROLOGUES, apply_prologue
 from ..quant.common import check_given_scalar
 from ..quant.fp8 import FP8_MAX
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, persistent_grid,
                      split_nan, tile_coords)
 from .quant_fp8 import _IN_MAX, _fp8_byte, _scale_from_vmax
+from .quant_rowcol_reg import prologue_value
 
 __all__ = ["quantize_fp8_tensor_triton", "quantize_rowcol_fp8_tensor_triton", "CONFIG"]
 
@@ -79,9 +81,11 @@ def _cast_kernel(x_ptr, amax_ptr, gr_ptr, gc_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr
                  COL: tl.constexpr, C_MAX: tl.constexpr, C_E5M2: tl.constexpr,
                  C_POW2: tl.constexpr, C_GIVEN: tl.constexpr,
                  BR: tl.constexpr, BC: tl.constexpr, NUM_STAGES: tl.constexpr,
-                 AMAX_HERE: tl.constexpr):
+                 AMAX_HERE: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0,
+                 IN_DTYPE: tl.constexpr = 1):
     """Cast tiles of x with the views' scales. AMAX_HERE (every view's scale given): no amax
-    pass ran before; the amax (an output only) is folded in here by atomic max."""
+    pass ran before; the amax (an output only) is folded in here by atomic max. PRO > 0: cast
+    ``op(x, y)`` (``quant_rowcol_reg.prologue_value``) instead of x."""
     if AMAX_HERE:
         amax = 0.0
         acc = tl.zeros((BR, BC), dtype=tl.float32)
@@ -99,8 +103,12 @@ def _cast_kernel(x_ptr, amax_ptr, gr_ptr, gc_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr
         offs_r = r0 + tl.arange(0, BR)
         offs_c = c0 + tl.arange(0, BC)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
-        x, nan = split_nan(tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask,
-                                   other=0.0).to(tl.float32))
+        offs = offs_r[:, None] * cols + offs_c[None, :]
+        x_in = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        if PRO > 0:
+            x, nan = split_nan(prologue_value(x_in, y_ptr, offs, mask, PRO, IN_DTYPE))
+        else:
+            x, nan = split_nan(x_in.to(tl.float32))
         if ROW:
             tl.store(qr_ptr + offs_r[:, None] * cols + offs_c[None, :],
                      _fp8_byte(x * s_r, R_E5M2, nan), mask=mask)
@@ -144,7 +152,9 @@ class _View:
                                block=self.shape, extra={"pow2_scales": self.pow2})
 
 
-def _run(x2: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
+def _run(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=None) -> torch.Tensor:
+    """Launch the passes; ``prologue`` ``(name, y)`` (only with the amax given or every scale
+    given, when no amax pass reads x): cast ``op(x2, y)``."""
     rows, cols = x2.shape
     cfg, dev = CONFIG, x2.device
     n = x2.numel()
@@ -175,6 +185,8 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor
         x2, amax, gr, gc, qr, sr, qc, sc, rows, cols, n_tc, n_tiles,
         _IN_MAX[IN_DTYPE_CODE[x2.dtype]], *(row.constexprs() if row else off),
         *(col.constexprs() if col else off), cfg["BR"], cfg["BC"], cfg["NUM_STAGES"], here,
+        x2 if prologue is None or prologue[1] is None else prologue[1],
+        0 if prologue is None else PROLOGUES[prologue[0]][2], IN_DTYPE_CODE[x2.dtype],
         num_warps=cfg["num_warps"])
     return amax.reshape(())
 
@@ -186,17 +198,30 @@ def quantize_fp8_tensor_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
     return replace(q_row, shape=x.shape)
 
 
-def quantize_rowcol_fp8_tensor_triton(x: torch.Tensor, row, col):
-    """Kernel twin of ``ops.rowcol_reference`` for tensorwise FP8 views."""
+def quantize_rowcol_fp8_tensor_triton(x: torch.Tensor, row, col, prologue=None):
+    """Kernel twin of ``ops.rowcol_reference`` for tensorwise FP8 views. ``prologue`` (a hint,
+    ``(name, x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``), fused into the cast
+    pass when it is the only pass (amax or scales given), applied first otherwise."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (1, 1))
     check_kernel_input(x)
     rows, cols = x2.shape
     rv = _View(row[1], (rows, cols), x.device) if row else None
     cv = _View(col[1], (cols, rows), x.device) if col else None
-    amax = _run(x2, rv, cv)
+    if prologue is not None:
+        y = None if prologue[1] is None else prologue[1].reshape(x2.shape).contiguous()
+        if all(v is None or v.given is not None or v.amax is not None for v in (rv, cv)):
+            prologue = (prologue[0], y)
+            note_path("quantize_rowcol", rowcol_key(*(QFormat.FP8_TENSOR.value if v else None
+                                                      for v in (rv, cv))),
+                      f"triton (cast pass; {prologue[0]} fused into its loads)")
+        else:                                # an amax pass reads x: x first
+            x2, prologue = apply_prologue(prologue[0], x2, y), None
+    amax = _run(x2, rv, cv, prologue)
     return (rv.result(amax, x.dtype) if rv else None, cv.result(amax, x.dtype) if cv else None)
 
+
+quantize_rowcol_fp8_tensor_triton.hints = ("prologue",)
 
 for _key in ("fp8_tensor|fp8_tensor", "fp8_tensor|none", "none|fp8_tensor"):
     register_kernel("quantize_rowcol", _key)(quantize_rowcol_fp8_tensor_triton)

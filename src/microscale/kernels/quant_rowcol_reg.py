@@ -58,10 +58,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import NATIVE_CASTS, e4m3_byte, e5m2_byte, exp2_int, mx_exponent, tile_coords
+from ._utils import (NATIVE_CASTS, e4m3_byte, e5m2_byte, exp2_int, mx_exponent,
+                     round_to_input_dtype, tile_coords)
 
-__all__ = ["fp8_byte", "pow2_scale", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel",
-           "pow2_exponents"]
+__all__ = ["fp8_byte", "pow2_scale", "prologue_value", "fp8_rowcol_reg_kernel",
+           "mx8_rowcol_reg_kernel", "pow2_exponents"]
 
 
 def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
@@ -95,11 +96,35 @@ def fp8_byte(y, E5M2: tl.constexpr, nan, NAN_SEL: tl.constexpr):
 
 
 @triton.jit
-def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr):
-    """The ``[128/G, G, 128]`` view of tile (r0, c0) as fp32, its NaN mask, and the offsets."""
+def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """``x = op(a, b)`` of loaded input values ``a_in`` (and ``b`` at ``b_ptr + offs``) as
+    fp32, rounded once to the input dtype: PRO 1 ``a²``, 2 ``a·b`` (``ops.PROLOGUES``). The
+    product of two bf16/fp16 values is exact in fp32, so this is the one correctly rounded
+    multiply eager torch and Inductor compute (NaN kept, overflow to Inf as theirs)."""
+    a = a_in.to(tl.float32)
+    if PRO == 1:
+        p = a * a
+    elif mask is None:
+        p = a * tl.load(b_ptr + offs).to(tl.float32)
+    else:
+        p = a * tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    return tl.where(p != p, p, round_to_input_dtype(p, IN_DTYPE))
+
+
+@triton.jit
+def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
+               IN_DTYPE: tl.constexpr):
+    """The ``[128/G, G, 128]`` view of tile (r0, c0) as fp32, its NaN mask, and the offsets;
+    PRO > 0: of ``op(x, y)`` (:func:`prologue_value`) instead of x."""
     rows3 = G * tl.arange(0, 128 // G)[:, None, None] + tl.arange(0, G)[None, :, None]
     offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
     x_in = tl.load(x_ptr + offs)
+    if PRO > 0:
+        x = prologue_value(x_in, y_ptr, offs, None, PRO, IN_DTYPE)
+        nan = x != x
+        if not NATIVE_CASTS:
+            x = tl.where(nan, 0.0, x)
+        return x, nan, offs
     x = x_in.to(tl.float32)
     if NATIVE_CASTS:
         nan = x_in != x_in                  # on bf16/fp16 pairs
@@ -123,17 +148,20 @@ def _store_col_words(qc_ptr, q, r0, c0, rows, G: tl.constexpr):
 def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
                           n_tiles, sr_s0, sr_s1, sc_s0, sc_s1, FP8_EXP: tl.constexpr,
                           IN_EXP: tl.constexpr, E5M2: tl.constexpr, NAN_SEL: tl.constexpr,
-                          NUM_STAGES: tl.constexpr, WRITE_ROW: tl.constexpr = True):
+                          NUM_STAGES: tl.constexpr, WRITE_ROW: tl.constexpr = True,
+                          y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1):
     """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
     The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
     column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
-    writes the column view alone (qr/sr untouched): no transposed copy for a column-only call."""
+    writes the column view alone (qr/sr untouched): no transposed copy for a column-only call.
+    ``PRO`` > 0: the views of ``op(x, y)`` (:func:`prologue_value`; ``nn.recompute``'s input,
+    recomputed from what backward keeps), never written out in bf16."""
     G: tl.constexpr = 4
     NI: tl.constexpr = 128 // G
     acc = tl.zeros((NI, G), dtype=tl.float32)                   # running row-block maxima
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, 128, 128)
-        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE)
         a = tl.abs(x)
         rmax = tl.max(a, axis=2)                                  # [NI, G]
         acc = tl.maximum(acc, rmax)
@@ -163,7 +191,7 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     acc = tl.zeros((NI, G), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, 128, 128)
-        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, x_ptr, 0, 1)
         a = tl.abs(x)
         # row view: [NI, G, 4 blocks, 32]
         rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)                  # [NI, G, 4]

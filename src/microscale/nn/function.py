@@ -116,17 +116,21 @@ def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.devic
 
 
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
-           per_rank: bool = False, expand: tuple[bool, bool] = (False, False)):
+           per_rank: bool = False, expand: tuple[bool, bool] = (False, False),
+           prologue: tuple | None = None, amax: torch.Tensor | None = None):
     """Row view (along the feature dim) for ``row_role`` and column view (along tokens) for
     ``col_role`` of ``t2d`` in one op call; delayed-scaling roles read and update their state.
 
     ``per_rank``: t2d differs between data-parallel ranks (x, dy; not W), so tensorwise FP8
     agrees on its amax over ``plan.amax_group`` (:mod:`microscale.distributed.reduce`).
-    ``expand``: which views to quantize into the expanded form (:func:`_expand_a`)."""
+    ``expand``: which views to quantize into the expanded form (:func:`_expand_a`).
+    ``prologue``: ``(op, t2)``: the views of ``op(t2d, t2)`` (``op_specs.PROLOGUES``, fused into
+    the quantizer where a kernel can); ``amax``: that tensor's tensorwise amax, known already
+    (over the group where ``per_rank``), so no reduction runs for it."""
     if row_role is None and col_role is None:
         return None, None
     group = plan.amax_group if per_rank else ""
-    amax_all = None                        # this tensor's amax over the group, computed once
+    amax_all = amax                        # this tensor's amax over the group, computed once
     views = []
     for role, expanded in ((row_role, expand[0]), (col_role, expand[1])):
         if role is None:
@@ -142,7 +146,8 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
             options["seed"] = seed
         if op.delayed:
             options["scale"] = state[f"{role}/scale"]
-        elif op.format == QFormat.FP8_TENSOR and (group or torch.compiler.is_compiling()):
+        elif op.format == QFormat.FP8_TENSOR and (amax is not None or group
+                                                  or torch.compiler.is_compiling()):
             # current scaling with the amax taken in the graph: agreed over the group, and
             # under torch.compile fused into the kernel that produced t2d (no amax pass); the
             # quantizer derives the scale (one IEEE division, not a compiler's)
@@ -150,7 +155,7 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
                 amax_all = global_amax(t2d, group) if group else local_amax(t2d)
             options["amax"] = amax_all
         views.append((op.format, options))
-    q_row, q_col = quantize_views(t2d, *views, plan.recipe.backend)
+    q_row, q_col = quantize_views(t2d, *views, plan.recipe.backend, *(prologue or ("", None)))
     for role, q in ((row_role, q_row), (col_role, q_col)):
         if role is not None and plan.operand(role).delayed:   # this amax feeds the next scale
             op = plan.operand(role)
@@ -230,7 +235,8 @@ def _unstash(meta: tuple, tensors) -> QuantizedTensor:
 
 
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool):
-    """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked."""
+    """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked, and
+    the amax fprop's x view carries (None where fprop is not quantized)."""
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
     x_pad = _pad_tokens(x2d, recipe.required_multiples()["tokens"]) if fprop_q or want_xt else x2d
@@ -247,7 +253,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         y = _hp_mm(x2d, weight.t(), recipe.compute_dtype, x2d.dtype)
     if bias is not None:
         y = y + bias.to(y.dtype)
-    return y, q_xt, q_wt
+    return y, q_xt, q_wt, (q_x.amax if fprop_q else None)
 
 
 class QuantizedLinearFn(torch.autograd.Function):
@@ -259,7 +265,8 @@ class QuantizedLinearFn(torch.autograd.Function):
         need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         ctx.dgrad_q = need_dx and plan.quantized("dgrad") and tokens > 0
         ctx.wgrad_q = need_dw and plan.quantized("wgrad") and tokens > 0
-        y, q_xt, q_wt = _fprop(x2d, weight, bias, plan, state, seeds, ctx.wgrad_q, ctx.dgrad_q)
+        y, q_xt, q_wt, _ = _fprop(x2d, weight, bias, plan, state, seeds, ctx.wgrad_q,
+                                  ctx.dgrad_q)
         x_hp = [x2d.to(recipe.compute_dtype)] if need_dw and not ctx.wgrad_q else []
         w_hp = [weight] if need_dx and not ctx.dgrad_q else []
         save_for_grads(ctx, plan, state, x2d, bias, seeds, q_xt, q_wt, x_hp + w_hp)

@@ -12,14 +12,15 @@ forward's) and quantizes its column view then. At the 1b zoo model (8 × 2048 to
 that view is 134 MB per layer for FP8, 2.7 GB over 20 layers (``benchmarks/bench_memory.py``:
 it was the largest per-layer item an FP8 step kept beyond what bf16 keeps).
 
-Cost: forward quantizes only the row view (fprop), backward the column view from the
-recomputed ``s`` (under ``torch.compile`` the recompute fuses with the activation's backward,
-which reads the same sources), so one more write and read of ``s`` per layer. Measured on an
-H100 (session 12, whole step in one CUDA graph, ratio to compiled bf16 in the same process;
-``benchmarks/results/h100_20261125_session12/``): at 1b, fp8_tensorwise peak memory 0.864× →
-0.794× for 1.197× → 1.178× speed, fp8_blockwise 0.865× → 0.793× for 1.128× → 0.987× (its
-column-only quantization then transposed ``s`` in a copy first; the register kernel now writes
-the column view alone, not yet timed on a GPU). Hence off by default: speed first.
+Cost: forward quantizes only the row view (fprop), backward the column view of the
+recomputed ``s``. The op is applied by the quantizer as it loads the sources where a kernel
+can (``op_specs.PROLOGUES``: the FP8 1x128 column-only register kernel and the tensorwise cast
+pass, which takes forward's amax of ``s`` instead of measuring it again), so ``s`` is never
+written in bf16; elsewhere (MXFP8, NVFP4, the reference) the op runs first, with the same bits.
+Measured on an H100 (whole step in one CUDA graph, ratio to compiled bf16 in the same process;
+``benchmarks/results/``): at 1b, peak memory 0.863× → 0.794× for fp8_tensorwise 1.214× →
+1.167× and fp8_blockwise 1.126× → 1.099× with the op computed first (session 13, call 1);
+with it fused, see the results README's session 13. Off by default: speed first.
 
 How
 ===
@@ -28,12 +29,13 @@ analysis and a high-precision fallback see the real input) and calls ``layer(x, 
 sources))``. When the layer's ``recompute_input`` switch is on (off by default;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
-``x``, keeps the *sources* (not ``x``, not its column view) and returns the gradients of the
-sources itself, with the op's backward written out in the order eager autograd computes it, so
-the gradients are bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual
-on ``x``: same numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply
-each, so a compiled recompute gives forward's bits too: ``"square"`` (``x = a²``, relu² after the relu)
-and ``"mul"`` (``x = a · b``, SwiGLU after the silu).
+``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
+of ``x`` where xᵀ is tensorwise FP8) and returns the gradients of the sources itself, with
+the op's backward written out in the order eager autograd computes it, so the gradients are
+bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on ``x``: same
+numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply each, so a
+compiled recompute or a kernel's gives forward's bits too: ``"square"`` (``x = a²``, relu²
+after the relu) and ``"mul"`` (``x = a · b``, SwiGLU after the silu).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..op_specs import PROLOGUES
 from ..recipe import Rounding
+from ..tensor import QFormat
 from .function import (Plan, _fprop, _pad_tokens, _views, linear_grads, save_for_grads,
                        saved_for_grads)
 
@@ -57,8 +61,9 @@ def _mul_grads(ds, a, b):
     return ds * b, ds * a                   # mul's backward: grad · other for each side
 
 
-# op -> (forward, backward(ds, *sources) -> grads of the sources)
-OPS = {"square": (torch.square, _square_grads), "mul": (torch.mul, _mul_grads)}
+# op -> (forward, backward(ds, *sources) -> grads of the sources); the forwards are the
+# quantizers' prologues (op_specs.PROLOGUES), which the kernels apply as they load
+OPS = {"square": (PROLOGUES["square"][0], _square_grads), "mul": (PROLOGUES["mul"][0], _mul_grads)}
 
 
 def can_recompute(plan: Plan, needs_dw: bool, tokens: int) -> bool:
@@ -94,9 +99,12 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         need_dx = any(ctx.needs_input_grad[7:])
         ctx.dgrad_q = need_dx and plan.quantized("dgrad") and x2d.shape[0] > 0
         ctx.wgrad_q = True                     # can_recompute said so
-        y, _, q_wt = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q)
+        y, _, q_wt, x_amax = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q)
         w_hp = [weight] if need_dx and not ctx.dgrad_q else []
-        save_for_grads(ctx, plan, state, x2d, bias, seeds, None, q_wt, w_hp, head=sources)
+        # a tensorwise xᵀ takes forward's amax of x (the same tensor): no reduction in backward
+        ctx.reuse_amax = _same_tensor_amax(plan)
+        head = (*sources, x_amax) if ctx.reuse_amax else sources
+        save_for_grads(ctx, plan, state, x2d, bias, seeds, None, q_wt, w_hp, head=head)
         ctx.op = op
         return y
 
@@ -107,20 +115,32 @@ class RecomputedInputLinearFn(torch.autograd.Function):
 
     @staticmethod
     def _backward(ctx, dy2d):
-        sources, _, q_wt, hp, seeds = saved_for_grads(ctx)
-        forward_op, grads_op = OPS[ctx.op]
-        x2d = forward_op(*sources).reshape(-1, ctx.in_features)     # forward's x, bit for bit
-        x_pad = _pad_tokens(x2d, ctx.plan.recipe.required_multiples()["tokens"])
-        _, q_xt = _views(x_pad, ctx.plan, ctx.state, None, "wgrad.b",
-                         None if seeds is None else seeds[0:1], per_rank=True)
+        head, _, q_wt, hp, seeds = saved_for_grads(ctx)
+        sources, x_amax = (head[:-1], head[-1]) if ctx.reuse_amax else (head, None)
+        multiple = ctx.plan.recipe.required_multiples()["tokens"]
+        # forward's x, bit for bit: op(*sources) applied by the quantizer as it loads them
+        # (fused where a kernel can, ``op_specs.PROLOGUES``), padded rows op(0, ...) = 0
+        srcs = [_pad_tokens(t.reshape(-1, ctx.in_features), multiple) for t in sources]
+        _, q_xt = _views(srcs[0], ctx.plan, ctx.state, None, "wgrad.b",
+                         None if seeds is None else seeds[0:1], per_rank=True,
+                         prologue=(ctx.op, srcs[1] if len(srcs) > 1 else None), amax=x_amax)
+        del srcs
         need_dx = any(ctx.needs_input_grad[7:])
         w_hp = hp[-1] if need_dx and not ctx.dgrad_q else None
         dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, None, w_hp, seeds,
                                   (need_dx, ctx.needs_input_grad[1], ctx.needs_input_grad[2]))
-        del x2d, x_pad, q_xt
-        grads = grads_op(dx.reshape(sources[0].shape), *sources) if need_dx \
+        del q_xt
+        grads = OPS[ctx.op][1](dx.reshape(sources[0].shape), *sources) if need_dx \
             else (None,) * len(sources)
         return (None, dw, db, None, None, None, None, *grads)
+
+
+def _same_tensor_amax(plan: Plan) -> bool:
+    """Whether fprop's x view and wgrad's xᵀ view are both current tensorwise FP8, so the
+    amax forward measured (over the same group) is the one xᵀ's scale needs."""
+    fa, wb = plan.operand("fprop.a"), plan.operand("wgrad.b")
+    return plan.quantized("fprop") and not (fa.delayed or wb.delayed) and \
+        fa.format == QFormat.FP8_TENSOR and wb.format == QFormat.FP8_TENSOR
 
 
 def set_recompute_input(model: nn.Module, on: bool = True) -> int:
