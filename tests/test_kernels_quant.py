@@ -363,7 +363,7 @@ def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
     x[3, 2], x[9, 130 % shape[1]] = float("inf"), -float("inf")   # unit scale, saturated
     fp8 = torch.float8_e5m2 if mode.endswith("e5m2") else torch.float8_e4m3fn
     view = ("fp8_block", {"pow2_scales": pow2, "check_finite": False, "fp8_dtype": fp8})
-    for row, col in [(view, view), (None, view)]:
+    for row, col in [(view, view), (None, view), (view, None)]:
         k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
@@ -607,6 +607,19 @@ def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
     monkeypatch.setitem(quant_fp8.CONFIG, "ROWCOL", mode.split("-")[0])
     monkeypatch.setitem(quant_fp8.CONFIG, "PACK_COL", mode != "sub-bytes")
     _gpu_both_views_exact(("fp8_block", {}))
+
+
+@pytest.mark.gpu
+def test_gpu_fp8_row_view_alone_exact():
+    """A row-only FP8 1x128 call (fprop's x when backward recomputes xᵀ) through the register
+    kernel with its column stores off, at a training shape: the reference's bits."""
+    x = sample((4096, 768), torch.bfloat16, spread=30)
+    view = ("fp8_block", {})
+    k = ms.quantize_rowcol(x.cuda(), view, None, backend="triton")
+    assert "row view alone" in ms.explain()[("quantize_rowcol", "fp8_block|none")]
+    r = ms.quantize_rowcol(x, view, None, backend="reference")
+    assert k[1] is None and r[1] is None
+    assert_same(k[0], r[0])
 
 
 @pytest.mark.gpu

@@ -301,10 +301,10 @@ def _rowcol_mode() -> str:
 
 
 def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
-                prologue=None):
+                prologue=None, write_col: bool = True):
     """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
-    ``write_row=False``: the column view alone (``qr``/``sr`` are not written); ``prologue``
-    ``(name, y)``: of ``op(x2, y)``."""
+    ``write_row=False``: the column view alone (``qr``/``sr`` are not written), ``write_col``
+    likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``."""
     rows, cols = x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
@@ -314,7 +314,8 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
                                 fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
-                                pro, IN_DTYPE_CODE[x2.dtype], num_warps=CONFIG["num_warps_reg"])
+                                pro, IN_DTYPE_CODE[x2.dtype], write_col,
+                                num_warps=CONFIG["num_warps_reg"])
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):
@@ -356,8 +357,9 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     check_views(x2, row, col, lambda fmt, opts: (block[1], block[0]))
     check_kernel_input(x)
     rows, cols = x2.shape
-    col_alone = not row and block == (1, 128) and pow2 and _rowcol_mode() == "reg" \
+    reg = block == (1, 128) and pow2 and _rowcol_mode() == "reg" \
         and not (rows % 128 or cols % 128)
+    col_alone = reg and not row
     if prologue is not None:
         prologue = (prologue[0], None if prologue[1] is None
                     else prologue[1].reshape(x2.shape).contiguous())
@@ -371,6 +373,15 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
         amax = _launch(x2, views, block, pow2, fp8_dtype, col=True)
         return (_result(*views[0], amax, torch.Size((rows, cols)), x.dtype, block, pow2),
                 _result(*views[1], amax, torch.Size((cols, rows)), x.dtype, block, pow2))
+    if row and reg:
+        # a row view alone (e.g. fprop's x when backward recomputes xᵀ): the register kernel,
+        # columns unwritten, the scales straight into the op's layout
+        note_path("quantize_rowcol", "fp8_block|none", "triton (1x128 row view alone: tile in "
+                  "registers, quant_rowcol_reg)")
+        view = _buffers(rows, cols, block, fp8_dtype, x.device, col_major=True)
+        amax = torch.zeros((), dtype=torch.float32, device=x.device)
+        _launch_reg(x2, amax, *view, *view, FP8_MAX_OF[fp8_dtype], fp8_dtype, write_col=False)
+        return _result(*view, amax, torch.Size((rows, cols)), x.dtype, block, pow2), None
     if row:
         view = _buffers(rows, cols, block, fp8_dtype, x.device)
         amax = _launch(x2, [view], block, pow2, fp8_dtype, col=False)

@@ -149,11 +149,13 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           n_tiles, sr_s0, sr_s1, sc_s0, sc_s1, FP8_EXP: tl.constexpr,
                           IN_EXP: tl.constexpr, E5M2: tl.constexpr, NAN_SEL: tl.constexpr,
                           NUM_STAGES: tl.constexpr, WRITE_ROW: tl.constexpr = True,
-                          y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1):
+                          y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
+                          WRITE_COL: tl.constexpr = True):
     """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
     The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
     column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
-    writes the column view alone (qr/sr untouched): no transposed copy for a column-only call.
+    writes the column view alone (qr/sr untouched): no transposed copy for a column-only call;
+    ``WRITE_COL=False`` the row view alone (qc/sc untouched).
     ``PRO`` > 0: the views of ``op(x, y)`` (:func:`prologue_value`; ``nn.recompute``'s input,
     recomputed from what backward keeps), never written out in bf16."""
     G: tl.constexpr = 4
@@ -170,10 +172,11 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
             tl.store(qr_ptr + offs, fp8_byte(x * rscale[:, :, None], E5M2, nan, NAN_SEL))
             rows2 = r0 + G * tl.arange(0, NI)[:, None] + tl.arange(0, G)[None, :]
             tl.store(sr_ptr + rows2 * sr_s0 + (c0 // 128) * sr_s1, rinv)
-        cscale, cinv = pow2_scale(tl.max(tl.max(a, axis=1), axis=0), FP8_EXP, IN_EXP)  # [128]
-        _store_col_words(qc_ptr, fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL),
-                         r0, c0, rows, G)
-        tl.store(sc_ptr + (c0 + tl.arange(0, 128)) * sc_s0 + (r0 // 128) * sc_s1, cinv)
+        if WRITE_COL:
+            cscale, cinv = pow2_scale(tl.max(tl.max(a, axis=1), axis=0), FP8_EXP, IN_EXP)
+            _store_col_words(qc_ptr, fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL),
+                             r0, c0, rows, G)
+            tl.store(sc_ptr + (c0 + tl.arange(0, 128)) * sc_s0 + (r0 // 128) * sc_s1, cinv)
     tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0))
 
 
