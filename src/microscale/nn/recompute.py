@@ -18,9 +18,9 @@ can (``op_specs.PROLOGUES``: the FP8 1x128 column-only register kernel and the t
 pass, which takes forward's amax of ``s`` instead of measuring it again), so ``s`` is never
 written in bf16; elsewhere (MXFP8, NVFP4, the reference) the op runs first, with the same bits.
 Measured on an H100 (whole step in one CUDA graph, ratio to compiled bf16 in the same process;
-``benchmarks/results/``): at 1b, peak memory 0.863× → 0.794× for fp8_tensorwise 1.214× →
-1.167× and fp8_blockwise 1.126× → 1.099× with the op computed first (session 13, call 1);
-with it fused, see the results README's session 13. Off by default: speed first.
+``benchmarks/results/h100_20261125_session13/``): at 1b, peak memory 0.863× → 0.794-0.796×
+for fp8_tensorwise 1.199× → 1.171× and fp8_blockwise 1.117× → 1.094× (call 3; with the op
+computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Off by default: speed first.
 
 How
 ===
