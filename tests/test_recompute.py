@@ -192,3 +192,19 @@ def test_prologue_kernels_match_the_reference_on_edge_values(fmt, op, device):
         assert torch.equal(a.view(torch.uint8) if a.dtype.is_floating_point and a.element_size()
                            == 1 else a, b.view(torch.uint8) if b.dtype.is_floating_point and
                            b.element_size() == 1 else b), name
+
+
+def test_in_graph_amax_is_taken_of_the_op_not_its_source(monkeypatch):
+    """Where xᵀ is tensorwise FP8 but forward's x view is not (here fprop in high precision),
+    the amax comes from the graph, as under torch.compile: it must be op(*sources)'s, not the
+    first source's (same bits as the layer on op(*sources) with the same graph amax)."""
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    torch.manual_seed(0)
+    layer = ms.Linear(256, 128, recipe="fp8_tensorwise")
+    layer.recompute_input, layer.hp_fprop = True, True
+    sources = [torch.randn(2, 128, 256, dtype=torch.bfloat16)]
+    grad = torch.randn(2, 128, 128, dtype=torch.bfloat16)
+    fused, plain = _run(layer, "square", sources, grad, True), \
+        _run(layer, "square", sources, grad, False)
+    for a, b in zip(fused, plain, strict=True):
+        assert torch.equal(a, b)

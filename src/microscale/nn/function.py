@@ -61,6 +61,7 @@ from ..backend import triton_available
 from ..distributed.gathered import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
+from ..op_specs import apply_prologue
 from ..ops import delayed_scaling_update_, hp_mm, mm, quantize_views
 from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
@@ -151,8 +152,9 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
             # current scaling with the amax taken in the graph: agreed over the group, and
             # under torch.compile fused into the kernel that produced t2d (no amax pass); the
             # quantizer derives the scale (one IEEE division, not a compiler's)
-            if amax_all is None:
-                amax_all = global_amax(t2d, group) if group else local_amax(t2d)
+            if amax_all is None:        # of op(t2d, t2) where a prologue makes the tensor
+                src = t2d if prologue is None else apply_prologue(*prologue[:1], t2d, prologue[1])
+                amax_all = global_amax(src, group) if group else local_amax(src)
             options["amax"] = amax_all
         views.append((op.format, options))
     q_row, q_col = quantize_views(t2d, *views, plan.recipe.backend, *(prologue or ("", None)))
