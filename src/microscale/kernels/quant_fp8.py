@@ -347,7 +347,7 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     """Kernel twin of ``ops.rowcol_reference`` for FP8 block views (either may be None):
     1x128 both ways (activations, gradients), or 128x128 and its exact transpose (weights).
     ``prologue`` (a hint, ``(name, x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``),
-    fused into the register kernel's loads for a 1x128 column view alone, applied first
+    fused into the register kernel's loads for a 1x128 row or column view alone, applied first
     otherwise."""
     x2 = x.reshape(-1, x.shape[-1])
     parsed = [_options(v[1]) if v else None for v in (row, col)]
@@ -363,7 +363,7 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     if prologue is not None:
         prologue = (prologue[0], None if prologue[1] is None
                     else prologue[1].reshape(x2.shape).contiguous())
-        if not col_alone:
+        if not reg or (row and col):       # fused: either view alone, in the register kernel
             x2, prologue = apply_prologue(*prologue[:1], x2, prologue[1]), None
     if row and col:
         # the register kernel writes the 1x128 scales straight into the op's layout
@@ -377,10 +377,12 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
         # a row view alone (e.g. fprop's x when backward recomputes xᵀ): the register kernel,
         # columns unwritten, the scales straight into the op's layout
         note_path("quantize_rowcol", "fp8_block|none", "triton (1x128 row view alone: tile in "
-                  "registers, quant_rowcol_reg)")
+                  "registers, quant_rowcol_reg" + (f"; {prologue[0]} fused into its loads)"
+                                                   if prologue else ")"))
         view = _buffers(rows, cols, block, fp8_dtype, x.device, col_major=True)
         amax = torch.zeros((), dtype=torch.float32, device=x.device)
-        _launch_reg(x2, amax, *view, *view, FP8_MAX_OF[fp8_dtype], fp8_dtype, write_col=False)
+        _launch_reg(x2, amax, *view, *view, FP8_MAX_OF[fp8_dtype], fp8_dtype, write_col=False,
+                    prologue=prologue)
         return _result(*view, amax, torch.Size((rows, cols)), x.dtype, block, pow2), None
     if row:
         view = _buffers(rows, cols, block, fp8_dtype, x.device)

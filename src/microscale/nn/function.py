@@ -236,17 +236,26 @@ def _unstash(meta: tuple, tensors) -> QuantizedTensor:
                            orig_dtype=orig_dtype, block=block, rht_d=rht_d, extra=extra)
 
 
-def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool):
+def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,
+           recompute: tuple | None = None):
     """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked, and
-    the amax fprop's x view carries (None where fprop is not quantized)."""
+    the amax fprop's x view carries (None where fprop is not quantized). ``recompute`` ``(op,
+    sources)`` with ``x = op(*sources)``: x's views are quantized from the sources, the op
+    applied as the quantizer loads them (``op_specs.PROLOGUES``), so a compiled graph need not
+    write x at all (``nn.recompute``)."""
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
-    x_pad = _pad_tokens(x2d, recipe.required_multiples()["tokens"]) if fprop_q or want_xt else x2d
+    multiple = recipe.required_multiples()["tokens"]
+    x_pad = _pad_tokens(x2d, multiple) if (fprop_q or want_xt) and recompute is None else x2d
+    prologue = None
+    if recompute is not None and (fprop_q or want_xt):
+        srcs = [_pad_tokens(t.reshape(x2d.shape), multiple) for t in recompute[1]]
+        x_pad, prologue = srcs[0], (recompute[0], srcs[1] if len(srcs) > 1 else None)
     expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
                                      x_pad.shape[1], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
-                       per_rank=True, expand=(expand_x, False))
+                       per_rank=True, expand=(expand_x, False), prologue=prologue)
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
                              None if seeds is None else seeds[1:2])
     if fprop_q:

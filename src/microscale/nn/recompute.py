@@ -99,7 +99,8 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         need_dx = any(ctx.needs_input_grad[7:])
         ctx.dgrad_q = need_dx and plan.quantized("dgrad") and x2d.shape[0] > 0
         ctx.wgrad_q = True                     # can_recompute said so
-        y, _, q_wt, x_amax = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q)
+        y, _, q_wt, x_amax = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q,
+                                    recompute=(op, sources))
         w_hp = [weight] if need_dx and not ctx.dgrad_q else []
         # a tensorwise xᵀ takes forward's amax of x (the same tensor): no reduction in backward
         ctx.reuse_amax = _same_tensor_amax(plan)
