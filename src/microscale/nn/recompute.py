@@ -13,13 +13,14 @@ that view is 134 MB per layer for FP8, 2.7 GB over 20 layers (``benchmarks/bench
 it was the largest per-layer item an FP8 step kept beyond what bf16 keeps).
 
 Cost: forward quantizes only the row view (fprop), backward the column view of the
-recomputed ``s``. The op is applied by the quantizer as it loads the sources where a kernel
-can (``op_specs.PROLOGUES``: the FP8 1x128 column-only register kernel and the tensorwise cast
-pass, which takes forward's amax of ``s`` instead of measuring it again), so ``s`` is never
-written in bf16; elsewhere (MXFP8, NVFP4, the reference) the op runs first, with the same bits.
-Measured on an H100 (whole step in one CUDA graph, ratio to compiled bf16 in the same process;
-``benchmarks/results/h100_20261125_session13/``): at 1b, peak memory 0.863× → 0.794-0.796×
-for fp8_tensorwise 1.199× → 1.171× and fp8_blockwise 1.117× → 1.094× (call 3; with the op
+recomputed ``s``. Both quantize from the sources, the op applied as the quantizer loads them
+where a kernel can (``op_specs.PROLOGUES``: the FP8 1x128 row-only and column-only register
+kernel and the tensorwise cast pass, which in backward takes forward's amax of ``s`` instead
+of measuring it again), so under ``torch.compile`` ``s`` is never written in bf16; elsewhere
+(MXFP8, NVFP4, the reference) the op runs first, with the same bits. Measured on an H100 (whole
+step in one CUDA graph, ratio to compiled bf16 in the same process;
+``benchmarks/results/h100_20261125_session13/``, call 4): at 1b, peak memory 0.863× →
+0.794-0.796× for fp8_tensorwise 1.192× → 1.179× and fp8_blockwise 1.115× → 1.099× (with the op
 computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Off by default: speed first.
 
 How
