@@ -26,7 +26,10 @@ Per shape, all in one process with the same inputs (x bf16 ``[T, K]``, fp32 mast
 TFLOP/s count ``2·T·K·N`` per GEMM (3 GEMMs for fwd+bwd). Targets (fwd+bwd vs bf16, issue 18):
 FP8 blockwise ≥ 1.3× at DeepSeek-V3 shapes and ≥ 1.2× at Qwen3 shapes, NVFP4 ≥ 0.85×,
 MXFP8 ≥ 1.0×. The training step times ``moe-1b`` (``benchmarks/bench_train.py``'s harness:
-compiled blocks, fused AdamW, bf16 autocast) for bf16 and ``--train-recipes``. Also
+compiled blocks, fused AdamW, bf16 autocast) for bf16 and ``--train-recipes``, which may name
+``torchao_moe_rowwise``: torchao's FP8 rowwise MoE training path as the peer (its differentiable
+FP8 rowwise grouped GEMM for the experts, its float8 rowwise training for the dense linears;
+``pip install -e ".[bench]"``). Also
 prints ``ms.explain()``: which path every grouped op took. Ends with one JSON line.
 """
 

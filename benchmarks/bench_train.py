@@ -113,9 +113,12 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
     model = build_model(model_name, max_seq_len=seq).to(device)
     if recipe.startswith("torchao_"):
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
-        cfg = Float8LinearConfig.from_recipe_name(recipe.split("_", 1)[1])
+        moe = recipe == "torchao_moe_rowwise"
+        cfg = Float8LinearConfig.from_recipe_name("rowwise" if moe else recipe.split("_", 1)[1])
         convert_to_float8_training(model, config=cfg,
                                    module_filter_fn=lambda m, fqn: isinstance(m, nn.Linear))
+        if moe:
+            torchao_moe_experts(model)
         return model, 1.0
     if recipe != "bf16":
         report = ms.convert(model, recipe)
@@ -124,6 +127,29 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
         model._ms_group_weights = GROUP_WEIGHTS[0] and groups_weights(model)
         return model, share.quantized / share.total if share.total else 0.0
     return model, 0.0
+
+
+def torchao_moe_experts(model) -> int:
+    """torchao's FP8 rowwise MoE training path on the zoo MoE's experts: its differentiable
+    ``_to_fp8_rowwise_then_scaled_grouped_mm`` (torchao ≥ 0.18; older: ``_scaled_grouped_mm``)
+    as each ``Experts.grouped_mm``, counting its calls (``model._torchao_moe_calls``) so that a
+    run in which it never ran raises instead of timing bf16 under torchao's name."""
+    from microscale.train.moe import Experts
+    try:
+        from torchao.prototype.moe_training import _to_fp8_rowwise_then_scaled_grouped_mm as fn
+    except ImportError:
+        from torchao.prototype.moe_training import _scaled_grouped_mm as fn
+    calls = model._torchao_moe_calls = [0]
+
+    def grouped_mm(x, w_t, offs):
+        calls[0] += 1
+        return fn(x, w_t, offs, out_dtype=x.dtype)
+    experts = [m for m in model.modules() if isinstance(m, Experts)]
+    if not experts:
+        raise ValueError("torchao_moe_rowwise needs a zoo MoE model (moe-tiny, moe-1b)")
+    for m in experts:
+        m.grouped_mm = grouped_mm
+    return len(experts)
 
 
 def apply_suffix(model, recipe: str) -> None:
@@ -197,6 +223,8 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
     train_step(model, opt, x, y)                       # compiles; AdamW state allocated
     _sync(device)
     compile_s = time.perf_counter() - t0
+    if getattr(model, "_torchao_moe_calls", [1])[0] == 0:
+        raise RuntimeError(f"{recipe}: torchao's grouped GEMM never ran in the step")
     if device.type == "cuda":   # the peak of a training step: warm-up steps, the capture, replays
         torch.cuda.reset_peak_memory_stats(device)
     for _ in range(args.warmup - 1):

@@ -25,3 +25,37 @@ def test_bench_moe_smoke(capsys):
     assert all("fwd_bwd_ms" in r for r in result["gemm"]), result["gemm"]
     assert [r["recipe"] for r in result["train"]] == ["bf16", "mxfp8"]
     assert all("step_ms" in r for r in result["train"]), result["train"]
+
+
+@pytest.mark.usefixtures("single_thread")
+def test_torchao_moe_peer_swaps_the_experts_grouped_gemm(capsys, monkeypatch):
+    """``--train-recipes torchao_moe_rowwise`` routes every expert GEMM through torchao's
+    differentiable grouped GEMM (here a stand-in with its signature, counting calls: torchao's
+    FP8 kernels need a GPU) and its float8 training for the dense linears."""
+    import sys
+    import types
+
+    import torch
+    calls = []
+
+    def fake_fp8_rowwise(a, b_t, offs, out_dtype=torch.bfloat16):
+        calls.append(tuple(b_t.shape))
+        return torch._grouped_mm(a, b_t, offs=offs).to(out_dtype)
+    moe = types.ModuleType("torchao.prototype.moe_training")
+    moe._to_fp8_rowwise_then_scaled_grouped_mm = fake_fp8_rowwise
+    fp8 = types.ModuleType("torchao.float8")
+    converted = []
+    fp8.Float8LinearConfig = types.SimpleNamespace(from_recipe_name=lambda name: name)
+    fp8.convert_to_float8_training = lambda model, config, module_filter_fn: converted.append(config)
+    for name, mod in (("torchao", types.ModuleType("torchao")),
+                      ("torchao.prototype", types.ModuleType("torchao.prototype")),
+                      ("torchao.prototype.moe_training", moe), ("torchao.float8", fp8)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    spec = importlib.util.spec_from_file_location("bench_moe", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.main(["--smoke", "--recipes", "", "--train-recipes", "torchao_moe_rowwise"])
+    row = result["train"][1]
+    assert row["recipe"] == "torchao_moe_rowwise" and "step_ms" in row, row
+    assert converted == ["rowwise"] and calls      # dense linears and experts both swapped
+    assert all(len(shape) == 3 for shape in calls)  # [E, K, N] expert weights

@@ -99,8 +99,16 @@ class Router(nn.Module):
         return probs, top_p / top_p.sum(dim=-1, keepdim=True), top_i
 
 
+def _torch_grouped_mm(x: torch.Tensor, w_t: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    return torch._grouped_mm(x, w_t, offs=offs)
+
+
 class Experts(nn.Module):
-    """Fused SwiGLU experts in transformers 5's layout, run with ``torch._grouped_mm``."""
+    """Fused SwiGLU experts in transformers 5's layout, run with ``torch._grouped_mm``.
+
+    ``grouped_mm`` (``(x, w_t, offs) -> y``, default ``torch._grouped_mm``) is the one GEMM
+    call; a peer's differentiable drop-in can replace it (``benchmarks/bench_train.py``'s
+    ``torchao_moe_rowwise`` puts torchao's FP8 rowwise grouped GEMM there)."""
 
     def __init__(self, cfg: MoEConfig):
         super().__init__()
@@ -108,6 +116,7 @@ class Experts(nn.Module):
         self.gate_up_proj = nn.Parameter(torch.empty(E, 2 * i, d))
         self.down_proj = nn.Parameter(torch.empty(E, d, i))
         self.act_fn = nn.SiLU()
+        self.grouped_mm = _torch_grouped_mm
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
         from ..nn.experts import route_tokens  # lazily: bf16 runs need no microscale.nn
@@ -115,10 +124,10 @@ class Experts(nn.Module):
         S, k = top_k_index.shape
         perm, offs = route_tokens(top_k_index, self.gate_up_proj.shape[0])
         x = hidden_states[perm // k]
-        h = torch._grouped_mm(x, self.gate_up_proj.to(x.dtype).transpose(1, 2), offs=offs)
+        h = self.grouped_mm(x, self.gate_up_proj.to(x.dtype).transpose(1, 2), offs)
         gate, up = h.chunk(2, dim=-1)
         a = self.act_fn(gate) * up
-        o = torch._grouped_mm(a, self.down_proj.to(a.dtype).transpose(1, 2), offs=offs)
+        o = self.grouped_mm(a, self.down_proj.to(a.dtype).transpose(1, 2), offs)
         weighted = o * top_k_weights.reshape(-1)[perm].unsqueeze(-1).to(o.dtype)
         out = torch.empty_like(weighted).index_copy(0, perm, weighted)
         return out.view(S, k, -1).sum(dim=1).to(hidden_states.dtype)
