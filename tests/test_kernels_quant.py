@@ -610,28 +610,18 @@ def test_gpu_fp8_rowcol_kernels_exact(mode, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_gpu_fp8_row_view_alone_exact():
-    """A row-only FP8 1x128 call (fprop's x when backward recomputes xᵀ) through the register
-    kernel with its column stores off, at a training shape: the reference's bits."""
+@pytest.mark.parametrize("which", ["row", "column"])
+def test_gpu_fp8_view_alone_exact(which):
+    """A single FP8 1x128 view through the register kernel with the other view's stores off,
+    at a training shape: the row view alone (fprop's x when backward recomputes xᵀ) or the
+    column view alone (the recomputed wgrad input, ``nn.recompute``): the reference's bits."""
     x = sample((4096, 768), torch.bfloat16, spread=30)
-    view = ("fp8_block", {})
-    k = ms.quantize_rowcol(x.cuda(), view, None, backend="triton")
-    assert "row view alone" in ms.explain()[("quantize_rowcol", "fp8_block|none")]
-    r = ms.quantize_rowcol(x, view, None, backend="reference")
-    assert k[1] is None and r[1] is None
+    views = (("fp8_block", {}), None) if which == "row" else (None, ("fp8_block", {}))
+    k = ms.quantize_rowcol(x.cuda(), *views, backend="triton")
+    key = "fp8_block|none" if which == "row" else "none|fp8_block"
+    assert f"{which} view alone" in ms.explain()[("quantize_rowcol", key)]
+    r = ms.quantize_rowcol(x, *views, backend="reference")
     assert_same(k[0], r[0])
-
-
-@pytest.mark.gpu
-def test_gpu_fp8_column_view_alone_exact():
-    """A column-only FP8 1x128 call (the recomputed wgrad input, ``nn.recompute``) through the
-    register kernel with its row stores off, at a training shape: the reference's bits."""
-    x = sample((4096, 768), torch.bfloat16, spread=30)
-    view = ("fp8_block", {})
-    k = ms.quantize_rowcol(x.cuda(), None, view, backend="triton")
-    assert "column view alone" in ms.explain()[("quantize_rowcol", "none|fp8_block")]
-    r = ms.quantize_rowcol(x, None, view, backend="reference")
-    assert k[0] is None and r[0] is None
     assert_same(k[1], r[1])
 
 
