@@ -98,9 +98,10 @@ def fp8_byte(y, E5M2: tl.constexpr, nan, NAN_SEL: tl.constexpr):
 @triton.jit
 def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
     """``x = op(a, b)`` of loaded input values ``a_in`` (and ``b`` at ``b_ptr + offs``) as
-    fp32, rounded once to the input dtype: PRO 1 ``a²``, 2 ``a·b`` (``ops.PROLOGUES``). The
-    product of two bf16/fp16 values is exact in fp32, so this is the one correctly rounded
-    multiply eager torch and Inductor compute (NaN kept, overflow to Inf as theirs)."""
+    fp32, rounded once to the input dtype: PRO 1 ``a²``, 2 ``a·b``
+    (``op_specs.PROLOGUES``). The product of two bf16/fp16 values is exact in fp32, so this is
+    the one correctly rounded multiply eager torch and Inductor compute (NaN kept, overflow to
+    Inf as theirs)."""
     a = a_in.to(tl.float32)
     if PRO == 1:
         p = a * a
