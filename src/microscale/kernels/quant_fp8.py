@@ -364,7 +364,7 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
         prologue = (prologue[0], None if prologue[1] is None
                     else prologue[1].reshape(x2.shape).contiguous())
         if not reg or (row and col):       # fused: either view alone, in the register kernel
-            x2, prologue = apply_prologue(*prologue[:1], x2, prologue[1]), None
+            x2, prologue = apply_prologue(prologue[0], x2, prologue[1]), None
     if row and col:
         # the register kernel writes the 1x128 scales straight into the op's layout
         cm = block == (1, 128) and pow2 and _rowcol_mode() == "reg"

@@ -204,6 +204,14 @@ def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:
     return F.pad(t2d, (0, 0, 0, pad)) if pad else t2d
 
 
+def padded_sources(op: str, sources, in_features: int, multiple: int):
+    """``(t2d, prologue)`` that quantize ``op(*sources)`` from the sources themselves: each as
+    a token matrix padded like :func:`_pad_tokens` (padded rows give ``op(0, ...) = 0``), the
+    first as the tensor and the op with the second as the quantizer's prologue."""
+    srcs = [_pad_tokens(t.reshape(-1, in_features), multiple) for t in sources]
+    return srcs[0], (op, srcs[1] if len(srcs) > 1 else None)
+
+
 def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dtype) -> torch.Tensor:
     """A GEMM the plan keeps in ``compute_dtype``, as the op :func:`microscale.ops.hp_mm`."""
     return hp_mm(a, b, compute_dtype, out_dtype)
@@ -246,11 +254,11 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
     multiple = recipe.required_multiples()["tokens"]
-    x_pad = _pad_tokens(x2d, multiple) if (fprop_q or want_xt) and recompute is None else x2d
-    prologue = None
     if recompute is not None and (fprop_q or want_xt):
-        srcs = [_pad_tokens(t.reshape(x2d.shape), multiple) for t in recompute[1]]
-        x_pad, prologue = srcs[0], (recompute[0], srcs[1] if len(srcs) > 1 else None)
+        x_pad, prologue = padded_sources(*recompute, x2d.shape[1], multiple)
+    else:
+        x_pad = _pad_tokens(x2d, multiple) if fprop_q or want_xt else x2d
+        prologue = None
     expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
                                      x_pad.shape[1], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,

@@ -47,7 +47,7 @@ from torch import nn
 from ..op_specs import PROLOGUES
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import (Plan, _fprop, _pad_tokens, _views, linear_grads, save_for_grads,
+from .function import (Plan, _fprop, _views, linear_grads, padded_sources, save_for_grads,
                        saved_for_grads)
 
 __all__ = ["OPS", "RecomputedInputLinearFn", "linear_from", "set_recompute_input", "can_recompute",
@@ -119,14 +119,14 @@ class RecomputedInputLinearFn(torch.autograd.Function):
     def _backward(ctx, dy2d):
         head, _, q_wt, hp, seeds = saved_for_grads(ctx)
         sources, x_amax = (head[:-1], head[-1]) if ctx.reuse_amax else (head, None)
-        multiple = ctx.plan.recipe.required_multiples()["tokens"]
         # forward's x, bit for bit: op(*sources) applied by the quantizer as it loads them
-        # (fused where a kernel can, ``op_specs.PROLOGUES``), padded rows op(0, ...) = 0
-        srcs = [_pad_tokens(t.reshape(-1, ctx.in_features), multiple) for t in sources]
-        _, q_xt = _views(srcs[0], ctx.plan, ctx.state, None, "wgrad.b",
+        # (fused where a kernel can, ``op_specs.PROLOGUES``)
+        src_pad, prologue = padded_sources(ctx.op, sources, ctx.in_features,
+                                           ctx.plan.recipe.required_multiples()["tokens"])
+        _, q_xt = _views(src_pad, ctx.plan, ctx.state, None, "wgrad.b",
                          None if seeds is None else seeds[0:1], per_rank=True,
-                         prologue=(ctx.op, srcs[1] if len(srcs) > 1 else None), amax=x_amax)
-        del srcs
+                         prologue=prologue, amax=x_amax)
+        del src_pad, prologue
         need_dx = any(ctx.needs_input_grad[7:])
         w_hp = hp[-1] if need_dx and not ctx.dgrad_q else None
         dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, None, w_hp, seeds,
