@@ -11,7 +11,10 @@ zoo's q, k, v, o, up and down projections, read off ``MODEL_CONFIGS``) at T toke
 out, in, T). For each shape it times bf16 cuBLAS and every path of every family that
 ``kernels/gemm_paths.py`` chooses between (operands pre-quantized; the GEMM alone):
 
-* fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles)
+* fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles); and, to see whether the
+  operand order matters to cuBLASLt, ``torch_swap``: ``(B Aᵀ)ᵀ`` (a transposed view) and
+  ``torch_swapc`` (made contiguous), not paths of the table
+* fp8t:  FP8 tensorwise through ``torch._scaled_mm`` (what ``fp8_tensorwise`` runs), for reference
 * fp4:   NVFP4 ``dequant`` (dequantize + cuBLAS), ``mainloop``
 * mxfp8: ``fp8`` (FP8 tensor cores, three configs), ``dequant``
 
@@ -70,6 +73,8 @@ def _operands(family, a_hp, b_hp, wgrad):
         blk = (1, 128) if wgrad else (128, 128)
         return (ms.quantize(a_hp, "fp8_block", block=(1, 128), **ref),
                 ms.quantize(b_hp, "fp8_block", block=blk, **ref))
+    if family == "fp8t":
+        return ms.quantize(a_hp, "fp8_tensor", **ref), ms.quantize(b_hp, "fp8_tensor", **ref)
     if family == "fp4":
         return ms.quantize(a_hp, "nvfp4", **ref), ms.quantize(b_hp, "nvfp4", block_2d=not wgrad,
                                                                **ref)
@@ -85,6 +90,11 @@ def candidates():
     mx_cfgs = [gemm_mxfp8.DEFAULT_CONFIG, gemm_mxfp8.SWEEP_CONFIGS[6], gemm_mxfp8.SWEEP_CONFIGS[7]]
     out = {"fp8": [("torch", "torch", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="torch"))]}
+    out["fp8"] += [("torch_swap", "torch_swap", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
+        qb, qa, bf16, path="torch").t()), ("torch_swapc", "torch_swapc", {},
+        lambda qa, qb: gemm_fp8.scaled_mm_fp8(qb, qa, bf16, path="torch").t().contiguous())]
+    out["fp8t"] = [("torch", "torch", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
+        qa, qb, bf16, path="torch"))]
     out["fp8"] += [(f"triton{i}", "triton", t, lambda qa, qb, t=t: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="triton", **t)) for i, t in enumerate(fp8_tiles)]
     # fp4 as ms.Linear runs it (nn/function.py _gemm): fp32 out, the factor left to the caller
@@ -134,12 +144,13 @@ def run_shape(m, n, k, device, cands, widths=()):
 
 def suggest(results: dict, margin: float) -> list[dict]:
     """Exact-shape rules wherever a family's best path beats its default by > margin."""
-    from microscale.kernels.gemm_paths import choose_path
+    from microscale.kernels.gemm_paths import FAMILIES, choose_path
     rules = []
     for shape, rows in results.items():
         m, n, k = (int(v) for v in shape.split("x"))
         for family in ("fp8", "fp4", "mxfp8"):
-            timed = [r for r in rows if r["family"] == family and "ms" in r]
+            timed = [r for r in rows if r["family"] == family and "ms" in r
+                     and r["path"] in FAMILIES[family]]
             if not timed:
                 continue
             best = min(timed, key=lambda r: r["ms"])
@@ -232,7 +243,7 @@ def main(argv=None):
         print(f"\nM={m} N={n} K={k}   (bf16 {rows[0]['ms']:.3f} ms)")
         for r in rows[1:]:
             val = r.get("error") or f"{r['ms']:8.3f} ms {r['ratio']:6.2f}x bf16"
-            print(f"  {r['family']:<6}{r['variant']:<10}{val}")
+            print(f"  {r['family']:<6}{r['variant']:<12}{val}")
     rules = suggest(results, args.margin)
     Path(args.out).write_text(json.dumps(rules, indent=1))
     print(f"\n{len(rules)} suggested rules -> {args.out}")

@@ -80,6 +80,9 @@ KERNEL_SETS = {
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute)
     "recompute": {},
+    # session 14: MXFP4 views written as codes and decoded by the op (before: the kernel writes
+    # the expanded views the layer asks for)
+    "mx-codes": {"quant_mx": {"EXPAND": False}},
 }
 
 
@@ -129,21 +132,44 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
     return model, 0.0
 
 
+def pad_token_groups(x: torch.Tensor, offs: torch.Tensor, align: int = 16):
+    """Each expert's rows of ``x`` moved to start at a multiple of ``align`` (zero rows between
+    groups), on the device: ``(x_pad, rows, offs_pad)`` with ``x_pad[rows] == x`` and int32
+    group ends ``offs_pad``. FP8 grouped GEMMs need aligned groups (torchao asks for them;
+    torchtitan pads in its token permutation); the padded row count is static, ``M + E·align``."""
+    m, e = x.shape[0], offs.numel()
+    counts = torch.diff(offs, prepend=offs.new_zeros(1))
+    padded = (counts + align - 1) // align * align
+    ends = torch.cumsum(padded, 0)
+    r = torch.arange(m, device=x.device, dtype=offs.dtype)
+    g = torch.searchsorted(offs, r, right=True)              # each row's expert
+    rows = (ends - padded)[g] + r - (offs - counts)[g]
+    x_pad = x.new_zeros(m + e * align, x.shape[1]).index_copy(0, rows, x)
+    return x_pad, rows, ends.to(torch.int32)
+
+
 def torchao_moe_experts(model) -> int:
     """torchao's FP8 rowwise MoE training path on the zoo MoE's experts: its differentiable
     ``_to_fp8_rowwise_then_scaled_grouped_mm`` (torchao ≥ 0.18; older: ``_scaled_grouped_mm``)
     as each ``Experts.grouped_mm``, counting its calls (``model._torchao_moe_calls``) so that a
-    run in which it never ran raises instead of timing bf16 under torchao's name."""
+    run in which it never ran raises instead of timing bf16 under torchao's name. Token groups
+    are padded to multiples of 16 first (:func:`pad_token_groups`; torchao 0.18's own padding,
+    its default, is "not yet supported" and asserts), the output gathered back."""
+    import inspect
+
     from microscale.train.moe import Experts
     try:
         from torchao.prototype.moe_training import _to_fp8_rowwise_then_scaled_grouped_mm as fn
     except ImportError:
         from torchao.prototype.moe_training import _scaled_grouped_mm as fn
     calls = model._torchao_moe_calls = [0]
+    kw = ({"pad_token_groups_for_grouped_mm": False}
+          if "pad_token_groups_for_grouped_mm" in inspect.signature(fn).parameters else {})
 
     def grouped_mm(x, w_t, offs):
         calls[0] += 1
-        return fn(x, w_t, offs, out_dtype=x.dtype)
+        x_pad, rows, offs_pad = pad_token_groups(x, offs)
+        return fn(x_pad, w_t, offs_pad, out_dtype=x.dtype, **kw)[rows]
     experts = [m for m in model.modules() if isinstance(m, Experts)]
     if not experts:
         raise ValueError("torchao_moe_rowwise needs a zoo MoE model (moe-tiny, moe-1b)")

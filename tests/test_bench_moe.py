@@ -38,7 +38,12 @@ def test_torchao_moe_peer_swaps_the_experts_grouped_gemm(capsys, monkeypatch):
     import torch
     calls = []
 
-    def fake_fp8_rowwise(a, b_t, offs, out_dtype=torch.bfloat16):
+    def fake_fp8_rowwise(a, b_t, offs, out_dtype=torch.bfloat16,
+                         pad_token_groups_for_grouped_mm=True):
+        # torchao 0.18's checks: its own padding asserts, groups of 16, B column-major
+        assert not pad_token_groups_for_grouped_mm, "not yet supported"
+        assert offs.dtype == torch.int32 and b_t.stride(1) == 1
+        assert bool((torch.diff(offs, prepend=offs.new_zeros(1)) % 16 == 0).all())
         calls.append(tuple(b_t.shape))
         return torch._grouped_mm(a, b_t, offs=offs).to(out_dtype)
     moe = types.ModuleType("torchao.prototype.moe_training")
@@ -59,3 +64,23 @@ def test_torchao_moe_peer_swaps_the_experts_grouped_gemm(capsys, monkeypatch):
     assert row["recipe"] == "torchao_moe_rowwise" and "step_ms" in row, row
     assert converted == ["rowwise"] and calls      # dense linears and experts both swapped
     assert all(len(shape) == 3 for shape in calls)  # [E, K, N] expert weights
+
+
+def test_pad_token_groups_keeps_every_group_product():
+    """The padded grouped GEMM gives each expert's rows the product they had unpadded, empty
+    experts and groups of 1 and 17 rows included."""
+    import torch
+    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    g = torch.Generator().manual_seed(0)
+    counts = torch.tensor([1, 0, 17, 16, 3])
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    x = torch.randn(int(counts.sum()), 32, generator=g)
+    w_t = torch.randn(5, 32, 16, generator=g)
+    x_pad, rows, offs_pad = bench.pad_token_groups(x, offs)
+    assert offs_pad.tolist() == [16, 16, 48, 64, 80] and torch.equal(x_pad[rows], x)
+    want = torch.cat([x[s:e] @ w_t[i] for i, (s, e) in
+                      enumerate(zip([0, *offs[:-1].tolist()], offs.tolist()))])
+    got = torch._grouped_mm(x_pad, w_t, offs=offs_pad)[rows]
+    torch.testing.assert_close(got, want)

@@ -2,7 +2,8 @@
 
 On GPUs without FP4/MX tensor cores the GEMM decodes both operands to that form; the layer has
 the FP4 operands it consumes at once (x for fprop, dy for dgrad and wgrad) quantized straight
-into it (the NVFP4 passes write it; other kernels write codes, which the op decodes). Everything
+into it (the NVFP4 passes and the MXFP4 kernel write it; MXFP8's kernels write codes, which the
+op decodes). Everything
 here is bit for bit: the expanded data equal the codes decoded
 (``QuantizedTensor.expand``), kernel against reference, and a layer with expansion equals a
 layer without it (outputs and gradients).
@@ -75,10 +76,46 @@ def test_nvfp4_pairs_expanded(shape, expand):
         assert _same(q.data, (r.expand() if e else r).data)
 
 
+@pytest.mark.parametrize("shape", [(256, 128), (96, 160)])
+@pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
+def test_mxfp4_pairs_expanded(shape, expand, monkeypatch):
+    """The MXFP4 kernel writes expanded views itself (no dequantize pass after it): x pair (row
+    RNE, column RHT 32) and dy pair (row SR, column RHT 32 + SR), in-kernel Philox and caller
+    bits, against the same views as codes decoded, and caller bits against the reference;
+    NaN, Inf, a huge value (4 · 2^126 overflows: ±Inf as the decode gives) and a partial tile
+    (96 x 160) included."""
+    from microscale import ops
+    decoded = []
+    real = ops.dispatch
+    monkeypatch.setattr(ops, "dispatch", lambda op, *a, **k: (
+        decoded.append(op) if op == "expand" else None) or real(op, *a, **k))
+    M4 = QFormat.MXFP4
+    x = _x(shape, seed=2)
+    x[5, 6] = -3.3e38                          # vmax near bf16's max: scale byte 253
+    _check_pair(x, (M4, NF), (M4, {**NF, "rht": True}), expand, "triton")
+    sr = {**NF, "stochastic": True}
+    seed = torch.tensor([7])
+    _check_pair(x, (M4, {**sr, "seed": seed}), (M4, {**sr, "rht": True, "seed": seed}), expand,
+                "triton")
+    g = torch.Generator().manual_seed(8)
+    bits = [torch.randint(0, 256, s, dtype=torch.uint8, generator=g) for s in (shape, shape[::-1])]
+    row, col = (M4, {**sr, "rand_bits": bits[0]}), (M4, {**sr, "rht": True, "rand_bits": bits[1]})
+    got = _check_pair(x, row, col, expand, "triton")
+    ref = quantize_views(x, row, col, "reference")
+    for q, r, e in zip(got, ref, expand):
+        assert _same(q.data, (r.expand() if e else r).data)
+    assert "expand" not in decoded                # the kernel wrote them, no decode pass ran
+    if expand[0]:                                 # the overflow happened (no RHT on rows)
+        assert torch.isinf(got[0].data.float()).any()
+
+
 @pytest.mark.parametrize("fmts", [(QFormat.MXFP4, QFormat.MXFP4), (E4, E4), (E5, E4)])
-def test_reference_and_fallback_expand(fmts):
+def test_reference_and_fallback_expand(fmts, monkeypatch):
     """The reference backend, and kernel passes that write codes (the op then decodes them:
-    MXFP4's and MXFP8's kernels); NaN, Inf and a huge value (scale byte >= 241) included."""
+    MXFP8's kernels, and MXFP4's with ``quant_mx.CONFIG['EXPAND']`` off); NaN, Inf and a huge
+    value (scale byte >= 241) included."""
+    from microscale.kernels import quant_mx
+    monkeypatch.setitem(quant_mx.CONFIG, "EXPAND", False)
     x = _x((256, 384))
     _check_pair(x, (fmts[0], NF), (fmts[1], NF), (True, True), "reference")
     _check_pair(x, (fmts[0], NF), (fmts[1], NF), (True, False), "triton")
@@ -175,8 +212,8 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy"])
 def test_gpu_expanded_views_match_reference(pair):
-    """Every expanded view on the GPU (written by the NVFP4 passes, or decoded after the MX
-    kernels), against the CPU reference's codes decoded, NaN, Inf and a huge value included."""
+    """Every expanded view on the GPU (written by the NVFP4 passes and the MXFP4 kernel, or
+    decoded after the MXFP8 kernels), against the CPU reference's codes decoded, NaN, Inf and a huge value included."""
     x = _x((4096, 768), seed=4)
     if pair in ("mxfp8_e4m3", "mxfp4"):
         fmt = QFormat(pair)

@@ -21,6 +21,15 @@ MXFP4 may rotate 32-chunks first (``rht=True``; the rotated values are rounded t
 dtype, as ``hadamard.rht`` does) and may round stochastically (``rand_bits`` or in-kernel
 Philox), exactly as NVFP4 does. Bytes per element for bf16 x: 2 read; 1.03 (MXFP8) or
 0.53 (MXFP4) written per view.
+
+An MXFP4 view may be written *expanded* (``ROW_EXP`` / ``COL_EXP``; ``tensor.py``): bf16
+``value(code) · 2^k`` instead of the packed codes, what the bf16-emulated GEMM would decode them
+to (``kernels/gemm_fp4``), so an operand consumed at once skips the dequantize pass. The product
+is formed in fp32 as ``QuantizedTensor.block_values`` forms it (``2^-127`` is an fp32
+subnormal, exact) and is a bf16 number whenever it is finite (a code has two significant bits,
+and ``k ≥ -127`` keeps it above bf16's smallest subnormal); a block of ``vmax`` near bf16's
+maximum overflows to ±Inf exactly as the dequantize pass does, and a NaN block (scale byte 0xFF)
+expands to NaN. 2 bytes written per element instead of 0.53.
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
 from ._utils import (IN_DTYPE_CODE, block_flag, cdiv, check_kernel_input, check_rand_bits,
-                     check_views, e2m1_mag_code, e2m1_sr_mag_code, e4m3_byte, e5m2_byte, exp2_int,
+                     check_views, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, e4m3_byte,
+                     e5m2_byte, exp2_int,
                      kernel_seed, mx_exponent, pack16, persistent_grid, rht_cols, rht_matrix_on,
                      rht_tile, select_byte, sign_nibble, split_nan, tile_coords)
 
@@ -47,10 +57,13 @@ __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 # slower, 88.8 vs 52.2 µs at 16384x768). ROWCOL "reg" (the default): an MXFP8 row + column pair
 # on shapes that tile by 128 runs ``quant_rowcol_reg``'s kernel (the tile in registers, see
 # there; H100, 16384x768 / 16384x3072: 36.4 / 108.8 µs against 52.2 / 163.1 µs here); "mx"
-# keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides.
+# keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides. EXPAND: MXFP4
+# views the layer asks for expanded are written so by the kernel (False: codes, which the op
+# then decodes in a pass of its own, as before session 14).
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
-          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False}
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
+          "EXPAND": True}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
@@ -84,6 +97,13 @@ def _scale_bytes(k, nan, AXIS: tl.constexpr, ELEM: tl.constexpr):
 
 
 @triton.jit
+def _mx4_expanded(codes, k, scale_byte):
+    """Expanded MXFP4 elements, fp32: ``value(code) · 2^k`` (NaN where the scale byte is the
+    NaN byte 0xFF), the products ``QuantizedTensor.block_values`` forms; ``k`` broadcasts."""
+    return e2m1_value(codes) * tl.where(scale_byte == 255, float("nan"), exp2_int(k))
+
+
+@triton.jit
 def _words(codes, k, AXIS: tl.constexpr):
     """32 E2M1 codes along ``AXIS`` (position ``k``) -> 4 uint32 words, as ``[..., 2, 2]``."""
     lo0, lo1 = pack16(tl.where(k < 16, codes, 0), k % 16, AXIS)
@@ -94,8 +114,10 @@ def _words(codes, k, AXIS: tl.constexpr):
 @triton.jit
 def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
                  IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
-                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr):
-    """Row view of a tile as ``[BR, BC/32, 32]``; returns per-row maxima for the amax."""
+                 CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr,
+                 EXP: tl.constexpr = False):
+    """Row view of a tile as ``[BR, BC/32, 32]``; returns per-row maxima for the amax.
+    EXP (MXFP4): the view written expanded, bf16 ``[rows, cols]``."""
     offs_r = r0 + tl.arange(0, BR)
     blk = c0 // 32 + tl.arange(0, BC // 32)
     e = tl.arange(0, 32)
@@ -127,15 +149,19 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
     else:
         bits = 0
     out = _elements(v * exp2_int(-k)[:, :, None], bits, ELEM, SR > 0, nan)
-    if ELEM == 2:
+    sbyte = _scale_bytes(k, nan, 2, ELEM)
+    if ELEM == 2 and EXP:
+        val = _mx4_expanded(out, k[:, :, None], sbyte[:, :, None])
+        tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], val.to(tl.bfloat16),
+                 mask=ok[:, :, None])
+    elif ELEM == 2:
         w = tl.arange(0, 2)
         idx = (offs_r[:, None] * (cols // 8) + blk[None, :] * 4)[:, :, None, None] + \
             (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
         tl.store(q_ptr + idx, _words(out, e[None, None, :], 2), mask=ok[:, :, None, None])
     else:
         tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], out, mask=ok[:, :, None])
-    tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], _scale_bytes(k, nan, 2, ELEM),
-             mask=ok)
+    tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], sbyte, mask=ok)
     return vmax                                       # block maxima, for the amax
 
 
@@ -143,10 +169,11 @@ def _mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
 def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
                  IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr, ELEM: tl.constexpr,
                  CEIL: tl.constexpr, RHT_D: tl.constexpr, SR: tl.constexpr,
-                 PACK: tl.constexpr):
+                 PACK: tl.constexpr, EXP: tl.constexpr = False):
     """Column view of a tile as ``[BR/32, 32, BC]`` (blocks along x's rows), no transpose.
     MXFP8 with PACK: the codes of four consecutive rows go out as one uint32 (fewer, wider
-    transposed stores, as ``quant_fp8``'s PACK_COL); same bytes in memory."""
+    transposed stores, as ``quant_fp8``'s PACK_COL); same bytes in memory. EXP (MXFP4): the
+    view written expanded, bf16 ``[cols, rows]``."""
     offs_c = c0 + tl.arange(0, BC)
     grp = r0 // 32 + tl.arange(0, BR // 32)
     j = tl.arange(0, 32)
@@ -177,7 +204,12 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
     else:
         bits = 0
     out = _elements(v * exp2_int(-k)[:, None, :], bits, ELEM, SR > 0, nan)
-    if ELEM == 2:
+    sbyte = _scale_bytes(k, nan, 1, ELEM)
+    if ELEM == 2 and EXP:
+        val = _mx4_expanded(out, k[:, None, :], sbyte[:, None, :])
+        tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], val.to(tl.bfloat16),
+                 mask=ok[:, None, :])
+    elif ELEM == 2:
         w = tl.arange(0, 2)
         idx = (offs_c[None, :] * (rows // 8) + grp[:, None] * 4)[:, :, None, None] + \
             (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
@@ -192,8 +224,7 @@ def _mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, c
     else:
         tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], out,
                  mask=ok[:, None, :])
-    tl.store(s_ptr + offs_c[None, :] * (rows // 32) + grp[:, None], _scale_bytes(k, nan, 1, ELEM),
-             mask=ok)
+    tl.store(s_ptr + offs_c[None, :] * (rows // 32) + grp[:, None], sbyte, mask=ok)
     return vmax                                       # block maxima, for the amax
 
 
@@ -205,9 +236,11 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
                ROW_RHT_D: tl.constexpr, ROW_SR: tl.constexpr,
                COL: tl.constexpr, COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
                COL_RHT_D: tl.constexpr, COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr,
-               PACK_COL: tl.constexpr):
+               PACK_COL: tl.constexpr, ROW_EXP: tl.constexpr = False,
+               COL_EXP: tl.constexpr = False):
     """Each program loops over tiles keeping elementwise maxima of the block maxima; one
-    reduction and one atomic max per view and program at the end."""
+    reduction and one atomic max per view and program at the end. ROW_EXP / COL_EXP: that
+    MXFP4 view written expanded (bf16)."""
     acc_r = tl.zeros((BR, BC // 32), dtype=tl.float32)
     acc_c = tl.zeros((BR // 32, BC), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -215,11 +248,12 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
         if ROW:
             acc_r = tl.maximum(acc_r, _mx_row_view(
                 x_ptr, mr_ptr, seed_ptr, br_ptr, qr_ptr, sr_ptr, r0, c0, rows, cols,
-                IN_DTYPE, BR, BC, ROW_ELEM, ROW_CEIL, ROW_RHT_D, ROW_SR))
+                IN_DTYPE, BR, BC, ROW_ELEM, ROW_CEIL, ROW_RHT_D, ROW_SR, ROW_EXP))
         if COL:
             acc_c = tl.maximum(acc_c, _mx_col_view(
                 x_ptr, mc_ptr, seed_ptr, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
-                IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR, PACK_COL))
+                IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR, PACK_COL,
+                COL_EXP))
     if ROW:
         tl.atomic_max(amax_ptr, tl.max(tl.max(acc_r, axis=1), axis=0))
     if COL:
@@ -230,7 +264,8 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
 class _View:
     """Validated options and output buffers of one MX view of ``x2`` ([rows, cols])."""
 
-    def __init__(self, x2: torch.Tensor, fmt: QFormat, opts: dict, transposed: bool):
+    def __init__(self, x2: torch.Tensor, fmt: QFormat, opts: dict, transposed: bool,
+                 expand: bool = False):
         if fmt not in _ELEM:
             raise KernelUnsupported(f"{fmt.value} is not an MX format")
         unknown = set(opts) - set(_OPTS)
@@ -252,7 +287,10 @@ class _View:
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
         dev = x2.device
-        if fmt == QFormat.MXFP4:
+        self.expanded = bool(expand) and fmt == QFormat.MXFP4     # MXFP8 keeps codes (gemm_paths)
+        if self.expanded:
+            self.data = self.data_u8 = torch.empty((vr, vc), dtype=torch.bfloat16, device=dev)
+        elif fmt == QFormat.MXFP4:
             self.data = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
             self.data_u8 = self.data.view(torch.int32)        # the kernel writes uint32 words
         else:
@@ -277,7 +315,8 @@ class _View:
         return QuantizedTensor(
             fmt=self.fmt, data=self.data, scale=self.scale, amax=amax, shape=shape,
             orig_dtype=orig_dtype, block=(1, 32), rht_d=self.rht_d if self.rht else 0,
-            extra={"scale_rounding": self.scale_rounding, "stochastic": self.stochastic})
+            extra={"scale_rounding": self.scale_rounding, "stochastic": self.stochastic},
+            expanded=self.expanded)
 
 
 def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
@@ -297,7 +336,8 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
                      *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),
                      IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
                      *(row.flags() if row else off), *(col.flags() if col else off),
-                     cfg["NUM_STAGES"], cfg["PACK_COL"], num_warps=cfg["num_warps"])
+                     cfg["NUM_STAGES"], cfg["PACK_COL"], bool(row and row.expanded),
+                     bool(col and col.expanded), num_warps=cfg["num_warps"])
     return amax
 
 
@@ -337,13 +377,15 @@ def _single(fmt: QFormat):
     return kernel
 
 
-def quantize_rowcol_mx_triton(x: torch.Tensor, row, col):
-    """Kernel twin of ``ops.rowcol_reference`` for MX views (either may be None)."""
+def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False)):
+    """Kernel twin of ``ops.rowcol_reference`` for MX views (either may be None); ``expand``
+    (a dispatch hint): MXFP4 views to write expanded (MXFP8 views stay codes)."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (32, 1))
     check_kernel_input(x)
-    rv = _View(x2, row[0], row[1], False) if row else None
-    cv = _View(x2, col[0], col[1], True) if col else None
+    expand = expand if CONFIG["EXPAND"] else (False, False)
+    rv = _View(x2, row[0], row[1], False, expand[0]) if row else None
+    cv = _View(x2, col[0], col[1], True, expand[1]) if col else None
     if _reg_applies(x2, rv, cv):
         amax = _run_reg(x2, rv, cv)
         note_path("quantize_rowcol", rowcol_key(row[0].value, col[0].value),
@@ -355,6 +397,7 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col):
             cv.result(amax[1], torch.Size((cols, rows)), x.dtype) if cv else None)
 
 
+quantize_rowcol_mx_triton.hints = ("expand",)
 KERNELS = {fmt: register_kernel("quantize", fmt.value)(_single(fmt)) for fmt in _ELEM}
 for _fmt in _ELEM:
     for _other in (*_ELEM, None):
