@@ -13,7 +13,8 @@ out, in, T). For each shape it times bf16 cuBLAS and every path of every family 
 
 * fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles); and, to see whether the
   operand order matters to cuBLASLt, ``torch_swap``: ``(B Aᵀ)ᵀ`` (a transposed view) and
-  ``torch_swapc`` (made contiguous), not paths of the table
+  ``torch_swapc`` (made contiguous), and ``torch_fast`` (cuBLASLt's fast accumulation), not
+  paths of the table
 * fp8t:  FP8 tensorwise through ``torch._scaled_mm`` (what ``fp8_tensorwise`` runs), for reference
 * fp4:   NVFP4 ``dequant`` (dequantize + cuBLAS), ``mainloop``
 * mxfp8: ``fp8`` (FP8 tensor cores, three configs), ``dequant``
@@ -93,6 +94,8 @@ def candidates():
     out["fp8"] += [("torch_swap", "torch_swap", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
         qb, qa, bf16, path="torch").t()), ("torch_swapc", "torch_swapc", {},
         lambda qa, qb: gemm_fp8.scaled_mm_fp8(qb, qa, bf16, path="torch").t().contiguous())]
+    out["fp8"].append(("torch_fast", "torch_fast", {}, lambda qa, qb: _fast_accum(
+        gemm_fp8.scaled_mm_fp8, qa, qb, bf16, path="torch")))
     out["fp8t"] = [("torch", "torch", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="torch"))]
     out["fp8"] += [(f"triton{i}", "triton", t, lambda qa, qb, t=t: gemm_fp8.scaled_mm_fp8(
@@ -106,6 +109,17 @@ def candidates():
     out["mxfp8"].append(("dequant", "dequant", {}, lambda qa, qb: gemm_block.scaled_mm_block(
         qa, qb, bf16, path="dequant")))
     return out
+
+
+def _fast_accum(fn, *args, **kwargs):
+    """``fn`` with cuBLASLt's FP8 fast accumulation asked for (``gemm_fp8.USE_FAST_ACCUM``;
+    not what training runs: a variant to time)."""
+    from microscale.kernels import gemm_fp8
+    old, gemm_fp8.USE_FAST_ACCUM = gemm_fp8.USE_FAST_ACCUM, True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        gemm_fp8.USE_FAST_ACCUM = old
 
 
 def _diff(cfg, base) -> dict:

@@ -122,6 +122,7 @@ def build(model_name: str, recipe: str, seq: int, device: torch.device):
                                    module_filter_fn=lambda m, fqn: isinstance(m, nn.Linear))
         if moe:
             torchao_moe_experts(model)
+            _probe_torchao_moe(model, device)
         return model, 1.0
     if recipe != "bf16":
         report = ms.convert(model, recipe)
@@ -151,8 +152,10 @@ def pad_token_groups(x: torch.Tensor, offs: torch.Tensor, align: int = 16):
 def torchao_moe_experts(model) -> int:
     """torchao's FP8 rowwise MoE training path on the zoo MoE's experts: its differentiable
     ``_to_fp8_rowwise_then_scaled_grouped_mm`` (torchao ≥ 0.18; older: ``_scaled_grouped_mm``)
-    as each ``Experts.grouped_mm``, counting its calls (``model._torchao_moe_calls``) so that a
-    run in which it never ran raises instead of timing bf16 under torchao's name. Token groups
+    as each ``Experts.grouped_mm``, counting its eager calls (``model._torchao_moe_calls``;
+    not while Dynamo traces, where the count would be a guard and recompile every call) so that
+    a model in which it never runs raises (:func:`_probe_torchao_moe`) instead of timing bf16
+    under torchao's name. Token groups
     are padded to multiples of 16 first (:func:`pad_token_groups`; torchao 0.18's own padding,
     its default, is "not yet supported" and asserts), the output gathered back."""
     import inspect
@@ -167,7 +170,8 @@ def torchao_moe_experts(model) -> int:
           if "pad_token_groups_for_grouped_mm" in inspect.signature(fn).parameters else {})
 
     def grouped_mm(x, w_t, offs):
-        calls[0] += 1
+        if not torch.compiler.is_compiling():
+            calls[0] += 1
         x_pad, rows, offs_pad = pad_token_groups(x, offs)
         return fn(x_pad, w_t, offs_pad, out_dtype=x.dtype, **kw)[rows]
     experts = [m for m in model.modules() if isinstance(m, Experts)]
@@ -176,6 +180,16 @@ def torchao_moe_experts(model) -> int:
     for m in experts:
         m.grouped_mm = grouped_mm
     return len(experts)
+
+
+def _probe_torchao_moe(model, device: torch.device) -> None:
+    """One eager forward of 16 tokens, as a step runs it (bf16 autocast): torchao's grouped GEMM
+    must have run in it, else the model does not call ``Experts.grouped_mm`` and a timing
+    would be bf16's."""
+    with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+        model(torch.zeros(1, 16, dtype=torch.long, device=device))
+    if model._torchao_moe_calls[0] == 0:
+        raise RuntimeError("torchao_moe_rowwise: torchao's grouped GEMM never ran in a forward")
 
 
 def apply_suffix(model, recipe: str) -> None:
@@ -249,8 +263,6 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
     train_step(model, opt, x, y)                       # compiles; AdamW state allocated
     _sync(device)
     compile_s = time.perf_counter() - t0
-    if getattr(model, "_torchao_moe_calls", [1])[0] == 0:
-        raise RuntimeError(f"{recipe}: torchao's grouped GEMM never ran in the step")
     if device.type == "cuda":   # the peak of a training step: warm-up steps, the capture, replays
         torch.cuda.reset_peak_memory_stats(device)
     for _ in range(args.warmup - 1):

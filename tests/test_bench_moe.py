@@ -84,3 +84,31 @@ def test_pad_token_groups_keeps_every_group_product():
                       enumerate(zip([0, *offs[:-1].tolist()], offs.tolist()))])
     got = torch._grouped_mm(x_pad, w_t, offs=offs_pad)[rows]
     torch.testing.assert_close(got, want)
+
+
+def test_torchao_moe_probe_raises_when_the_hook_never_runs(monkeypatch):
+    """A model whose experts do not call the swapped-in grouped GEMM fails the probe (a run
+    would otherwise time bf16 under torchao's name)."""
+    import sys
+    import types
+
+    import torch
+    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    moe = types.ModuleType("torchao.prototype.moe_training")
+    moe._to_fp8_rowwise_then_scaled_grouped_mm = \
+        lambda a, b_t, offs, out_dtype=None: torch._grouped_mm(a, b_t, offs=offs).to(out_dtype)
+    monkeypatch.setitem(sys.modules, "torchao.prototype.moe_training", moe)
+    from microscale.train.model import build_model
+    from microscale.train.moe import Experts, _torch_grouped_mm
+    model = build_model("moe-tiny")
+    bench.torchao_moe_experts(model)
+    bench._probe_torchao_moe(model, torch.device("cpu"))          # the hook runs: passes
+    assert model._torchao_moe_calls[0] > 0
+    model._torchao_moe_calls[0] = 0
+    for m in model.modules():
+        if isinstance(m, Experts):
+            m.grouped_mm = _torch_grouped_mm                       # the hook bypassed
+    with pytest.raises(RuntimeError, match="never ran"):
+        bench._probe_torchao_moe(model, torch.device("cpu"))
