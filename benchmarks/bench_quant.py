@@ -36,11 +36,16 @@ _AMAX: dict = {}
 
 
 def _given(opts: dict, x: torch.Tensor) -> dict:
-    """``amax="given"`` stands for a precomputed amax (times the quantize pass alone)."""
+    """``amax="given"`` stands for a precomputed amax (times the quantize pass alone);
+    ``seed="given"`` for a fixed SR seed on the device (the same bits every call)."""
     if opts.get("amax") == "given":
         if x.device not in _AMAX:      # made once: a per-call host-to-device copy would be timed
             _AMAX[x.device] = x.float().abs().amax()
-        return {**opts, "amax": _AMAX[x.device]}
+        opts = {**opts, "amax": _AMAX[x.device]}
+    if opts.get("seed") == "given":
+        if ("seed", x.device) not in _AMAX:
+            _AMAX["seed", x.device] = torch.tensor([5], dtype=torch.int32, device=x.device)
+        opts = {**opts, "seed": _AMAX["seed", x.device]}
     return opts
 
 
@@ -49,6 +54,15 @@ def _rc(row, col):
         views = [(v[0], _given(v[1], x)) if v else None for v in (row, col)]
         return ms.quantize_rowcol(x, views[0], views[1], backend=be)
     return call
+
+
+def _views(row, col):
+    """As ``_rc``, through the op layer's ``quantize_views``, which also takes the layer-only
+    option ``expand`` (views written as bf16 ``value · block_scale``, ``tensor.py``)."""
+    from microscale.ops import quantize_views
+    from microscale.tensor import QFormat
+    return lambda x, be: quantize_views(x, (QFormat(row[0]), _given(row[1], x)),
+                                        (QFormat(col[0]), _given(col[1], x)), be)
 
 
 def _q(fmt, **opts):
@@ -78,6 +92,15 @@ VARIANTS = {
     "mxfp8_e4m3/rowcol": (_rc(("mxfp8_e4m3", NF), ("mxfp8_e4m3", NF)), 1),
     "mxfp4/1x32": (_q("mxfp4"), 1),
     "mxfp4/rht_sr": (_q("mxfp4", rht=True, stochastic=True), 1),
+    # the mxfp4 recipe's pairs as a layer asks for them: x (row RNE written expanded, column
+    # RHT 32 as codes, saved for backward) and dy (row SR, column RHT 32 + SR, both expanded)
+    "mxfp4/rowcol_x": (_views(("mxfp4", {**NF, "expand": True}), ("mxfp4", {**NF, "rht": True})),
+                       1),
+    "mxfp4/rowcol_dy": (_views(("mxfp4", {**NF, "stochastic": True, "expand": True,
+                                          "seed": "given"}),
+                               ("mxfp4", {**NF, "rht": True, "stochastic": True, "expand": True,
+                                          "seed": "given"})),
+                        1),
     "fp8_block/1x128": (_q("fp8_block"), 1),
     "fp8_block/1x128_rowcol": (_rc(("fp8_block", NF), ("fp8_block", NF)), 1),
     "fp8_block/128x128": (_q("fp8_block", block=(128, 128)), 1),
@@ -158,6 +181,9 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
                 ("reg", 8, 2, 1, False), ("reg", 16, 1, 1, False), ("reg", 4, 2, 1, False)])),
         (quant_mx.CONFIG, "mxfp4/1x32", cfgs(q_keys, [
             (32, 128, 4, 8, 2), (64, 64, 4, 8, 2), (64, 128, 8, 4, 2)])),
+        *[(quant_mx.CONFIG, f"mxfp4/rowcol_{v}", cfgs(q_keys, [
+            (32, 128, 4, 8, 2), (32, 64, 4, 8, 2), (64, 64, 4, 8, 2), (32, 128, 8, 4, 2),
+            (64, 128, 8, 4, 2), (32, 128, 4, 4, 1)])) for v in ("x", "dy")],
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
         (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(
