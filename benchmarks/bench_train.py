@@ -83,6 +83,9 @@ KERNEL_SETS = {
     # session 14: MXFP4 views written as codes and decoded by the op (before: the kernel writes
     # the expanded views the layer asks for)
     "mx-codes": {"quant_mx": {"EXPAND": False}},
+    # session 14: the MX kernel's tile (BR x BC, warps, programs per SM) for MXFP4's pairs
+    "mx-8w": {"quant_mx": {"BR": 32, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 4}},
+    "mx-64x64": {"quant_mx": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8}},
 }
 
 

@@ -11,8 +11,9 @@ RHT note: the rotation sums 16 (or 32) products in fp32, and the spec fixes no s
 order; the kernel (tensor cores or FMAs) and torch's matmul add in different orders. When every
 chunk sum is exact in fp32 the order cannot matter, so RHT tests draw ``exact=True`` samples
 (multiples of 1/16 below 16: 8 significant bits, sums exact) and then compare bit for bit.
-For d = 32 (MXFP4) the entries 1/sqrt(32) are not powers of two, products round, and no
-kernel can promise the reference's bits: there the GPU test bounds the disagreement instead.
+For d = 32 (MXFP4) the entry fp32(1/sqrt(32)) is not a power of two; kernel and reference
+both take the product as an exact ±1/8 sum times fp32(sqrt 2) (``hadamard.rht_factors``), so
+the same ``exact=True`` samples give the same bits there too.
 """
 
 from __future__ import annotations
@@ -249,7 +250,8 @@ def test_mxfp4_sr_bits_exact(shape, dtype):
 
 
 def assert_mx_rht32_close(q_k, q_r, max_frac: float = 2e-3) -> None:
-    """d = 32: last-bit differences of rotated values may move a few codes by one step."""
+    """d = 32 on data whose chunk sums may not be exact in fp32: a last-bit difference of a
+    rotated value may move a few codes by one step."""
     assert (q_k.data.cpu() != q_r.data).float().mean() <= max_frac
     assert (q_k.scale.cpu() != q_r.scale).float().mean() <= max_frac
     assert torch.allclose(q_k.amax.cpu(), q_r.amax, rtol=1e-6, atol=0)
@@ -260,13 +262,26 @@ def assert_mx_rht32_close(q_k, q_r, max_frac: float = 2e-3) -> None:
 
 
 @pytest.mark.parametrize("shape,dtype", MX_SHAPES[:2])
-def test_mxfp4_rht32_close(shape, dtype):
+def test_mxfp4_rht32_exact(shape, dtype):
+    """d = 32 rotations (row view: a 2-D dot; column view: the batched one) bit for bit."""
     x = sample(shape, dtype, exact=True)
-    assert_mx_rht32_close(*both(lambda be: ms.quantize(x, "mxfp4", backend=be, rht=True)),
-                          max_frac=0.02)      # tiny tensors: one code is ~0.1%
+    assert_same(*both(lambda be: ms.quantize(x, "mxfp4", backend=be, rht=True)))
     if (x.numel() // shape[-1]) % 32 == 0:    # the column view's RHT runs along x's rows
         k, r = both(lambda be: ms.quantize_rowcol(x, None, ("mxfp4", {"rht": True}), backend=be))
-        assert_mx_rht32_close(k[1], r[1], max_frac=0.02)
+        assert_same(k[1], r[1])
+
+
+def test_rht32_is_the_correctly_rounded_product():
+    """The reference's d = 32 rotation equals x·M computed in float64 and rounded once to fp32
+    (then to the input dtype) when the chunk sums are exact; the plain fp32 matmul does not
+    always (its products round), which is why both sides use the ±1/8 form."""
+    from microscale.hadamard import rht, rht_matrix
+    x = sample((64, 256), torch.float32, exact=True)
+    m = rht_matrix(32)
+    want = (x.double().reshape(64, 8, 32) @ m.double()).float().reshape(64, 256)
+    assert torch.equal(rht(x, 32), want)
+    plain = (x.reshape(64, 8, 32) @ m).reshape(64, 256)
+    assert not torch.equal(plain, want)
 
 
 @pytest.mark.parametrize("pack", [False, True])
@@ -593,9 +608,17 @@ def test_gpu_nvfp4_rht_randn_nearly_always_exact():
 
 @pytest.mark.gpu
 def test_gpu_mxfp4_rht32_close():
+    """Tensor-core d = 32 rotations: bit for bit on exact-sum data, both views; close on
+    random data."""
     x = sample((2048, 1024), torch.bfloat16)
     assert_mx_rht32_close(ms.quantize(x.cuda(), "mxfp4", backend="triton", rht=True),
                           ms.quantize(x, "mxfp4", backend="reference", rht=True))
+    x = sample((2048, 1024), torch.bfloat16, exact=True)
+    views = (("mxfp4", {"rht": True}), ("mxfp4", {"rht": True}))
+    k = ms.quantize_rowcol(x.cuda(), *views, backend="triton")
+    r = ms.quantize_rowcol(x, *views, backend="reference")
+    for q_k, q_r in zip(k, r):
+        assert_same(q_k, q_r)
 
 
 @pytest.mark.gpu

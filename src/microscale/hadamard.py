@@ -14,6 +14,17 @@ the product unchanged: ``(A M)(B M)ᵀ = A Bᵀ`` up to rounding.
 Numerics: the chunk product is accumulated in fp32 and rounded to the input dtype (bf16 in
 training), exactly as a fused kernel does. Cost: a [.., d] × [d, d] matmul per chunk.
 
+Where ``1/sqrt(d)`` is a power of two (d = 4, 16, 64) the entries of M are exact in any float
+format, every product ``x·M[j][k]`` is exact, and the chunk sum is the same in every summation
+order whenever it is exact in fp32 (bf16 data in practice). For d = 2, 8, 32, 128 the entry
+``c = fp32(1/sqrt(d))`` has a long significand; a product ``x·c`` would round, and the bits
+would depend on how an implementation adds. So there the product is taken as
+``(x_chunk @ (diag(s)·H·2^-e)) · (c·2^e)`` with ``2^-e`` the largest power of two below
+``1/sqrt(d)``: the ``±2^-e`` products and their sum are exact under the same condition, and the
+one multiply by ``c·2^e`` (exact: c scaled by a power of two) rounds the exact ``x_chunk @ M``
+once. That is the correctly rounded value of the spec's product, and a kernel summing in any
+order (tensor cores included) reproduces it bit for bit (:func:`rht_factors`).
+
 Edges (the rotation of a finite x is always finite, and the same in every summation order):
 
 * the input is first clamped to ``±L(d) = ±2^(127 − ⌈log2(d)/2⌉)`` (2^125 for d = 16). Then
@@ -34,8 +45,8 @@ import torch
 
 from .validate import check_rht_size
 
-__all__ = ["RHT_SIGNS_16", "hadamard_matrix", "rht_signs", "rht_matrix", "rht", "rht_inverse",
-           "rht_input_limit"]
+__all__ = ["RHT_SIGNS_16", "hadamard_matrix", "rht_signs", "rht_matrix", "rht_factors", "rht",
+           "rht_inverse", "rht_input_limit"]
 
 RHT_SIGNS_16 = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
 _RHT_SEED = 0x5EED_F4
@@ -83,10 +94,31 @@ def rht_matrix(d: int = 16, device: torch.device | str | None = None) -> torch.T
     return _rht_matrix_cpu(d).to(device or "cpu", copy=True)  # never hand out the cached one
 
 
+@lru_cache(maxsize=None)
+def rht_factors(d: int) -> tuple[float, float]:
+    """``(2^-e, post)`` with ``M = diag(s)·H·2^-e·post`` exactly in fp32 (module docstring):
+    ``(c, 1.0)`` where ``c = |M[j][k]|`` is a power of two, else ``2^-e`` the largest power of
+    two below ``1/sqrt(d)`` and ``post = c·2^e`` (exact)."""
+    c = float(_rht_matrix_cpu(d).abs().max())
+    if c == 2.0 ** math.floor(math.log2(c)):
+        return c, 1.0
+    pre = 2.0 ** math.floor(math.log2(c))
+    return pre, c / pre
+
+
 def rht_input_limit(d: int) -> float:
     """``L(d) = 2^(127 − ⌈log2(d)/2⌉)``: |x| above it is clamped before rotating (above)."""
     log2_d = check_rht_size(d, "d").bit_length() - 1
     return 2.0 ** (127 - (log2_d + 1) // 2)
+
+
+def _chunk_product(chunks: torch.Tensor, m: torch.Tensor, d: int) -> torch.Tensor:
+    """``chunks @ m`` for ``m`` = M or Mᵀ, as the module docstring says: one matmul where M's
+    entries are powers of two, else the ±2^-e matmul (exact) times ``c·2^e`` (one rounding)."""
+    pre, post = rht_factors(d)
+    if post == 1.0:
+        return chunks @ m
+    return (chunks @ (torch.sign(m) * pre)) * post
 
 
 def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:
@@ -100,7 +132,8 @@ def _apply(x: torch.Tensor, m: torch.Tensor, d: int, what: str) -> torch.Tensor:
                          f"size d={d}")
     limit, top = rht_input_limit(d), torch.finfo(x.dtype).max
     chunks = x.float().clamp(-limit, limit).reshape(*x.shape[:-1], x.shape[-1] // d, d)
-    return (chunks @ m).clamp(-top, top).reshape(x.shape).to(x.dtype)   # clamp keeps NaN
+    y = _chunk_product(chunks, m, d)
+    return y.clamp(-top, top).reshape(x.shape).to(x.dtype)              # clamp keeps NaN
 
 
 def rht(x: torch.Tensor, d: int = 16) -> torch.Tensor:
