@@ -300,8 +300,8 @@ def dot_fp32(a, b, IN_DTYPE: tl.constexpr, EXACT_B: tl.constexpr):
     d=16 RHT entries) are exact there, every product is exact in fp32 and the fp32
     accumulation gives the reference's sum whenever that sum is exact in fp32 (unless one
     chunk spans more than ~16 binades). ``EXACT_B`` says the entries of the matrix are exact
-    in the narrow dtype (the RHT's always are: ±1/4, ±1/8, or ±1/8 standing in for
-    ±fp32(1/sqrt(32)) with one multiply after the sum, :func:`rht_tile`).
+    in the narrow dtype (±1/4 and ±1/8 for d = 16 and 64; d = 32 passes False, see
+    :func:`_rht_exact`).
     fp32 inputs, other d, and the interpreter use IEEE FMAs.
     """
     if TENSOR_CORE_RHT and EXACT_B and IN_DTYPE == 1:
@@ -361,7 +361,9 @@ def _rht_exact(m, D: tl.constexpr):
     """``(matrix, post)`` for the rotation by ``m`` = M or Mᵀ (``hadamard.rht_factors``): M
     itself and 1 for D = 16, 64 (entries ±1/4, ±1/8: powers of two); for D = 32 the signs
     times 2^-3 and post = fp32(1/sqrt(32))·2^3 = fp32(sqrt 2), so that the products and sums
-    are exact (in any order, on tensor cores too) and one multiply rounds."""
+    are exact (in any order) and one multiply rounds. D = 32 stays on IEEE FMAs: the same
+    exact sums on bf16 tensor cores (the [G, 32, 32] batched dot of a column view) made the
+    125m mxfp4 step 3.9x slower on an H100 (session 14, call 4)."""
     tl.static_assert(D == 16 or D == 32 or D == 64, "kernels rotate 16-, 32- or 64-chunks")
     if D == 32:
         out = tl.where(m > 0, 0.125, -0.125)
@@ -377,7 +379,7 @@ def rht_tile(v, m, R: tl.constexpr, C: tl.constexpr, D: tl.constexpr, IN_DTYPE: 
     """Rotate each D-chunk of the rows of fp32 tile ``v`` by ``m`` [D, D]; round to input dtype."""
     v = clamp_keep_nan(v, _rht_limit(D))
     mm, post = _rht_exact(m, D)
-    y = dot_fp32(tl.reshape(v, (R * C // D, D)), mm, IN_DTYPE, True)
+    y = dot_fp32(tl.reshape(v, (R * C // D, D)), mm, IN_DTYPE, D != 32)
     if D == 32:
         y = y * post
     return _saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
@@ -388,7 +390,7 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
     """Rotate along axis 1 of ``v`` [G, D, C]: ``y[g] = mt @ v[g]`` with ``mt = Mᵀ``; round."""
     v = clamp_keep_nan(v, _rht_limit(D))
     mm, post = _rht_exact(mt, D)
-    y = dot_fp32(tl.broadcast_to(mm[None, :, :], (G, D, D)), v, IN_DTYPE, True)
+    y = dot_fp32(tl.broadcast_to(mm[None, :, :], (G, D, D)), v, IN_DTYPE, D != 32)
     if D == 32:
         y = y * post
     return _saturate_to_input(y, IN_DTYPE)
