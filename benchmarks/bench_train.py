@@ -86,6 +86,9 @@ KERNEL_SETS = {
     # session 14: the MX kernel's tile (BR x BC, warps, programs per SM) for MXFP4's pairs
     "mx-8w": {"quant_mx": {"BR": 32, "BC": 128, "num_warps": 8, "PROGS_PER_SM": 4}},
     "mx-64x64": {"quant_mx": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8}},
+    # session 14: MXFP4 column views the older way ([G, 32, BC] tile, cross-thread reductions,
+    # the RHT as an FMA dot) instead of a 32-row block in one thread (quant_mx_col)
+    "mx-col-old": {"quant_mx": {"COL_REG": False}},
 }
 
 

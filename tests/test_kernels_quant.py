@@ -284,6 +284,39 @@ def test_rht32_is_the_correctly_rounded_product():
     assert not torch.equal(plain, want)
 
 
+@pytest.mark.parametrize("br", [32, 64])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_mxfp4_column_view_in_registers_exact(dtype, br, monkeypatch):
+    """``quant_mx.CONFIG['COL_REG']``: the MXFP4 column view with a 32-row block in one thread
+    (``quant_mx_col``) against the reference (RNE, RHT 32, caller bits; NaN, Inf and a huge
+    value) and against the other column path (in-kernel Philox: the same stream), codes and
+    expanded; one and two 32-row groups a tile, a partial column tile (160 = 128 + 32)."""
+    from microscale import ops
+    from microscale.kernels import quant_mx
+    from microscale.tensor import QFormat
+    monkeypatch.setitem(quant_mx.CONFIG, "BR", br)
+    x = sample((64 if br == 32 else 128, 160), dtype, exact=True)
+    flat = x.view(-1)
+    flat[37], flat[300], flat[5000] = float("nan"), float("inf"), -60000.0
+    nf = {"check_finite": False}
+    rb = torch.randint(0, 256, (160, x.shape[0]), dtype=torch.uint8)
+    monkeypatch.setitem(quant_mx.CONFIG, "COL_REG", True)
+    for col in [{}, {"rht": True}, {"rht": True, "stochastic": True, "rand_bits": rb}]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, None, ("mxfp4", {**nf, **col}), backend=be))
+        assert_same(k[1], r[1])
+    m4, seed = QFormat.MXFP4, torch.tensor([11])
+    for expand in (False, True):
+        view = (m4, {**nf, "rht": True, "stochastic": True, "seed": seed, "expand": expand})
+        got = ops.quantize_views(x, (m4, nf), view, "triton")[1]
+        monkeypatch.setitem(quant_mx.CONFIG, "COL_REG", False)
+        want = ops.quantize_views(x, (m4, nf), view, "triton")[1]
+        monkeypatch.setitem(quant_mx.CONFIG, "COL_REG", True)
+        assert got.expanded == want.expanded == expand
+        for a, b in ((got.data, want.data), (got.scale, want.scale)):
+            assert torch.equal(_bytes(a).view(torch.uint8), _bytes(b).view(torch.uint8))
+        assert torch.equal(got.amax, want.amax)
+
+
 @pytest.mark.parametrize("pack", [False, True])
 def test_mx_rowcol_exact(pack, monkeypatch):
     """Both views, MXFP8 column stores as bytes or as packed words (quant_mx.CONFIG)."""

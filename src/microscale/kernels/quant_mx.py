@@ -43,6 +43,7 @@ import triton.language as tl
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
+from .quant_mx_col import RHT_SIGN_MASK_32, mx4_col_view_reg
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
 from ._utils import (IN_DTYPE_CODE, block_flag, cdiv, check_kernel_input, check_rand_bits,
                      check_views, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, e4m3_byte,
@@ -59,11 +60,12 @@ __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 # there; H100, 16384x768 / 16384x3072: 36.4 / 108.8 µs against 52.2 / 163.1 µs here); "mx"
 # keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides. EXPAND: MXFP4
 # views the layer asks for expanded are written so by the kernel (False: codes, which the op
-# then decodes in a pass of its own, as before session 14).
+# then decodes in a pass of its own, as before session 14). COL_REG: MXFP4 column views with
+# a 32-row block in one thread (quant_mx_col; interpreter-tested, not yet timed on a GPU).
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
-          "EXPAND": True}
+          "EXPAND": True, "COL_REG": True}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
@@ -237,10 +239,12 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
                COL: tl.constexpr, COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
                COL_RHT_D: tl.constexpr, COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr,
                PACK_COL: tl.constexpr, ROW_EXP: tl.constexpr = False,
-               COL_EXP: tl.constexpr = False):
+               COL_EXP: tl.constexpr = False, COL_REG: tl.constexpr = False,
+               SIGNS: tl.constexpr = 0):
     """Each program loops over tiles keeping elementwise maxima of the block maxima; one
     reduction and one atomic max per view and program at the end. ROW_EXP / COL_EXP: that
-    MXFP4 view written expanded (bf16)."""
+    MXFP4 view written expanded (bf16). COL_REG: an MXFP4 column view with a block in one
+    thread (``quant_mx_col``; SIGNS: its d = 32 RHT sign mask)."""
     acc_r = tl.zeros((BR, BC // 32), dtype=tl.float32)
     acc_c = tl.zeros((BR // 32, BC), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -249,7 +253,11 @@ def _mx_kernel(x_ptr, amax_ptr, seed_ptr, rows, cols, n_tc, n_tiles,
             acc_r = tl.maximum(acc_r, _mx_row_view(
                 x_ptr, mr_ptr, seed_ptr, br_ptr, qr_ptr, sr_ptr, r0, c0, rows, cols,
                 IN_DTYPE, BR, BC, ROW_ELEM, ROW_CEIL, ROW_RHT_D, ROW_SR, ROW_EXP))
-        if COL:
+        if COL and COL_REG:
+            acc_c = tl.maximum(acc_c, mx4_col_view_reg(
+                x_ptr, seed_ptr, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols, IN_DTYPE,
+                BR // 32, BC, COL_CEIL, COL_RHT_D > 0, COL_SR, COL_EXP, SIGNS))
+        elif COL:
             acc_c = tl.maximum(acc_c, _mx_col_view(
                 x_ptr, mc_ptr, seed_ptr, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
                 IN_DTYPE, BR, BC, COL_ELEM, COL_CEIL, COL_RHT_D, COL_SR, PACK_COL,
@@ -337,8 +345,14 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
                      IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
                      *(row.flags() if row else off), *(col.flags() if col else off),
                      cfg["NUM_STAGES"], cfg["PACK_COL"], bool(row and row.expanded),
-                     bool(col and col.expanded), num_warps=cfg["num_warps"])
+                     bool(col and col.expanded), _col_reg(col), RHT_SIGN_MASK_32,
+                     num_warps=cfg["num_warps"])
     return amax
+
+
+def _col_reg(col: _View | None) -> bool:
+    """Whether an MXFP4 column view runs with its blocks in registers (``quant_mx_col``)."""
+    return bool(CONFIG["COL_REG"]) and col is not None and col.fmt == QFormat.MXFP4
 
 
 def _reg_applies(x2: torch.Tensor, row: _View | None, col: _View | None) -> bool:

@@ -1,0 +1,179 @@
+"""MXFP4 column view with a column's 32-row block in one thread's registers.
+
+The column view of x ``[rows, cols]`` (what wgrad reads, stored as xᵀ ``[cols, rows]``) has
+its MX blocks along x's rows: 32 rows of one column, rotated first by the 32-point RHT in the
+mxfp4 recipe (SPEC §4, §7). ``quant_mx._mx_col_view`` loads the tile as ``[G, 32, BC]`` and
+works along its middle axis: the block max is a cross-thread reduction, the codes are packed
+by a cross-thread multiply-sum, and the RHT is an fp32 ``[32, 32]`` dot (32 FMAs an element,
+with shared-memory layout changes; on an H100 the 125m mxfp4 step spent 33 of its 78 ms in that
+kernel). Here the tile is loaded as 32 tiles ``x_j [G, BC]``, ``x_j[g, c]`` = row
+``32·(r0/32 + g) + j`` of column ``c0 + c``: all 32 in the same register layout, so a block
+is the 32 values ``x_j[g, c]`` of one thread and every step is elementwise across the 32
+tiles, with no shuffle and no shared memory:
+
+* RHT: ``u_j = clamp(x_j, ±2^124) · (±1/8)`` (``s_j/8``: exact), the Walsh-Hadamard butterfly
+  across the 32 tiles (5 stages of 32 adds; Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``),
+  one multiply by fp32(sqrt 2), the round to the input dtype: ``hadamard.rht``'s arithmetic
+  (``hadamard.rht_factors``), equal to it bit for bit whenever the chunk's sum is exact in
+  fp32, the condition every RHT kernel here meets (``tests/test_kernels_quant.py``, RHT note);
+* the block max is 31 in-thread maxima, the UE8M0 exponent ``mx_exponent``'s, NaN read as 0
+  and its block's scale byte 0xFF (``quant.mx``);
+* codes RNE or SR (SPEC §5; random bytes from Philox keyed by seed + 1 with the counters
+  ``c·rows/16 + 2·group`` and ``+ 1``, byte ``j mod 16``: ``_mx_col_view``'s stream, so a seed
+  gives the same codes on either path), packed in-thread into four uint32 words; or written
+  expanded, bf16 ``value(code)·2^k`` (``tensor.py``). Each thread stores its column's 16
+  bytes of codes (or 64 bytes of bf16) and one scale byte.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..hadamard import rht_signs
+from ._utils import (clamp_keep_nan, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, exp2_int,
+                     mx_exponent, round_to_input_dtype, sign_nibble)
+
+__all__ = ["RHT_SIGN_MASK_32", "mx4_col_view_reg"]
+
+# Bit j set where the d = 32 sign s_j is -1 (hadamard.rht_signs(32)): a compile-time constant.
+RHT_SIGN_MASK_32 = sum(1 << j for j, s in enumerate(rht_signs(32)) if s < 0)
+
+
+@triton.jit
+def _rht32(xs, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
+    """``y = x_chunk @ M`` for d = 32 across the 32 tiles, rounded to the input dtype."""
+    u = ()
+    for j in tl.static_range(32):              # s_j/8: the ±2^-3 of hadamard.rht_factors(32)
+        if IN_DTYPE == 2:                      # fp16 never exceeds the clamp
+            u = u + (xs[j] * (0.125 - 0.25 * ((SIGNS >> j) & 1)),)
+        else:
+            u = u + (clamp_keep_nan(xs[j], 2.1267647932558654e37)          # 2^124 = L(32)
+                     * (0.125 - 0.25 * ((SIGNS >> j) & 1)),)
+    for s in tl.static_range(5):               # Sylvester order: pairs (j, j + 2^s)
+        w = ()
+        for j in tl.static_range(32):
+            if (j & (1 << s)) == 0:
+                w = w + (u[j] + u[j + (1 << s)],)
+            else:
+                w = w + (u[j - (1 << s)] - u[j],)
+        u = w
+    y = ()
+    for j in tl.static_range(32):              # one rounding: fp32(1/sqrt 32)·2^3 = fp32(sqrt 2)
+        v = u[j] * 1.4142135381698608
+        if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
+            v = clamp_keep_nan(v, 65504.0)
+        y = y + (round_to_input_dtype(v, IN_DTYPE),)   # bf16/fp32 hold |y| <= 2^126·sqrt 2
+    return y
+
+
+@triton.jit
+def _random_byte(a0, a1, a2, a3, b0, b1, b2, b3, J: tl.constexpr):
+    """Byte ``J mod 16`` of the first (J < 16) or second 128 Philox bits, as int32."""
+    if J % 16 < 4:
+        w = a0 if J < 16 else b0
+    elif J % 16 < 8:
+        w = a1 if J < 16 else b1
+    elif J % 16 < 12:
+        w = a2 if J < 16 else b2
+    else:
+        w = a3 if J < 16 else b3
+    return ((w.to(tl.uint32, bitcast=True) >> (8 * (J % 4))) & 255).to(tl.int32)
+
+
+@triton.jit
+def _last_axis4(w0, w1, w2, w3):
+    """Four ``[G, BC]`` tensors -> ``[G, BC, 4]`` in order (joined in registers)."""
+    t = tl.join(tl.join(w0, w1), tl.join(w2, w3))          # [G, BC, 2 (bit 0), 2 (bit 1)]
+    return tl.reshape(tl.permute(t, (0, 1, 3, 2)), (t.shape[0], t.shape[1], 4))
+
+
+@triton.jit
+def _last_axis16(p):
+    """A tuple of 16 ``[G, BC]`` tensors -> ``[G, BC, 16]`` in order (joined in registers:
+    bit b of the index on the b-th new axis, then those axes reversed and merged)."""
+    q = ()
+    for k in tl.static_range(8):
+        q = q + (tl.join(p[2 * k], p[2 * k + 1]),)
+    r = ()
+    for k in tl.static_range(4):
+        r = r + (tl.join(q[2 * k], q[2 * k + 1]),)
+    t = tl.join(tl.join(r[0], r[1]), tl.join(r[2], r[3]))   # [G, BC, 2, 2, 2, 2]
+    return tl.reshape(tl.permute(t, (0, 1, 5, 4, 3, 2)), (t.shape[0], t.shape[1], 16))
+
+
+@triton.jit
+def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols,
+                     IN_DTYPE: tl.constexpr, G: tl.constexpr, BC: tl.constexpr,
+                     CEIL: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr,
+                     EXP: tl.constexpr, SIGNS: tl.constexpr):
+    """MXFP4 column view of the ``[32·G, BC]`` tile at ``(r0, c0)``: codes as int32 words
+    ``q [cols, rows/8]`` (EXP: bf16 ``q [cols, rows]``), scale bytes ``s [cols, rows/32]``;
+    returns the blocks' maxima ``[G, BC]`` for the amax (as ``quant_mx._mx_col_view``)."""
+    offs_c = c0 + tl.arange(0, BC)[None, :]
+    grp = r0 // 32 + tl.arange(0, G)[:, None]
+    ok = (grp < rows // 32) & (offs_c < cols)                           # [G, BC]
+    xs = ()
+    for j in tl.static_range(32):
+        xs = xs + (tl.load(x_ptr + (grp * 32 + j) * cols + offs_c, mask=ok,
+                           other=0.0).to(tl.float32),)
+    if RHT:
+        xs = _rht32(xs, IN_DTYPE, SIGNS)
+    bad = xs[0] != xs[0]                       # NaN reads as 0 and marks its block
+    vmax = tl.abs(tl.where(bad, 0.0, xs[0]))
+    for j in tl.static_range(1, 32):
+        nan_j = xs[j] != xs[j]
+        bad = bad | nan_j
+        vmax = tl.maximum(vmax, tl.abs(tl.where(nan_j, 0.0, xs[j])))
+    k = mx_exponent(vmax, 2, CEIL)
+    sbyte = tl.where(bad, 255, k + 127).to(tl.uint8)
+    inv = exp2_int(-k)
+    if SR == 2:
+        seed = tl.load(seed_ptr) + 1
+        base = offs_c * (rows // 16) + grp * 2
+        a0, a1, a2, a3 = tl.randint4x(seed, base)
+        b0, b1, b2, b3 = tl.randint4x(seed, base + 1)
+    if EXP:
+        scale = tl.where(bad, float("nan"), exp2_int(k))
+    w0 = tl.zeros((G, BC), dtype=tl.int32)
+    w1 = tl.zeros((G, BC), dtype=tl.int32)
+    w2 = tl.zeros((G, BC), dtype=tl.int32)
+    w3 = tl.zeros((G, BC), dtype=tl.int32)
+    pairs = ()
+    lo = w0
+    for j in tl.static_range(32):
+        v = tl.where(xs[j] != xs[j], 0.0, xs[j]) * inv
+        a = tl.minimum(tl.abs(v), 6.0)
+        if SR == 1:
+            rb = tl.load(bits_ptr + offs_c * rows + grp * 32 + j, mask=ok, other=0).to(tl.int32)
+            code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
+        elif SR == 2:
+            code = e2m1_sr_mag_code(a, _random_byte(a0, a1, a2, a3, b0, b1, b2, b3, j)) \
+                | sign_nibble(v)
+        else:
+            code = e2m1_mag_code(a) | sign_nibble(v)
+        if EXP:                                # bf16 bits, two neighbouring rows a word
+            h = (e2m1_value(code) * scale).to(tl.bfloat16).to(tl.int16, bitcast=True)
+            h = h.to(tl.int32) & 0xFFFF
+            if j % 2 == 0:
+                lo = h
+            else:
+                pairs = pairs + (lo | (h << 16),)
+        elif j < 8:
+            w0 = w0 | (code << (4 * (j % 8)))
+        elif j < 16:
+            w1 = w1 | (code << (4 * (j % 8)))
+        elif j < 24:
+            w2 = w2 | (code << (4 * (j % 8)))
+        else:
+            w3 = w3 | (code << (4 * (j % 8)))
+    if EXP:
+        out = _last_axis16(pairs)              # [G, BC, 16] words: rows 32g .. 32g + 31
+        widx = (offs_c * (rows // 2) + grp * 16)[:, :, None] + tl.arange(0, 16)[None, None, :]
+        tl.store(q_ptr.to(tl.pointer_type(tl.int32)) + widx, out, mask=ok[:, :, None])
+    else:
+        out = _last_axis4(w0, w1, w2, w3)      # [G, BC, 4]: codes 0-7, 8-15, 16-23, 24-31
+        widx = (offs_c * (rows // 8) + grp * 4)[:, :, None] + tl.arange(0, 4)[None, None, :]
+        tl.store(q_ptr + widx, out, mask=ok[:, :, None])
+    tl.store(s_ptr + offs_c * (rows // 32) + grp, sbyte, mask=ok)
+    return vmax
