@@ -89,6 +89,9 @@ KERNEL_SETS = {
     # session 14: MXFP4 column views the older way ([G, 32, BC] tile, cross-thread reductions,
     # the RHT as an FMA dot) instead of a 32-row block in one thread (quant_mx_col)
     "mx-col-old": {"quant_mx": {"COL_REG": False}},
+    # session 14: NVFP4 dy pairs in the rows pass (before: two reg-pass launches, the column
+    # view and the SR row view alone, quant_nvfp4.CONFIG['SPLIT'])
+    "nv-nosplit": {"quant_nvfp4": {"SPLIT": False}},
 }
 
 

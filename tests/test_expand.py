@@ -76,6 +76,33 @@ def test_nvfp4_pairs_expanded(shape, expand):
         assert _same(q.data, (r.expand() if e else r).data)
 
 
+@pytest.mark.parametrize("shape", [(256, 128), (48, 80)])
+@pytest.mark.parametrize("expand", [(True, True), (False, False), (False, True)])
+def test_nvfp4_dy_pair_split_equals_rows_pass(shape, expand, monkeypatch):
+    """``quant_nvfp4.CONFIG['SPLIT']``: a dy pair (row SR, column RHT + SR) as two reg-pass
+    launches gives the rows pass's bits (Philox streams included), codes and expanded, and
+    with caller bits the reference's; a partial tile (48 x 80) included."""
+    from microscale.kernels import quant_nvfp4
+    x = _x(shape, seed=3)
+    g = torch.Generator().manual_seed(4)
+    bits = [torch.randint(0, 256, s, dtype=torch.uint8, generator=g) for s in (shape, shape[::-1])]
+    sr = {**NF, "stochastic": True}
+    for row, col in [((N, {**sr, "seed": torch.tensor([3])}),
+                      (N, {**sr, "rht": True, "seed": torch.tensor([3])})),
+                     ((N, {**sr, "rand_bits": bits[0]}), (N, {**sr, "rht": True, "rand_bits": bits[1]}))]:
+        monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", True)
+        got = _check_pair(x, row, col, expand, "triton", "pair split")
+        monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", False)
+        want = _check_pair(x, row, col, expand, "triton", "rows pass")
+        for q, w in zip(got, want):
+            assert q.expanded == w.expanded and _same(q.data, w.data)
+            assert torch.equal(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
+        if "rand_bits" in row[1]:
+            ref = quantize_views(x, row, col, "reference")
+            for q, r, e in zip(got, ref, expand):
+                assert _same(q.data, (r.expand() if e else r).data)
+
+
 @pytest.mark.parametrize("shape", [(256, 128), (96, 160)])
 @pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
 def test_mxfp4_pairs_expanded(shape, expand, monkeypatch):

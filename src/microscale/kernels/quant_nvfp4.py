@@ -61,12 +61,17 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
 # "REG": the reg pass's tile [16·NI, BC] and launch (maxnreg: ptxas's register cap, None =
 # its own choice), and whether it takes stochastically rounded row views (ROW_SR: off, the rows
-# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's.
+# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's. SPLIT: a
+# pair the reg pass refuses only for its SR row view (dy) runs as two reg-pass launches, the
+# column view and then the row view alone, whose SR fits the registers without the column
+# view beside it (same bits; offline SASS, Triton 3.6: 55 + 50 instructions an element
+# against the rows pass's 193).
 CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
+          "SPLIT": True,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
@@ -182,14 +187,26 @@ def _reg_refusal(row: _View | None, col: _View | None) -> str | None:
     return None
 
 
+def _splits(row: _View | None, col: _View | None) -> bool:
+    """Whether a pair goes as two launches (``CONFIG['SPLIT']``): the reg pass refuses it
+    only for its stochastically rounded row view, and takes its column view."""
+    return bool(CONFIG["SPLIT"]) and row is not None and col is not None \
+        and row.stochastic and not row.rht and not row.block_2d \
+        and not CONFIG["REG"]["ROW_SR"] and _reg_refusal(None, col) is None
+
+
 def _choose_pass(row: _View | None, col: _View | None, op: str) -> str:
-    """The pass that runs ("reg", "rows" or "v3"), recorded for ``ms.explain()``."""
+    """The pass that runs ("reg", "split", "rows" or "v3"), recorded for ``ms.explain()``."""
     want = CONFIG["PASS"]
     if want not in _PASSES:
         raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be one of "
                          f"{_PASSES}, got {want!r}")
     key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
     why = _reg_refusal(row, col) if want == "reg" else None
+    if want == "reg" and why is not None and _splits(row, col):
+        note_path(op, key, "triton (NVFP4 pair split: two reg-pass launches, the column view, "
+                  "then the SR row view alone)")
+        return "split"
     if want == "reg" and why is None:
         note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers)")
         return "reg"
@@ -210,45 +227,26 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     n_tiles = cdiv(rows, br) * n_tc
     grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     (qr, sr, br_), (qc, sc, bc_) = [(c if c.dtype == torch.bfloat16 else c.view(torch.int32),
-                                     sb, b) for c, sb, b in bufs]
+                                     sb, b) for c, sb, b in bufs]   # bf16: an expanded view
     nvfp4_rowcol_reg_kernel[grid](
         x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-        bool(row and row.expanded), num_warps=cfg["num_warps"],
+        bool(row and row.expanded), bool(col and col.expanded), num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
-def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
-         expand=(False, False)):
-    """Launch the amax pass (if needed) and the quantize pass; return (amax_row, amax_col).
-    ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded where the pass
-    can (reg: the row view; rows: both)."""
+def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
+                 col: _View | None, pass_: str) -> None:
+    """The "rows" or "v3" quantize pass over the views given (``views``: both slots, a
+    placeholder where a view is absent)."""
     rows, cols = x2.shape
-    dev = x2.device
-    pass_ = _choose_pass(row, col, op)
-    for v, want, can in zip((row, col), expand, (pass_ in ("reg", "rows"), pass_ == "rows")):
-        if v is not None:
-            v.allocate(dev, bool(want and can))
-    m = rht_matrix_on(16, dev)
-    # the reg layout's amax pass measures any view but a row view with the RHT, also for the
-    # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
-    reg_amax = CONFIG["PASS"] == "reg" and not (row is not None and row.rht)
-    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax)
-    views = [v if v is not None else _NoView(dev) for v in (row, col)]
-    philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
-    seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
-    if pass_ == "reg":
-        bufs = [(v.codes, v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
-                for v in views]
-        _launch_reg(x2, amax_buf, seed, bufs, row, col)
-        return amaxes
     rows_pass = pass_ == "rows"
     cfg = CONFIG if rows_pass else {**CONFIG, **CONFIG["V3"]}
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
-    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     kernel = nvfp4_rows_kernel if rows_pass else nvfp4_v3_kernel
     bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]
@@ -261,6 +259,37 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
         col.sr_mode if col else 0, cfg["NUM_STAGES"],
         *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ()),
         num_warps=cfg["num_warps"])
+
+
+def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
+         expand=(False, False)):
+    """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
+    amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
+    where the pass can (reg, rows and split: both)."""
+    dev = x2.device
+    pass_ = _choose_pass(row, col, op)
+    for v, want in zip((row, col), expand):
+        if v is not None:
+            v.allocate(dev, bool(want) and pass_ != "v3")
+    m = rht_matrix_on(16, dev)
+    # the reg layout's amax pass measures any view but a row view with the RHT, also for the
+    # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
+    reg_amax = CONFIG["PASS"] == "reg" and not (row is not None and row.rht)
+    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax)
+    views = [v if v is not None else _NoView(dev) for v in (row, col)]
+    philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
+    seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
+    bufs = [(v.codes, v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
+            for v in views]
+    if pass_ == "reg":
+        _launch_reg(x2, amax_buf, seed, bufs, row, col)
+    elif pass_ == "split":                     # the column view, then the row view alone
+        blank = _NoView(dev)
+        none = (blank.codes, blank.scale.view(torch.uint8), x2)
+        _launch_reg(x2, amax_buf, seed, [none, bufs[1]], None, col)
+        _launch_reg(x2, amax_buf, seed, [bufs[0], none], row, None)
+    else:
+        _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_)
     return amaxes
 
 

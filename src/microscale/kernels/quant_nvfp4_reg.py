@@ -226,11 +226,27 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
 
 
 @triton.jit
+def _words8(vals):
+    """16 bf16 values ``[NI, W]`` (fp32 holding them) -> ``[NI, W, 8]`` int32 words, value 2m
+    in the low half of word m (the bytes of 16 consecutive bf16 in memory), joined in
+    registers (bit b of m on the b-th new axis, then those axes reversed and merged)."""
+    p = ()
+    for m in tl.static_range(8):
+        lo = vals[2 * m].to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+        hi = vals[2 * m + 1].to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
+        p = p + (lo | (hi << 16),)
+    t = tl.join(tl.join(tl.join(p[0], p[1]), tl.join(p[2], p[3])),
+                tl.join(tl.join(p[4], p[5]), tl.join(p[6], p[7])))     # [NI, W, 2, 2, 2]
+    return tl.reshape(tl.permute(t, (0, 1, 4, 3, 2)), (t.shape[0], t.shape[1], 8))
+
+
+@triton.jit
 def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexpr,
-              W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr):
+              W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
     """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
     ``c [1, W]``: per (group i, column) one block of 16 in-thread values -> two uint32 words
-    (``[NI, W, 2]``) and a scale byte (``[NI, W]``), returned."""
+    (``[NI, W, 2]``; EXP: the 16 expanded bf16 values as eight words ``[NI, W, 8]``,
+    ``tensor.py``) and a scale byte (``[NI, W]``), returned."""
     if RHT:     # NaN fills its chunk: one output flags it; the codes are zeroed below
         bad = ys[0] != ys[0]
         vmax = tl.abs(ys[0])
@@ -255,6 +271,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexp
         w0, w1, w2, w3 = tl.randint4x(seed, ctr)
     lo = tl.zeros((NI, W), dtype=tl.int32)
     hi = tl.zeros((NI, W), dtype=tl.int32)
+    vals = ()
     for j in tl.static_range(16):
         if RHT:
             v = ys[j]
@@ -273,14 +290,20 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexp
                 rb = _word_byte(w3, j % 4)
         else:
             rb = 0
-        if j < 8:
+        if EXP:                                # NaN where the scale is the NaN byte
+            vals = vals + (nvfp4_expanded(scaled_e2m1_code(v, enc, rb, SR > 0), scale_byte),)
+        elif j < 8:
             lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * j))
         else:
             hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * (j - 8)))
-    if RHT:                                    # a NaN chunk's codes are zeros
-        lo = tl.where(bad, 0, lo)
-        hi = tl.where(bad, 0, hi)
-    return tl.join(lo, hi), scale_byte
+    if EXP:
+        out = _words8(vals)
+    else:
+        if RHT:                                # a NaN chunk's codes are zeros
+            lo = tl.where(bad, 0, lo)
+            hi = tl.where(bad, 0, hi)
+        out = tl.join(lo, hi)
+    return out, scale_byte
 
 
 @triton.jit
@@ -297,12 +320,17 @@ def _join_halves(a, b):
 
 @triton.jit
 def _store_cols(q_ptr, s_ptr, words, scale_byte, r0, c0, rows, cols, NI: tl.constexpr,
-                BC: tl.constexpr, EVEN: tl.constexpr):
-    """The column view's words ``[NI, BC, 2]`` and scale bytes ``[NI, BC]`` of a tile: one
-    store each (one layout change each: the store wants the groups i on neighbouring lanes)."""
+                BC: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr = False):
+    """The column view's words ``[NI, BC, 2]`` (EXP: ``[NI, BC, 8]``, bf16 pairs, ``q`` then
+    bf16 ``[cols, rows]``) and scale bytes ``[NI, BC]`` of a tile: one store each (one layout
+    change each: the store wants the groups i on neighbouring lanes)."""
     grp = r0 // 16 + tl.arange(0, NI)[:, None]
     c = c0 + tl.arange(0, BC)[None, :]
-    widx = (c * (rows // 8) + 2 * grp)[:, :, None] + tl.arange(0, 2)[None, None, :]
+    if EXP:
+        q_ptr = q_ptr.to(tl.pointer_type(tl.int32))
+        widx = (c * (rows // 2) + 8 * grp)[:, :, None] + tl.arange(0, 8)[None, None, :]
+    else:
+        widx = (c * (rows // 8) + 2 * grp)[:, :, None] + tl.arange(0, 2)[None, None, :]
     if EVEN:
         tl.store(q_ptr + widx, words)
         tl.store(s_ptr + c * (rows // 16) + grp, scale_byte)
@@ -352,11 +380,13 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr,
                             ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
-                            NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False):
+                            NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
+                            COL_EXP: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
-    view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP:
-    the row view expanded instead, bf16 ``qr [rows, cols]``, ``tensor.py``), scale
+    view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
+    COL_EXP: that view expanded instead, bf16 ``qr [rows, cols]`` / ``qc [cols, rows]``,
+    ``tensor.py``), scale
     bytes ``sr [rows, cols/16]``, ``sc [cols, rows/16]``. SR 1: caller bytes ``br``/``bc``
     (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
@@ -376,9 +406,10 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                     vs = _rht16(vs, IN_DTYPE, SIGNS)
                 outs = outs + (_col_view(vs, s_enc6_c, s_dec_c, seed_c, bc_ptr, r0,
                                          c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows,
-                                         cols, NI, BC // 2, COL_RHT, COL_SR),)
+                                         cols, NI, BC // 2, COL_RHT, COL_SR, COL_EXP),)
             _store_cols(qc_ptr, sc_ptr, _join_halves(outs[0][0], outs[1][0]),
-                        _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN)
+                        _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN,
+                        COL_EXP)
         if ROW:
             if COL and ROW_SR > 0:  # reloaded after the column view's stores (from L1), so
                 #                       the compiler cannot overlap the views' registers
