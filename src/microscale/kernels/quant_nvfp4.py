@@ -64,14 +64,15 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's. SPLIT: a
 # pair the reg pass refuses only for its SR row view (dy) runs as two reg-pass launches, the
 # column view and then the row view alone, whose SR fits the registers without the column
-# view beside it (same bits; offline SASS, Triton 3.6: 55 + 50 instructions an element
-# against the rows pass's 193).
+# view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
+# element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
+# session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
 CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
-          "SPLIT": True,
+          "SPLIT": False,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
