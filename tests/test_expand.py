@@ -89,7 +89,8 @@ def test_nvfp4_dy_pair_split_equals_rows_pass(shape, expand, monkeypatch):
     sr = {**NF, "stochastic": True}
     for row, col in [((N, {**sr, "seed": torch.tensor([3])}),
                       (N, {**sr, "rht": True, "seed": torch.tensor([3])})),
-                     ((N, {**sr, "rand_bits": bits[0]}), (N, {**sr, "rht": True, "rand_bits": bits[1]}))]:
+                     ((N, {**sr, "rand_bits": bits[0]}),
+                      (N, {**sr, "rht": True, "rand_bits": bits[1]}))]:
         monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", True)
         got = _check_pair(x, row, col, expand, "triton", "pair split")
         monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", False)
@@ -240,7 +241,8 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
 @pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy"])
 def test_gpu_expanded_views_match_reference(pair):
     """Every expanded view on the GPU (written by the NVFP4 passes and the MXFP4 kernel, or
-    decoded after the MXFP8 kernels), against the CPU reference's codes decoded, NaN, Inf and a huge value included."""
+    decoded after the MXFP8 kernels), against the CPU reference's codes decoded, NaN, Inf and
+    a huge value included."""
     x = _x((4096, 768), seed=4)
     if pair in ("mxfp8_e4m3", "mxfp4"):
         fmt = QFormat(pair)

@@ -33,7 +33,8 @@ operands it consumes at once (x for fprop, dy for dgrad and wgrad): no codes wri
 and decoded in a pass of their own. Operands saved for backward (xᵀ) and weights stay codes.
 FP4 only: the NVFP4 passes are ALU-bound, so their extra bf16 stores cost less than the
 dequantize pass they replace (125m step, H100: dequantize 6.8 → 2.2 ms, quantize 22.4 → 24.9
-ms, 0.546x → 0.563x of bf16). The MXFP8 register pass is near the copy rate: writing bf16 made
+ms, 0.546x → 0.563x of bf16); the MXFP4 kernel likewise since session 14 (125m mxfp4 0.489x →
+0.547x, 1b 0.673x → 0.734x). The MXFP8 register pass is near the copy rate: writing bf16 made
 it 2.2x slower (8.8 → 19.4 ms), more than the 6.7 ms of dequantize it saved (session 9), so
 MXFP8 keeps codes plus the dequantize pass.
 

@@ -2,7 +2,7 @@
 
 The column view of x ``[rows, cols]`` (what wgrad reads, stored as xᵀ ``[cols, rows]``) has
 its MX blocks along x's rows: 32 rows of one column, rotated first by the 32-point RHT in the
-mxfp4 recipe (SPEC §4, §7). ``quant_mx._mx_col_view`` loads the tile as ``[G, 32, BC]`` and
+mxfp4 recipe (SPEC §4, §7). ``quant_mx_views.mx_col_view`` loads the tile as ``[G, 32, BC]`` and
 works along its middle axis: the block max is a cross-thread reduction, the codes are packed
 by a cross-thread multiply-sum, and the RHT is an fp32 ``[32, 32]`` dot (32 FMAs an element,
 with shared-memory layout changes; on an H100 the 125m mxfp4 step spent 33 of its 78 ms in that
@@ -19,7 +19,7 @@ tiles, with no shuffle and no shared memory:
 * the block max is 31 in-thread maxima, the UE8M0 exponent ``mx_exponent``'s, NaN read as 0
   and its block's scale byte 0xFF (``quant.mx``);
 * codes RNE or SR (SPEC §5; random bytes from Philox keyed by seed + 1 with the counters
-  ``c·rows/16 + 2·group`` and ``+ 1``, byte ``j mod 16``: ``_mx_col_view``'s stream, so a seed
+  ``c·rows/16 + 2·group`` and ``+ 1``, byte ``j mod 16``: ``mx_col_view``'s stream, so a seed
   gives the same codes on either path), packed in-thread into four uint32 words; or written
   expanded, bf16 ``value(code)·2^k`` (``tensor.py``). Each thread stores its column's 16
   bytes of codes (or 64 bytes of bf16) and one scale byte.
@@ -109,7 +109,7 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
                      EXP: tl.constexpr, SIGNS: tl.constexpr):
     """MXFP4 column view of the ``[32·G, BC]`` tile at ``(r0, c0)``: codes as int32 words
     ``q [cols, rows/8]`` (EXP: bf16 ``q [cols, rows]``), scale bytes ``s [cols, rows/32]``;
-    returns the blocks' maxima ``[G, BC]`` for the amax (as ``quant_mx._mx_col_view``)."""
+    returns the blocks' maxima ``[G, BC]`` for the amax (as ``quant_mx_views.mx_col_view``)."""
     offs_c = c0 + tl.arange(0, BC)[None, :]
     grp = r0 // 32 + tl.arange(0, G)[:, None]
     ok = (grp < rows // 32) & (offs_c < cols)                           # [G, BC]

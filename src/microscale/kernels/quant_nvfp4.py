@@ -280,8 +280,9 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
-    bufs = [(v.codes, v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
-            for v in views]
+    if pass_ in ("reg", "split"):
+        bufs = [(v.codes, v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
+                for v in views]
     if pass_ == "reg":
         _launch_reg(x2, amax_buf, seed, bufs, row, col)
     elif pass_ == "split":                     # the column view, then the row view alone

@@ -29,12 +29,12 @@ import torch
 import triton
 import triton.language as tl
 
+from ._rht import rht_tile
 from ._utils import (
     IN_DTYPE_CODE,
     cdiv,
     persistent_grid,
     rht_matrix_on,
-    rht_tile,
     split_nan,
     tile_coords,
 )

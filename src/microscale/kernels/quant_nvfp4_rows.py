@@ -29,8 +29,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._rht import rht_tile
 from ._utils import (block_flag, nvfp4_block_scales, nvfp4_expanded, nvfp4_global_scales,
-                     rht_tile, scaled_e2m1_code, select_byte, split_nan, tile_coords)
+                     scaled_e2m1_code, select_byte, split_nan, tile_coords)
 
 __all__ = ["quantize_rows", "nvfp4_rows_kernel"]
 
