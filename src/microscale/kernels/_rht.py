@@ -6,7 +6,9 @@ chunk product taken in fp32 and rounded to the input dtype with saturation (docs
 For d = 16 and 64 the entries of M (±1/4, ±1/8) are exact in bf16/fp16, so the product runs
 on tensor cores with exact products; for d = 32 it is the exact ±1/8 sum times fp32(sqrt 2)
 (``hadamard.rht_factors``), on IEEE FMAs. Either way a kernel's bits equal the reference's
-whenever the chunk's sum is exact in fp32.
+whenever the chunk's sum is exact in fp32. Kernels that hold a whole chunk in one thread (the
+NVFP4 reg pass, ``quant_mx_col``) rotate it with :func:`rht_butterfly` instead: the same
+products, added in the Walsh-Hadamard butterfly's order.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import triton.language as tl
 
 from ._utils import TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
 
-__all__ = ["dot_fp32", "rht_tile", "rht_cols"]
+__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly"]
 
 
 @triton.jit
@@ -102,3 +104,44 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
     if D == 32:
         y = y * post
     return _saturate_to_input(y, IN_DTYPE)
+
+
+@triton.jit
+def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
+    """``y = x_chunk @ M`` for a chunk of D = 16 or 32 same-shaped tiles ``xs`` (element k of
+    the chunk in ``xs[k]``), rounded to the input dtype: ``x_j·(±2^-e)`` (``s_j`` from the bit
+    mask SIGNS; exact after the clamp to ``±L(D)``), the Walsh-Hadamard butterfly across the
+    tiles (Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``), then for D = 32 one multiply by
+    fp32(sqrt 2) (``hadamard.rht_factors``)."""
+    tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
+    if D == 16:
+        pre = 0.25
+        lim = 4.253529586511731e37             # 2^125 = L(16)
+    else:
+        pre = 0.125
+        lim = 2.1267647932558654e37            # 2^124 = L(32)
+    u = ()
+    for j in tl.static_range(D):
+        s_j = pre * (1.0 - 2.0 * ((SIGNS >> j) & 1))
+        if IN_DTYPE == 2:                      # fp16 never exceeds the clamp
+            u = u + (xs[j] * s_j,)
+        else:
+            u = u + (clamp_keep_nan(xs[j], lim) * s_j,)
+    for s in tl.static_range(5):               # pairs (j, j + 2^s)
+        if (1 << s) < D:
+            w = ()
+            for j in tl.static_range(D):
+                if (j & (1 << s)) == 0:
+                    w = w + (u[j] + u[j + (1 << s)],)
+                else:
+                    w = w + (u[j - (1 << s)] - u[j],)
+            u = w
+    y = ()
+    for j in tl.static_range(D):
+        v = u[j]
+        if D == 32:                            # fp32(1/sqrt 32)·2^3
+            v = v * 1.4142135381698608
+        if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
+            v = clamp_keep_nan(v, 65504.0)
+        y = y + (round_to_input_dtype(v, IN_DTYPE),)   # bf16/fp32 hold every |y| <= 2^127
+    return y

@@ -31,40 +31,14 @@ import triton
 import triton.language as tl
 
 from ..hadamard import rht_signs
-from ._utils import (clamp_keep_nan, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, exp2_int,
-                     mx_exponent, round_to_input_dtype, sign_nibble)
+from ._rht import rht_butterfly
+from ._utils import (e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, exp2_int, mx_exponent,
+                     sign_nibble)
 
 __all__ = ["RHT_SIGN_MASK_32", "mx4_col_view_reg"]
 
 # Bit j set where the d = 32 sign s_j is -1 (hadamard.rht_signs(32)): a compile-time constant.
 RHT_SIGN_MASK_32 = sum(1 << j for j, s in enumerate(rht_signs(32)) if s < 0)
-
-
-@triton.jit
-def _rht32(xs, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
-    """``y = x_chunk @ M`` for d = 32 across the 32 tiles, rounded to the input dtype."""
-    u = ()
-    for j in tl.static_range(32):              # s_j/8: the ±2^-3 of hadamard.rht_factors(32)
-        if IN_DTYPE == 2:                      # fp16 never exceeds the clamp
-            u = u + (xs[j] * (0.125 - 0.25 * ((SIGNS >> j) & 1)),)
-        else:
-            u = u + (clamp_keep_nan(xs[j], 2.1267647932558654e37)          # 2^124 = L(32)
-                     * (0.125 - 0.25 * ((SIGNS >> j) & 1)),)
-    for s in tl.static_range(5):               # Sylvester order: pairs (j, j + 2^s)
-        w = ()
-        for j in tl.static_range(32):
-            if (j & (1 << s)) == 0:
-                w = w + (u[j] + u[j + (1 << s)],)
-            else:
-                w = w + (u[j - (1 << s)] - u[j],)
-        u = w
-    y = ()
-    for j in tl.static_range(32):              # one rounding: fp32(1/sqrt 32)·2^3 = fp32(sqrt 2)
-        v = u[j] * 1.4142135381698608
-        if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
-            v = clamp_keep_nan(v, 65504.0)
-        y = y + (round_to_input_dtype(v, IN_DTYPE),)   # bf16/fp32 hold |y| <= 2^126·sqrt 2
-    return y
 
 
 @triton.jit
@@ -118,7 +92,7 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
         xs = xs + (tl.load(x_ptr + (grp * 32 + j) * cols + offs_c, mask=ok,
                            other=0.0).to(tl.float32),)
     if RHT:
-        xs = _rht32(xs, IN_DTYPE, SIGNS)
+        xs = rht_butterfly(xs, 32, IN_DTYPE, SIGNS)
     bad = xs[0] != xs[0]                       # NaN reads as 0 and marks its block
     vmax = tl.abs(tl.where(bad, 0.0, xs[0]))
     for j in tl.static_range(1, 32):

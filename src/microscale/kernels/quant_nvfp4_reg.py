@@ -67,9 +67,9 @@ import triton
 import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
-from ._utils import (abs_nan0, clamp_keep_nan, nvfp4_block_scales, nvfp4_expanded,
-                     nvfp4_global_scales, round_to_input_dtype, scaled_e2m1_code, split_nan,
-                     tile_coords)
+from ._rht import rht_butterfly
+from ._utils import (abs_nan0, nvfp4_block_scales, nvfp4_expanded, nvfp4_global_scales,
+                     scaled_e2m1_code, split_nan, tile_coords)
 
 __all__ = ["RHT_SIGN_MASK", "nvfp4_rowcol_reg_kernel", "nvfp4_amax_reg_kernel"]
 
@@ -129,33 +129,6 @@ def _row_tile(raw, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr):
         out = tl.reshape(tl.join(_half(raw, 0, IN_DTYPE, NI, BC), _half(raw, 1, IN_DTYPE, NI, BC)),
                          (NI, BC))
     return out
-
-
-@triton.jit
-def _rht16(xs, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
-    """``y = x_chunk @ M`` across the 16 tiles (SPEC §4), rounded to the input dtype."""
-    u = ()
-    for j in tl.static_range(16):              # M[j][k] = s_j·H[j][k]/4: x_j·(±1/4) first
-        if IN_DTYPE == 2:                      # fp16 never exceeds the clamp
-            u = u + (xs[j] * (0.25 - 0.5 * ((SIGNS >> j) & 1)),)
-        else:
-            u = u + (clamp_keep_nan(xs[j], 4.253529586511731e37)          # 2^125 = L(16)
-                     * (0.25 - 0.5 * ((SIGNS >> j) & 1)),)
-    for s in tl.static_range(4):               # Sylvester order: pairs (j, j + 2^s)
-        w = ()
-        for j in tl.static_range(16):
-            if (j & (1 << s)) == 0:
-                w = w + (u[j] + u[j + (1 << s)],)
-            else:
-                w = w + (u[j - (1 << s)] - u[j],)
-        u = w
-    y = ()
-    for j in tl.static_range(16):
-        if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
-            y = y + (round_to_input_dtype(clamp_keep_nan(u[j], 65504.0), IN_DTYPE),)
-        else:                                  # bf16 holds every |y| <= 4 * 2^125
-            y = y + (round_to_input_dtype(u[j], IN_DTYPE),)
-    return y
 
 
 @triton.jit
@@ -403,7 +376,7 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                 for j in tl.static_range(16):
                     vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
                 if COL_RHT:
-                    vs = _rht16(vs, IN_DTYPE, SIGNS)
+                    vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
                 outs = outs + (_col_view(vs, s_enc6_c, s_dec_c, seed_c, bc_ptr, r0,
                                          c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows,
                                          cols, NI, BC // 2, COL_RHT, COL_SR, COL_EXP),)
@@ -460,7 +433,7 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                 for j in tl.static_range(16):
                     acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
             if COL and COL_RHT:
-                ys = _rht16(vs, IN_DTYPE, SIGNS)
+                ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
                 for j in tl.static_range(16):
                     acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
     amax_r = tl.max(tl.max(acc_r, axis=1), axis=0)
