@@ -266,12 +266,15 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
          expand=(False, False)):
     """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
     amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
-    where the pass can (reg, rows and split: both)."""
+    where the pass does (rows and split: both; reg: the row view; the reg kernel's expanded
+    column view, ``COL_EXP``, runs only in the split pass so far: not yet checked on a GPU
+    in a combined launch)."""
     dev = x2.device
     pass_ = _choose_pass(row, col, op)
-    for v, want in zip((row, col), expand):
+    can = (pass_ in ("reg", "rows", "split"), pass_ in ("rows", "split"))
+    for v, want, ok in zip((row, col), expand, can):
         if v is not None:
-            v.allocate(dev, bool(want) and pass_ != "v3")
+            v.allocate(dev, bool(want and ok))
     m = rht_matrix_on(16, dev)
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
