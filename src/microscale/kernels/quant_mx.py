@@ -249,6 +249,9 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False)):
                   "triton (MXFP8 pair: tile in registers, quant_rowcol_reg)")
     else:
         amax = _run(x, rv, cv)
+        note_path("quantize_rowcol", rowcol_key(row and row[0].value, col and col[0].value),
+                  "triton (MX kernel" + ("; the MXFP4 column view's blocks in registers, "
+                                         "quant_mx_col)" if _col_reg(cv) else ")"))
     rows, cols = x2.shape
     return (rv.result(amax[0], torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax[1], torch.Size((cols, rows)), x.dtype) if cv else None)
