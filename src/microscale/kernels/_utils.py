@@ -271,6 +271,61 @@ def pack_pairs(codes, R: tl.constexpr, C: tl.constexpr):
 
 
 @triton.jit
+def word_byte(w, K: tl.constexpr):
+    """Byte K (0..3) of the int32/uint32 words ``w`` as int32."""
+    return ((w.to(tl.uint32, bitcast=True) >> (8 * K)) & 255).to(tl.int32)
+
+
+@triton.jit
+def bits_byte(w0, w1, w2, w3, K: tl.constexpr):
+    """Byte K (0..15, a compile-time index) of the 128 bits ``w0..w3`` (e.g. one
+    ``tl.randint4x``), as int32: ``select_byte`` for an index known when compiling."""
+    if K < 4:
+        w = w0
+    elif K < 8:
+        w = w1
+    elif K < 12:
+        w = w2
+    else:
+        w = w3
+    return word_byte(w, K % 4)
+
+
+@triton.jit
+def bf16_pair(lo, hi):
+    """One int32 word holding the bf16 bits of fp32 ``lo`` (low half) and ``hi`` (high half),
+    exact bf16 numbers: the bytes of the two consecutive bf16 in memory."""
+    lo16 = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    return lo16 | (hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) << 16)
+
+
+@triton.jit
+def stack_last(t, N: tl.constexpr):
+    """A tuple of N (4, 8 or 16) same-shaped 2-D tensors -> one ``[a, b, N]`` in order, in
+    registers: joined pairwise (bit k of the index on the k-th new axis), then those axes
+    reversed and merged. One layout change for a later store instead of one per tensor."""
+    tl.static_assert(N == 4 or N == 8 or N == 16, "stack_last takes 4, 8 or 16 tensors")
+    p = ()
+    for k in tl.static_range(N // 2):
+        p = p + (tl.join(t[2 * k], t[2 * k + 1]),)
+    if N >= 8:
+        q = ()
+        for k in tl.static_range(N // 4):
+            q = q + (tl.join(p[2 * k], p[2 * k + 1]),)
+        p = q
+    if N == 16:
+        p = (tl.join(p[0], p[1]), tl.join(p[2], p[3]))
+    out = tl.join(p[0], p[1])
+    if N == 4:
+        out = tl.permute(out, (0, 1, 3, 2))
+    elif N == 8:
+        out = tl.permute(out, (0, 1, 4, 3, 2))
+    else:
+        out = tl.permute(out, (0, 1, 5, 4, 3, 2))
+    return tl.reshape(out, (out.shape[0], out.shape[1], N))
+
+
+@triton.jit
 def pack16(codes, k, AXIS: tl.constexpr):
     """16 E2M1 codes along ``AXIS`` (position ``k``, 0..15, broadcast) -> two uint32 words.
 

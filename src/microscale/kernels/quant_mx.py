@@ -139,15 +139,16 @@ class _View:
             if self.stochastic else None
         dev = x2.device
         self.expanded = bool(expand) and fmt == QFormat.MXFP4     # MXFP8 keeps codes (gemm_paths)
+        # self.out: the data as the kernel writes it (bf16, uint32 words or bytes)
         if self.expanded:
-            self.data = self.data_u8 = torch.empty((vr, vc), dtype=torch.bfloat16, device=dev)
+            self.data = self.out = torch.empty((vr, vc), dtype=torch.bfloat16, device=dev)
         elif fmt == QFormat.MXFP4:
             self.data = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
-            self.data_u8 = self.data.view(torch.int32)        # the kernel writes uint32 words
+            self.out = self.data.view(torch.int32)        # the kernel writes uint32 words
         else:
             dt = torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2
             self.data = torch.empty((vr, vc), dtype=dt, device=dev)
-            self.data_u8 = self.data.view(torch.uint8)
+            self.out = self.data.view(torch.uint8)
         self.scale = torch.empty((vr, vc // 32), dtype=torch.uint8, device=dev)
         self.m = rht_matrix_on(self.rht_d, dev) if self.rht else self.scale
 
@@ -156,7 +157,7 @@ class _View:
         return 0 if not self.stochastic else (1 if self.bits is not None else 2)
 
     def args(self, x2):
-        return (self.m, self.bits if self.bits is not None else x2, self.data_u8, self.scale)
+        return (self.m, self.bits if self.bits is not None else x2, self.out, self.scale)
 
     def flags(self):
         return (True, _ELEM[self.fmt], self.scale_rounding == "ceil",
@@ -215,7 +216,7 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
-    mx8_rowcol_reg_kernel[grid](x2, amax, row.data_u8, row.scale, col.data_u8, col.scale, rows,
+    mx8_rowcol_reg_kernel[grid](x2, amax, row.out, row.scale, col.out, col.scale, rows,
                                 cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
                                 _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])

@@ -32,48 +32,13 @@ import triton.language as tl
 
 from ..hadamard import rht_signs
 from ._rht import rht_butterfly
-from ._utils import (e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, exp2_int, mx_exponent,
-                     sign_nibble)
+from ._utils import (bf16_pair, bits_byte, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value,
+                     exp2_int, mx_exponent, sign_nibble, stack_last)
 
 __all__ = ["RHT_SIGN_MASK_32", "mx4_col_view_reg"]
 
 # Bit j set where the d = 32 sign s_j is -1 (hadamard.rht_signs(32)): a compile-time constant.
 RHT_SIGN_MASK_32 = sum(1 << j for j, s in enumerate(rht_signs(32)) if s < 0)
-
-
-@triton.jit
-def _random_byte(a0, a1, a2, a3, b0, b1, b2, b3, J: tl.constexpr):
-    """Byte ``J mod 16`` of the first (J < 16) or second 128 Philox bits, as int32."""
-    if J % 16 < 4:
-        w = a0 if J < 16 else b0
-    elif J % 16 < 8:
-        w = a1 if J < 16 else b1
-    elif J % 16 < 12:
-        w = a2 if J < 16 else b2
-    else:
-        w = a3 if J < 16 else b3
-    return ((w.to(tl.uint32, bitcast=True) >> (8 * (J % 4))) & 255).to(tl.int32)
-
-
-@triton.jit
-def _last_axis4(w0, w1, w2, w3):
-    """Four ``[G, BC]`` tensors -> ``[G, BC, 4]`` in order (joined in registers)."""
-    t = tl.join(tl.join(w0, w1), tl.join(w2, w3))          # [G, BC, 2 (bit 0), 2 (bit 1)]
-    return tl.reshape(tl.permute(t, (0, 1, 3, 2)), (t.shape[0], t.shape[1], 4))
-
-
-@triton.jit
-def _last_axis16(p):
-    """A tuple of 16 ``[G, BC]`` tensors -> ``[G, BC, 16]`` in order (joined in registers:
-    bit b of the index on the b-th new axis, then those axes reversed and merged)."""
-    q = ()
-    for k in tl.static_range(8):
-        q = q + (tl.join(p[2 * k], p[2 * k + 1]),)
-    r = ()
-    for k in tl.static_range(4):
-        r = r + (tl.join(q[2 * k], q[2 * k + 1]),)
-    t = tl.join(tl.join(r[0], r[1]), tl.join(r[2], r[3]))   # [G, BC, 2, 2, 2, 2]
-    return tl.reshape(tl.permute(t, (0, 1, 5, 4, 3, 2)), (t.shape[0], t.shape[1], 16))
 
 
 @triton.jit
@@ -114,7 +79,6 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
     w2 = tl.zeros((G, BC), dtype=tl.int32)
     w3 = tl.zeros((G, BC), dtype=tl.int32)
     pairs = ()
-    lo = w0
     for j in tl.static_range(32):
         v = tl.where(xs[j] != xs[j], 0.0, xs[j]) * inv
         a = tl.minimum(tl.abs(v), 6.0)
@@ -122,17 +86,19 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
             rb = tl.load(bits_ptr + offs_c * rows + grp * 32 + j, mask=ok, other=0).to(tl.int32)
             code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
         elif SR == 2:
-            code = e2m1_sr_mag_code(a, _random_byte(a0, a1, a2, a3, b0, b1, b2, b3, j)) \
-                | sign_nibble(v)
+            if j < 16:                         # bytes 0-15: counter base, 16-31: base + 1
+                rb = bits_byte(a0, a1, a2, a3, j)
+            else:
+                rb = bits_byte(b0, b1, b2, b3, j - 16)
+            code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
         else:
             code = e2m1_mag_code(a) | sign_nibble(v)
         if EXP:                                # bf16 bits, two neighbouring rows a word
-            h = (e2m1_value(code) * scale).to(tl.bfloat16).to(tl.int16, bitcast=True)
-            h = h.to(tl.int32) & 0xFFFF
+            val = e2m1_value(code) * scale
             if j % 2 == 0:
-                lo = h
+                lo = val
             else:
-                pairs = pairs + (lo | (h << 16),)
+                pairs = pairs + (bf16_pair(lo, val),)
         elif j < 8:
             w0 = w0 | (code << (4 * (j % 8)))
         elif j < 16:
@@ -142,11 +108,11 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
         else:
             w3 = w3 | (code << (4 * (j % 8)))
     if EXP:
-        out = _last_axis16(pairs)              # [G, BC, 16] words: rows 32g .. 32g + 31
+        out = stack_last(pairs, 16)            # [G, BC, 16] words: rows 32g .. 32g + 31
         widx = (offs_c * (rows // 2) + grp * 16)[:, :, None] + tl.arange(0, 16)[None, None, :]
         tl.store(q_ptr.to(tl.pointer_type(tl.int32)) + widx, out, mask=ok[:, :, None])
     else:
-        out = _last_axis4(w0, w1, w2, w3)      # [G, BC, 4]: codes 0-7, 8-15, 16-23, 24-31
+        out = stack_last((w0, w1, w2, w3), 4)  # [G, BC, 4]: codes 0-7, 8-15, 16-23, 24-31
         widx = (offs_c * (rows // 8) + grp * 4)[:, :, None] + tl.arange(0, 4)[None, None, :]
         tl.store(q_ptr + widx, out, mask=ok[:, :, None])
     tl.store(s_ptr + offs_c * (rows // 32) + grp, sbyte, mask=ok)

@@ -68,8 +68,8 @@ import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
 from ._rht import rht_butterfly
-from ._utils import (abs_nan0, nvfp4_block_scales, nvfp4_expanded, nvfp4_global_scales,
-                     scaled_e2m1_code, split_nan, tile_coords)
+from ._utils import (abs_nan0, bf16_pair, bits_byte, nvfp4_block_scales, nvfp4_expanded,
+                     nvfp4_global_scales, scaled_e2m1_code, split_nan, stack_last, tile_coords)
 
 __all__ = ["RHT_SIGN_MASK", "nvfp4_rowcol_reg_kernel", "nvfp4_amax_reg_kernel"]
 
@@ -129,12 +129,6 @@ def _row_tile(raw, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr):
         out = tl.reshape(tl.join(_half(raw, 0, IN_DTYPE, NI, BC), _half(raw, 1, IN_DTYPE, NI, BC)),
                          (NI, BC))
     return out
-
-
-@triton.jit
-def _word_byte(w, K: tl.constexpr):
-    """Byte K (0..3) of the int32/uint32 words ``w`` as int32."""
-    return ((w.to(tl.uint32, bitcast=True) >> (8 * K)) & 255).to(tl.int32)
 
 
 @triton.jit
@@ -199,21 +193,6 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
 
 
 @triton.jit
-def _words8(vals):
-    """16 bf16 values ``[NI, W]`` (fp32 holding them) -> ``[NI, W, 8]`` int32 words, value 2m
-    in the low half of word m (the bytes of 16 consecutive bf16 in memory), joined in
-    registers (bit b of m on the b-th new axis, then those axes reversed and merged)."""
-    p = ()
-    for m in tl.static_range(8):
-        lo = vals[2 * m].to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-        hi = vals[2 * m + 1].to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32)
-        p = p + (lo | (hi << 16),)
-    t = tl.join(tl.join(tl.join(p[0], p[1]), tl.join(p[2], p[3])),
-                tl.join(tl.join(p[4], p[5]), tl.join(p[6], p[7])))     # [NI, W, 2, 2, 2]
-    return tl.reshape(tl.permute(t, (0, 1, 4, 3, 2)), (t.shape[0], t.shape[1], 8))
-
-
-@triton.jit
 def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexpr,
               W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
     """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
@@ -253,14 +232,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexp
         if SR == 1:
             rb = tl.load(b_ptr + c * rows + grp * 16 + j, mask=ok, other=0).to(tl.int32)
         elif SR == 2:
-            if j < 4:
-                rb = _word_byte(w0, j % 4)
-            elif j < 8:
-                rb = _word_byte(w1, j % 4)
-            elif j < 12:
-                rb = _word_byte(w2, j % 4)
-            else:
-                rb = _word_byte(w3, j % 4)
+            rb = bits_byte(w0, w1, w2, w3, j)
         else:
             rb = 0
         if EXP:                                # NaN where the scale is the NaN byte
@@ -270,7 +242,10 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexp
         else:
             hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * (j - 8)))
     if EXP:
-        out = _words8(vals)
+        pairs = ()                             # bf16 pairs as words: [NI, W, 8]
+        for m in tl.static_range(8):
+            pairs = pairs + (bf16_pair(vals[2 * m], vals[2 * m + 1]),)
+        out = stack_last(pairs, 8)
     else:
         if RHT:                                # a NaN chunk's codes are zeros
             lo = tl.where(bad, 0, lo)
@@ -330,15 +305,7 @@ def _store_row_scales(s_ptr, sb, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.co
     """The row view's 16 scale-byte tiles ``sb[j] [NI, BC/16]`` (rows r0 + 16 i + j) as one
     ``[NI, BC/16, 16]`` store: joined in registers (bit b of j on the b-th new axis), one
     layout change for the tile instead of one per j."""
-    p = ()
-    for k in tl.static_range(8):
-        p = p + (tl.join(sb[2 * k], sb[2 * k + 1]),)
-    q = ()
-    for k in tl.static_range(4):
-        q = q + (tl.join(p[2 * k], p[2 * k + 1]),)
-    o = (tl.join(q[0], q[1]), tl.join(q[2], q[3]))
-    t = tl.join(o[0], o[1])                    # [NI, BC/16, 2(bit 0), 2, 2, 2(bit 3)]
-    t = tl.reshape(tl.permute(t, (0, 1, 5, 4, 3, 2)), (NI, BC // 16, 16))
+    t = stack_last(sb, 16)                     # [NI, BC/16, 16]
     r = r0 + 16 * tl.arange(0, NI)[:, None, None] + tl.arange(0, 16)[None, None, :]
     blk = c0 // 16 + tl.arange(0, BC // 16)[None, :, None]
     if EVEN:
