@@ -33,7 +33,7 @@ from .validate import BACKENDS, check_backend
 
 __all__ = ["BACKENDS", "KernelUnsupported", "register_kernel", "dispatch", "triton_available",
            "has_kernel", "note_path", "note_fallback", "set_strict", "explain", "PathReport",
-           "rowcol_key", "mm_key"]
+           "rowcol_key", "mm_key", "wants_kernel", "kernel_takes_hint"]
 
 log = logging.getLogger(__name__)
 _KERNELS: dict[tuple[str, str], Callable] = {}
@@ -90,9 +90,14 @@ def has_kernel(op: str, key: str) -> bool:
     return (op, key) in _KERNELS
 
 
+def wants_kernel(backend: str, device: torch.device) -> bool:
+    """Whether :func:`dispatch` looks for a kernel: ``backend='triton'``, or ``'auto'`` on CUDA."""
+    return backend != "reference" and (backend == "triton" or device.type == "cuda")
+
+
 def kernel_takes_hint(op: str, key: str, backend: str, device: torch.device, hint: str) -> bool:
     """Whether :func:`dispatch` of ``(op, key)`` would run a kernel that takes ``hint``."""
-    if backend == "reference" or not (backend == "triton" or device.type == "cuda"):
+    if not wants_kernel(backend, device):
         return False
     _load_kernels()
     return hint in getattr(_KERNELS.get((op, key)), "hints", ())
@@ -141,8 +146,7 @@ def dispatch(op: str, key: str, backend: str, device: torch.device,
     if backend == "reference":
         _PATHS[(op, key)] = "reference (backend='reference')"
         return reference(*args, **kwargs)
-    want_kernel = backend == "triton" or device.type == "cuda"
-    if want_kernel:
+    if wants_kernel(backend, device):
         _load_kernels()
     kernel = _KERNELS.get((op, key))
     if backend == "triton":

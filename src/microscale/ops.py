@@ -57,7 +57,8 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import dispatch, has_kernel, kernel_takes_hint, mm_key, note_path, rowcol_key
+from .backend import (dispatch, has_kernel, kernel_takes_hint, mm_key, note_path, rowcol_key,
+                      wants_kernel)
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
@@ -234,8 +235,7 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
             reference = functools.partial(_rowcol_reference_of, prologue, x2)
         else:
             x = apply_prologue(prologue, x, x2)
-    if backend != "reference" and (backend == "triton" or x.device.type == "cuda") \
-            and not has_kernel("quantize_rowcol", key):
+    if wants_kernel(backend, x.device) and not has_kernel("quantize_rowcol", key):
         q_row, q_col = rowcol_views(x, *views, backend=backend)     # no fused kernel: per view
         note_path("quantize_rowcol", key, "per view (no fused kernel for this pair)")
     else:   # a kernel that takes the hint writes expanded views itself
