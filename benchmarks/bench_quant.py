@@ -101,6 +101,15 @@ VARIANTS = {
                                ("mxfp4", {**NF, "rht": True, "stochastic": True, "expand": True,
                                           "seed": "given"})),
                         1),
+    # the nvfp4 recipe's pairs as a layer asks for them: x (row RNE written expanded, column
+    # RHT 16 as codes, saved for backward) and dy (row SR, column RHT 16 + SR, both expanded)
+    "nvfp4/rowcol_x": (_views(("nvfp4", {**NF, "expand": True}), ("nvfp4", {**NF, "rht": True})),
+                       2),
+    "nvfp4/rowcol_dy": (_views(("nvfp4", {**NF, "stochastic": True, "expand": True,
+                                          "seed": "given"}),
+                               ("nvfp4", {**NF, "rht": True, "stochastic": True, "expand": True,
+                                          "seed": "given"})),
+                        2),
     "fp8_block/1x128": (_q("fp8_block"), 1),
     "fp8_block/1x128_rowcol": (_rc(("fp8_block", NF), ("fp8_block", NF)), 1),
     "fp8_block/128x128": (_q("fp8_block", block=(128, 128)), 1),
@@ -232,8 +241,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
     ap.add_argument("--shapes", default=None, help="e.g. 16384x768,8192x8192 (default: SHAPES)")
     ap.add_argument("--passes", default=None,
-                    help="NVFP4 quantize passes to compare, e.g. v3,rows,reg,reg-sr "
-                         "(quant_nvfp4.CONFIG['PASS']; reg-sr: REG['ROW_SR'] on)")
+                    help="NVFP4 quantize passes to compare, e.g. v3,rows,reg,reg-sr,split "
+                         "(quant_nvfp4.CONFIG['PASS']; reg-sr: REG['ROW_SR'] on; split: "
+                         "PASS reg with SPLIT on)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_quant needs a CUDA device")
@@ -250,11 +260,14 @@ def main() -> None:
     # "reg-sr": the reg pass taking stochastically rounded row views too (REG['ROW_SR'])
     passes = args.passes.split(",") if args.passes else [quant_nvfp4.CONFIG["PASS"]]
     row_sr_default = quant_nvfp4.CONFIG["REG"]["ROW_SR"]
+    split_default = quant_nvfp4.CONFIG["SPLIT"]
     for shape in shapes:
         x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
         rows = []
         for pass_ in passes:
-            quant_nvfp4.CONFIG["PASS"] = pass_.split("-")[0]
+            quant_nvfp4.CONFIG["PASS"] = "reg" if pass_ == "split" else pass_.split("-")[0]
+            quant_nvfp4.CONFIG["SPLIT"] = pass_ == "split" or (
+                pass_ == "reg" and split_default)
             quant_nvfp4.CONFIG["REG"]["ROW_SR"] = pass_ == "reg-sr" or (
                 pass_ == "reg" and row_sr_default)
             for n in names:
