@@ -103,6 +103,15 @@ def test_argument_errors():
     with pytest.raises(ValueError, match="br_b"):
         s = torch.ones(8, 1)
         grouped_gemm_reference(a8, a8, offs, "tokens", sa=s, sb=s, br_b=64)
+    # "reduce" groups promise ends at multiples of k_align (vector loads in the kernel): the
+    # reference, which reads offs, holds callers to it
+    wide = torch.zeros(8, 64, dtype=torch.bfloat16)
+    ends = torch.tensor([16, 40], dtype=torch.int32)
+    assert grouped_gemm_reference(wide, wide, ends, "reduce", k_align=8).shape == (2, 8, 8)
+    with pytest.raises(ValueError, match="multiples of 16, group 1 ends at 40"):
+        grouped_gemm_reference(wide, wide, ends, "reduce", k_align=16)
+    with pytest.raises(ValueError, match="power of two"):
+        grouped_gemm_reference(wide, wide, ends, "reduce", k_align=24)
 
 
 @pytest.mark.gpu
@@ -121,6 +130,8 @@ def test_gpu_deepseek_like_shape_without_host_sync():
         y = grouped_gemm(a, b, offs, "tokens")
         y8 = grouped_gemm(a8, b8, offs, "tokens", sa=sa, sb=sb, br_b=128)
         yr = grouped_gemm(a.t().contiguous()[:N], a.t().contiguous()[:N], offs, "reduce")
+        yr16 = grouped_gemm(a.t().contiguous()[:N], a.t().contiguous()[:N], offs, "reduce",
+                            k_align=16)         # the group ends' promise: vector loads
     finally:
         torch.cuda.set_sync_debug_mode(0)
     torch.testing.assert_close(y, grouped_gemm_reference(a, b, offs, "tokens"), rtol=1e-4, atol=1e-3)
@@ -138,3 +149,4 @@ def test_gpu_deepseek_like_shape_without_host_sync():
     at = a.t().contiguous()[:N]
     torch.testing.assert_close(yr, grouped_gemm_reference(at, at, offs, "reduce"), rtol=1e-4,
                                atol=1e-2)
+    torch.testing.assert_close(yr16, yr, rtol=1e-5, atol=1e-3)

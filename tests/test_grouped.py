@@ -303,3 +303,17 @@ def test_sr_bytes_kernel_matches_pytorch_twin():
         want = segment_sr_bytes(*args, seeds)
         assert torch.equal(segment_sr_bytes_triton(*args, seeds), want)
         assert 120 < want.float().mean() < 136                 # roughly uniform bytes
+
+
+def test_reduce_groups_must_end_on_the_alignment_the_fast_gemm_assumes():
+    """"reduce" offsets are the padded column layout's ends (multiples of 16): the sync-free
+    GEMM loads K in vectors on that promise, so the reference, which reads them, checks it."""
+    from microscale.ops_grouped import REDUCE_ALIGN, grouped_mm_reference
+    a = torch.ones(4, 64).to(torch.float8_e4m3fn)
+    one = torch.ones((), dtype=torch.float32)
+    spec = "fp8_tensor,0,0,1"
+    good = torch.tensor([16, 48], dtype=torch.int32)
+    y = grouped_mm_reference(a, one, spec, a, one, spec, good, "reduce")
+    assert torch.equal(y, torch.stack([torch.full((4, 4), 16.0), torch.full((4, 4), 32.0)]))
+    with pytest.raises(ValueError, match=f"multiples of {REDUCE_ALIGN}"):
+        grouped_mm_reference(a, one, spec, a, one, spec, good - 8, "reduce")

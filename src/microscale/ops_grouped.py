@@ -54,6 +54,7 @@ from .tensor import QFormat, QuantizedTensor
 
 __all__ = [
     "GroupedQ",
+    "REDUCE_ALIGN",
     "delayed_scaling_update_grouped_",
     "grouped_factor",
     "grouped_gemm",
@@ -65,6 +66,11 @@ __all__ = [
     "quantize_grouped",
     "quantize_grouped_reference",
 ]
+
+
+# "reduce" groups end at multiples of this (the padded column layout pads each expert's tokens
+# to nn.grouped.token_multiple, a multiple of 16): the sync-free GEMM loads K in vectors on it
+REDUCE_ALIGN = 16
 
 
 @dataclass(frozen=True)
@@ -285,6 +291,9 @@ def grouped_mm_reference(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs,
     pb = partial_values(*_as_2d(b_data, b_scale, b_spec), b_spec)
     ends, start = offs.tolist(), 0          # host sync: the reference only
     n = len(ends)
+    if mode == "reduce" and any(end % REDUCE_ALIGN for end in ends):
+        raise ValueError(f"grouped_scaled_mm: 'reduce' groups (the padded column layout's ends) "
+                         f"must end at multiples of {REDUCE_ALIGN}, got {ends}")
     if mode == "tokens":
         pb = pb.reshape(n, -1, pb.shape[-1])
         y = pa.new_zeros((pa.shape[0], pb.shape[1]))

@@ -44,7 +44,8 @@ from ..backend import (
     rowcol_key,
 )
 from ..ops import reference_quantizer
-from ..ops_grouped import _as_2d, as_quantized, grouped_mm_compat, partial_values
+from ..ops_grouped import (REDUCE_ALIGN, _as_2d, as_quantized, grouped_mm_compat,
+                           partial_values)
 from ..quant.grouped import group_layout, quantize_segments, segment_sr_bytes
 from ..tensor import QFormat
 
@@ -240,13 +241,15 @@ def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key):
         from .gemm_grouped import grouped_gemm
         if fa == fb == QFormat.FP8_BLOCK.value:
             y = grouped_gemm(a2, b2, offs, mode, sa=sa2.float(), sb=sb2.float(),
-                             br_a=int(a_spec.split(",")[1]), br_b=int(b_spec.split(",")[1]))
+                             br_a=int(a_spec.split(",")[1]), br_b=int(b_spec.split(",")[1]),
+                             k_align=REDUCE_ALIGN)
             note_path("grouped_scaled_mm", key, "sync-free: Triton grouped FP8 GEMM (block "
                       "scales in the main loop)")
             return y
         if a_spec.endswith(",1") and b_spec.endswith(",1"):
             pa, pb = _partial(a2, sa2, a_spec), _partial(b2, sb2, b_spec)
-            y = grouped_gemm(pa.to(torch.bfloat16), pb.to(torch.bfloat16), offs, mode)
+            y = grouped_gemm(pa.to(torch.bfloat16), pb.to(torch.bfloat16), offs, mode,
+                             k_align=REDUCE_ALIGN)
             note_path("grouped_scaled_mm", key, "sync-free: Triton grouped GEMM (bf16 partial "
                       "values, fp32 accumulate)")
             return y
