@@ -196,7 +196,7 @@ def test_sync_free_path_never_reads_group_sizes(monkeypatch):
     views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
              for op in (recipe.dgrad.a, recipe.wgrad.a)]
     q_w = [(recipe.dgrad.b.format, recipe.dgrad.b.quantize_kwargs())]
-    from microscale.ops_grouped import quantize_experts
+    from microscale.ops_experts import quantize_experts
     qw = quantize_experts(w.transpose(1, 2).contiguous(), *q_w, None, "reference")[0]
     m = recipe.required_multiples()["tokens"]
 
@@ -317,3 +317,28 @@ def test_reduce_groups_must_end_on_the_alignment_the_fast_gemm_assumes():
     assert torch.equal(y, torch.stack([torch.full((4, 4), 16.0), torch.full((4, 4), 32.0)]))
     with pytest.raises(ValueError, match=f"multiples of {REDUCE_ALIGN}"):
         grouped_mm_reference(a, one, spec, a, one, spec, good - 8, "reduce")
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("triton", marks=needs_interp)])
+@pytest.mark.parametrize("name,n", [("fp8_blockwise", 256), ("mxfp8", 96), ("mxfp4", 64),
+                                    ("nvfp4", 64)])
+def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkeypatch):
+    """Block-local weight formats are quantized for all experts in one call per view; each
+    expert's codes, scales and amax equal its own call's (the per-expert loop, forced here).
+    nvfp4 (a global amax per expert) keeps the loop."""
+    from microscale import ops_experts
+    recipe = Recipe.from_name(name)
+    g = torch.Generator().manual_seed(3)
+    w = (torch.randn(3, n, 128, generator=g) * 0.05).to(torch.bfloat16)
+    views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+             for op in (recipe.fprop.b, recipe.dgrad.b)]
+    stacked = ops_experts._stackable(w, *views, (None, None))
+    assert stacked == (name != "nvfp4")
+    got = ops_experts.quantize_experts(w, *views, backend)
+    monkeypatch.setattr(ops_experts, "_stackable", lambda *a: False)
+    want = ops_experts.quantize_experts(w, *views, backend)
+    for g_q, w_q in zip(got, want):
+        assert g_q.spec == w_q.spec and g_q.data.shape == w_q.data.shape
+        assert torch.equal(_bits(g_q.data), _bits(w_q.data))
+        assert torch.equal(_bits(g_q.scale), _bits(w_q.scale))
+        assert torch.equal(g_q.amax, w_q.amax.float())

@@ -43,7 +43,6 @@ from .ops import (
     _fresh,
     _layout,
     parse_view_spec,
-    quantize_views,
     reference_quantizer,
     view_spec,
 )
@@ -62,7 +61,6 @@ __all__ = [
     "grouped_mm_reference",
     "hp_grouped_mm",
     "partial_values",
-    "quantize_experts",
     "quantize_grouped",
     "quantize_grouped_reference",
 ]
@@ -364,33 +362,6 @@ def quantize_grouped(x: Tensor, offs: Tensor, row, col, multiple: int, backend: 
         row_scale, col_scale)
     return tuple(GroupedQ(v[0], _spec(*v), *out[3 * i:3 * i + 3]) if v else None
                  for i, v in enumerate((row, col)))
-
-
-def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = None,
-                     scales: tuple = (None, None)):
-    """Row (along K) and column (along N) views of every expert weight ``w [E, N, K]``, each
-    expert quantized alone by the per-tensor ops (its own amax and 2D tiles, exactly as
-    ``ms.Linear`` quantizes its weight); stacked ``[E, ...]``. ``scales``: delayed-scaling
-    scales ``[E]`` per view, or None."""
-    per = []
-    for e in range(w.shape[0]):                    # E is static: no host sync
-        views = [None if v is None else (v[0], dict(v[1])) for v in (row, col)]
-        for v, given in zip(views, scales):
-            if v is not None and v[1].get("stochastic"):
-                v[1]["seed"] = seeds.reshape(-1)[e:e + 1]
-            if v is not None and given is not None:
-                v[1]["scale"] = given[e]
-        per.append(quantize_views(w[e], *views, backend))
-    out = []
-    for i, v in enumerate((row, col)):
-        if v is None:
-            out.append(None)
-            continue
-        qs = [p[i] for p in per]
-        out.append(GroupedQ(v[0], _spec(*v), torch.stack([q.data for q in qs]),
-                            torch.stack([q.scale for q in qs]),
-                            torch.stack([q.amax.reshape(()) for q in qs])))
-    return tuple(out)
 
 
 def grouped_gemm(qa: GroupedQ, qb: GroupedQ, offs: Tensor, mode: str, backend: str) -> Tensor:

@@ -45,9 +45,9 @@ from ..ops_grouped import (
     grouped_factor,
     grouped_gemm,
     hp_grouped_mm,
-    quantize_experts,
     quantize_grouped,
 )
+from ..ops_experts import quantize_experts
 from ..quant.fp8 import FP8_MAX
 from ..quant.grouped import group_layout
 from ..recipe import Recipe

@@ -1,0 +1,137 @@
+"""Tile sweep of the Triton grouped GEMM (``kernels/gemm_grouped.py``) at the moe-1b model's
+expert GEMMs, against bf16 ``torch._grouped_mm`` (what the bf16 model runs) in the same process.
+
+    python benchmarks/bench_grouped_sweep.py                  # moe-1b shapes, every config
+    python benchmarks/bench_grouped_sweep.py --configs 0,2    # some of the configs
+
+moe-1b (``train/moe.py``): 16 experts of 768 (SwiGLU: gate and up fused, 1536 rows), d 1024,
+top 2 of 8 × 2048 tokens = 32768 routed rows with uneven group sizes (a fixed draw). Per
+expert layer and step, fprop and dgrad are "tokens" GEMMs (rows grouped by expert) and wgrad
+is a "reduce" GEMM over the padded column layout (each group padded to 128 tokens: the FP8
+1×128 wgrad block). FP8 operands are E4M3 codes with fp32 1×128 scales (activations,
+gradients) and 128×128 scales (weights), as the fp8_blockwise recipe makes them; bf16 rows
+time the kernel on bf16 operands (the MX/NVFP4 recipes' partial values). Each case is
+graph-replayed (no launch overhead) and reported as TF/s and as a ratio to bf16
+``torch._grouped_mm`` of the same problem ("reduce": the 2-D × 2-D form, groups along K).
+Prints a table and ends with one JSON line. Not a test: needs a CUDA device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+from microscale.kernels.gemm_grouped import CONFIG, grouped_gemm  # noqa: E402
+from microscale.ops_grouped import grouped_mm_compat  # noqa: E402
+
+E, TOKENS, D, I = 16, 32768, 1024, 768
+# (name, mode, rows or M, N per expert, K): fprop gate_up / down, dgrad down / gate_up, wgrad
+SHAPES = [("fprop_gate_up", "tokens", TOKENS, 2 * I, D),
+          ("fprop_down", "tokens", TOKENS, D, I),
+          ("dgrad_down", "tokens", TOKENS, I, D),
+          ("dgrad_gate_up", "tokens", TOKENS, D, 2 * I),
+          ("wgrad_gate_up", "reduce", 2 * I, D, None),
+          ("wgrad_down", "reduce", D, I, None)]
+CONFIGS = [dict(BM=128, BN=128, num_warps=8, num_stages=4),       # the FP8 default
+           dict(BM=128, BN=128, num_warps=8, num_stages=3),
+           dict(BM=128, BN=256, num_warps=8, num_stages=3),
+           dict(BM=64, BN=128, num_warps=4, num_stages=4),
+           dict(BM=128, BN=64, num_warps=4, num_stages=4),
+           dict(BM=256, BN=128, num_warps=8, num_stages=3)]
+
+
+def _counts(dev) -> torch.Tensor:
+    """A fixed uneven routing: per-expert token counts summing to TOKENS (none a multiple of 128)."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.rand(E, generator=g) + 0.5
+    c = (w / w.sum() * TOKENS).floor().long()
+    c[-1] += TOKENS - int(c.sum())
+    return c.to(dev)
+
+
+def _fp8(shape, dev):
+    return (torch.randn(shape, device=dev) * 40).clamp(-448, 448).to(torch.float8_e4m3fn)
+
+
+def _problem(mode, rows, n, k, dev):
+    """Operands and offsets for one case: FP8 (codes, scales) and bf16 twins."""
+    counts = _counts(dev)
+    if mode == "tokens":
+        offs = counts.cumsum(0).to(torch.int32)
+        a8, b8 = _fp8((TOKENS, k), dev), _fp8((E * n, k), dev)
+        sa = torch.rand(TOKENS, k // 128, device=dev) + 0.5
+        sb = torch.rand(E * n // 128, k // 128, device=dev) + 0.5
+        flops = 2.0 * TOKENS * n * k
+        return dict(a8=a8, b8=b8, sa=sa, sb=sb, br_b=128, offs=offs, flops=flops,
+                    a16=a8.to(torch.bfloat16), b16=b8.to(torch.bfloat16))
+    pad = (counts + 127) // 128 * 128
+    offs = pad.cumsum(0).to(torch.int32)
+    kb = (TOKENS + E * 127 + 127) // 128 * 128
+    a8, b8 = _fp8((rows, kb), dev), _fp8((n, kb), dev)
+    sa = torch.rand(rows, kb // 128, device=dev) + 0.5
+    sb = torch.rand(n, kb // 128, device=dev) + 0.5
+    return dict(a8=a8, b8=b8, sa=sa, sb=sb, br_b=1, offs=offs, flops=2.0 * rows * n * TOKENS,
+                a16=a8.to(torch.bfloat16), b16=b8.to(torch.bfloat16))
+
+
+def _torch_bf16(mode, p):
+    if mode == "tokens":
+        b = p["b16"].reshape(E, -1, p["b16"].shape[1]).transpose(1, 2)
+        return lambda: grouped_mm_compat(p["a16"], b, p["offs"])
+    return lambda: grouped_mm_compat(p["a16"], p["b16"].t(), p["offs"])
+
+
+def _case(name, mode, p, kind, cfg):
+    if kind == "torch_bf16":
+        fn = _torch_bf16(mode, p)
+    elif kind == "triton_fp8":
+        fn = lambda: grouped_gemm(p["a8"], p["b8"], p["offs"], mode, sa=p["sa"], sb=p["sb"],  # noqa: E731
+                                  br_b=p["br_b"], config={**cfg, "BK": 128}, k_align=128)
+    else:
+        fn = lambda: grouped_gemm(p["a16"], p["b16"], p["offs"], mode,  # noqa: E731
+                                  config={**cfg, "BK": 64}, k_align=128)
+    try:
+        ms = common.graph_ms(fn) or common.bench_ms(fn)
+    except Exception as err:             # a config the compiler refuses (e.g. out of smem)
+        return {"shape": name, "kind": kind, "config": cfg, "error": str(err)[:80]}
+    return {"shape": name, "kind": kind, "config": cfg, "ms": ms, "tflops": p["flops"] / ms / 1e9}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--configs", default=None, help="comma list of indices into CONFIGS")
+    ap.add_argument("--kinds", default="triton_fp8,triton_bf16")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench_grouped_sweep needs a CUDA device")
+    dev = torch.device("cuda")
+    print(common.env_header())
+    print(f"# defaults: {CONFIG}")
+    picks = [CONFIGS[int(i)] for i in args.configs.split(",")] if args.configs else CONFIGS
+    rows = []
+    for name, mode, r, n, k in SHAPES:
+        p = _problem(mode, r, n, k, dev)
+        base = _case(name, mode, p, "torch_bf16", {})
+        rows.append(base)
+        for kind in args.kinds.split(","):
+            for cfg in picks:
+                row = _case(name, mode, p, kind, cfg)
+                if "ms" in row and "ms" in base:
+                    row["vs_bf16"] = base["ms"] / row["ms"]
+                rows.append(row)
+        del p
+        torch.cuda.empty_cache()
+    for r in rows:
+        r["config"] = ",".join(f"{k}={v}" for k, v in r["config"].items()) or "-"
+    print(common.fmt_table(rows, ["shape", "kind", "config", "ms", "tflops", "vs_bf16", "error"]))
+    common.json_line({"bench": "grouped_sweep", "env": common.env_info(), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
