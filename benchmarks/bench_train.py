@@ -335,6 +335,9 @@ _KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax
                         "rowcol_reg_kernel", "_fp8_rowcol_sub_kernel", "amax_reg_kernel",
                         "_many_kernel")),
           ("dequantize", ("_dequant_kernel", "_scale_inplace")),
+          # the grouped (MoE) GEMM's kernels and padded layout, before "reduce_kernel" below
+          ("gemm", ("_tokens_kernel", "_reduce_kernel")),
+          ("moe layout", ("_pad_rows_kernel",)),
           ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
                                 "cat", "fill", "index")),
           ("attention", ("flash", "fmha", "attention", "sdpa")),

@@ -342,3 +342,22 @@ def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkey
         assert torch.equal(_bits(g_q.data), _bits(w_q.data))
         assert torch.equal(_bits(g_q.scale), _bits(w_q.scale))
         assert torch.equal(g_q.amax, w_q.amax.float())
+
+
+@needs_interp
+@pytest.mark.parametrize("counts,k,m", [(COUNTS, 96, 16), ([130, 0, 1], 512, 128), ([0, 0], 32, 32)])
+def test_padding_kernel_equals_its_twin(counts, k, m):
+    """The one-pass padded layout (kernels/pad_grouped.py) against GroupLayout.pad: empty
+    experts, a tail past the last group, K off the kernel's column tile, no tokens at all,
+    NaN and Inf copied as they are, gap rows exact zeros."""
+    from microscale.kernels.pad_grouped import pad_rows, source_rows
+    offs = torch.tensor(counts).cumsum(0).to(torch.int32)
+    x = torch.randn(sum(counts), k).to(torch.bfloat16)
+    if x.numel():
+        x[0, 0], x[-1, -1] = float("nan"), float("-inf")
+    lay = group_layout(offs, x.shape[0], m)
+    got, want = pad_rows(x, lay), lay.pad(x)
+    assert got.shape == want.shape == (lay.bound, k)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    src = source_rows(lay)
+    assert int((src >= 0).sum()) == x.shape[0] and bool((got[src < 0] == 0).all())

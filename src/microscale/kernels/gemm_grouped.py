@@ -45,8 +45,16 @@ from .gemm_fp8 import _interpreter_f32
 
 __all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference"]
 
-CONFIG = {"bf16": {"BM": 128, "BN": 128, "BK": 64, "num_warps": 8, "num_stages": 3},
-          "fp8": {"BM": 128, "BN": 128, "BK": 128, "num_warps": 8, "num_stages": 4}}
+# Tiles per operand kind and mode, from the sweep at the moe-1b expert GEMMs (H100, session 15,
+# benchmarks/bench_grouped_sweep.py; ratios to bf16 torch._grouped_mm of the same problem):
+# bf16 128x256, 8 warps, 3 stages ran 1.42-2.63x (128x128: 1.34-2.49x); FP8 "tokens" 128x64,
+# 4 warps, 4 stages 1.12-1.30x (128x128, 8 warps: 0.98-1.13x: 255 registers, spills); FP8
+# "reduce" 64x128, 4 warps, 4 stages 1.53-2.06x (128x128, 8 warps: 0.88-1.10x). A config
+# whose pipeline needs more shared memory than the device has falls back to SMALL_SMEM.
+CONFIG = {"bf16": {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3},
+          "fp8": {"BM": 128, "BN": 64, "BK": 128, "num_warps": 4, "num_stages": 4},
+          "fp8_reduce": {"BM": 64, "BN": 128, "BK": 128, "num_warps": 4, "num_stages": 4}}
+SMALL_SMEM = {"BM": 128, "BN": 128, "BK": 64, "num_warps": 8, "num_stages": 3}   # 96 KB bf16
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _MODES = ("tokens", "reduce")
 
@@ -207,7 +215,7 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     k_align = _k_align(fp8, k_align)
     if not (a.device.type == "cuda" or _interpreting()):
         raise KernelUnsupported("the Triton grouped GEMM needs CUDA tensors or TRITON_INTERPRET=1")
-    cfg = {**CONFIG["fp8" if fp8 else "bf16"], **(config or {})}
+    cfg = _config(fp8, mode, config, a.device)
     if fp8 and cfg["BK"] != 128:
         raise ValueError("grouped_gemm: FP8 operands need BK = 128 (one scale chunk per step)")
     a, b = a.contiguous(), b.contiguous()
@@ -239,6 +247,19 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     _reduce_kernel[grid](a_arg, b_arg, y, sa, sb, offs, M, N, a.stride(0), b.stride(0),
                          y.stride(1), *s_strides, **flags, K_ALIGN=k_align, **tiles)
     return y
+
+
+def _config(fp8: bool, mode: str, config: dict | None, device: torch.device) -> dict:
+    """The tile for this call: CONFIG's (or ``config`` over it), SMALL_SMEM where CONFIG's
+    pipeline would not fit the device's shared memory (e.g. 99 KB on sm_86/89)."""
+    key = "bf16" if not fp8 else ("fp8_reduce" if mode == "reduce" else "fp8")
+    cfg = {**CONFIG[key], **(config or {})}
+    if config or device.type != "cuda" or fp8:
+        return cfg
+    need = cfg["num_stages"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2
+    props = torch.cuda.get_device_properties(device)
+    return cfg if need <= getattr(props, "shared_memory_per_block_optin", 101376) else \
+        dict(SMALL_SMEM)
 
 
 def _k_align(fp8: bool, k_align: int) -> int:

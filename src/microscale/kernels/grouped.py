@@ -91,7 +91,7 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
             quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
     if col:
         fmt, opts = col[0], dict(col[1], check_finite=False)
-        x_pad = lay.pad(x)
+        x_pad = _pad(x, lay)
         args = (lay.col_groups(), lay.pad_starts, lay.pad_counts, "cols",
                 None if seeds is None else seeds + 1)
         _sr_bytes(opts, col_bits, args, (x.shape[1], lay.bound), x.device)
@@ -123,10 +123,19 @@ def _pair(x, lay, row, col, key: str, backend: str):
     views = [(v[0], dict(v[1], check_finite=False)) for v in (row, col)]
     rows = lay.padded_rows()
     q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference,
-                            lay.pad(x, rows), *views)
+                            _pad(x, lay), *views)
     zeros = torch.zeros(lay.n_groups, dtype=torch.float32, device=x.device)
     return [(q_row.data.index_select(0, rows), q_row.scale.index_select(0, rows).contiguous(),
              zeros), (q_col.data, q_col.scale.contiguous(), zeros.clone())]
+
+
+def _pad(x: torch.Tensor, lay) -> torch.Tensor:
+    """``x`` in the padded column layout: one gathering Triton pass (``pad_grouped``) where it
+    runs (CUDA, the interpreter), else the PyTorch twin ``lay.pad``; the same bits."""
+    if x.device.type == "cuda" or _interpreting():
+        from .pad_grouped import pad_rows
+        return pad_rows(x, lay)
+    return lay.pad(x)
 
 
 def _sr_bytes(opts: dict, given, args, shape: tuple, device) -> None:
