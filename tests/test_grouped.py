@@ -252,18 +252,22 @@ def test_ops_fakes_and_fullgraph_trace():
 
 
 @needs_interp
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype):
+@pytest.mark.parametrize("dtype,counts", [(torch.float32, COUNTS), (torch.float16, COUNTS),
+                                          (torch.bfloat16, [130, 0, 3, 70])])
+def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype, counts):
     """quant_nvfp4_grouped (Triton) = quant.grouped.quantize_segments (PyTorch), both views,
-    RHT and SR, for every input dtype; NaN marks its block as the reference does."""
+    RHT and SR, for every input dtype; NaN marks its block as the reference does. [130, 0, 3,
+    70] gives 64-row tiles inside one expert (one atomic a tile) and tiles across three."""
     from microscale.kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
     from microscale.quant.grouped import quantize_segments, segment_sr_bytes
     from microscale.tensor import QFormat
 
-    x, _, _, seeds = _inputs(4, k=64)
+    x, _, _, seeds = _inputs(4, counts=counts, k=64)
     x = x.to(dtype)
     x[3, 7] = float("nan")
-    lay = group_layout(_offs(), x.shape[0], 16)
+    if x.shape[0] > 150:
+        x[150, 5] = 9.0                               # expert 3's max, mid-tile
+    lay = group_layout(_offs(counts), x.shape[0], 16)
     x_pad = lay.pad(x)
     for col, src, seg, starts, lengths in (
             (False, x, lay.row_groups(), lay.starts, lay.counts),
@@ -274,7 +278,7 @@ def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype):
         want = quantize_segments(view, QFormat.NVFP4, {"rht": col, "stochastic": True,
                                                        "rand_bits": bits}, seg, starts, lengths,
                                  along, None, None, None)
-        got = quantize_nvfp4_segments_triton(src, seg, len(COUNTS), col, col, bits)
+        got = quantize_nvfp4_segments_triton(src, seg, len(counts), col, col, bits)
         for a, b in zip(got, want):
             assert torch.equal(_bits(a), _bits(b)), (dtype, col)
 
