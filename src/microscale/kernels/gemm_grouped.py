@@ -80,8 +80,12 @@ def _operand(ptr, rows, rmask, cols, cmask, stride, FP8: tl.constexpr, E5M2: tl.
 def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, k_hi,
               stride_a, stride_b, stride_sa, stride_sb, BR_A: tl.constexpr, BR_B: tl.constexpr,
               FP8: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
-              BN: tl.constexpr, BK: tl.constexpr, DOT_F32: tl.constexpr):
-    """fp32 ``Σ_k a[offs_m, k] · b[b_rows, k]`` over ``k_lo <= k < k_hi``, scaled per chunk."""
+              BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
+              DOT_F32: tl.constexpr):
+    """fp32 ``Σ_k a[offs_m, k] · b[b_rows, k]`` over ``k_lo <= k < k_hi``, scaled per chunk.
+    ``B_TILE_SCALE``: the tile's ``b_rows`` lie in one scale block of b (128×128 weight
+    tiles, BN dividing 128, experts' rows a multiple of 128): one scalar ``sb`` a chunk, so
+    the chunk is scaled by one multiply-add an element instead of an outer product."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BK):
         offs_k = k0 + tl.arange(0, BK)
@@ -91,8 +95,12 @@ def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, 
         if FP8:
             kb = k0 // BK                                          # BK == 128: one chunk
             sa = tl.load(sa_ptr + (offs_m // BR_A) * stride_sa + kb, mask=mmask, other=0.0)
-            sb = tl.load(sb_ptr + (b_rows // BR_B) * stride_sb + kb, mask=nmask, other=0.0)
-            acc += tl.dot(a, tl.trans(b)) * sa[:, None] * sb[None, :]
+            if B_TILE_SCALE:
+                sb0 = tl.load(sb_ptr + (tl.min(b_rows) // BR_B) * stride_sb + kb)
+                acc += tl.dot(a, tl.trans(b)) * (sa * sb0)[:, None]
+            else:
+                sb = tl.load(sb_ptr + (b_rows // BR_B) * stride_sb + kb, mask=nmask, other=0.0)
+                acc += tl.dot(a, tl.trans(b)) * sa[:, None] * sb[None, :]
         else:
             acc = tl.dot(a, tl.trans(b), acc)
     return acc
@@ -103,7 +111,8 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, R, N, K, E,
                    stride_a, stride_b, stride_y, stride_sa, stride_sb,
                    BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
                    A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
-                   BN: tl.constexpr, BK: tl.constexpr, DOT_F32: tl.constexpr):
+                   BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
+                   DOT_F32: tl.constexpr):
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(N, BN)
     tile_m, tile_n = pid // n_tiles, pid % n_tiles
@@ -133,7 +142,7 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, R, N, K, E,
     k_hi = tl.where((group >= 0) & (group < E), K, 0)          # tail rows and idle programs: 0
     acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, 0, k_hi,
                     stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
-                    BM, BN, BK, DOT_F32)
+                    BM, BN, BK, B_TILE_SCALE, DOT_F32)
     tl.store(y_ptr + offs_m.to(tl.int64)[:, None] * stride_y + offs_n[None, :], acc,
              mask=mmask[:, None] & nmask[None, :])
 
@@ -163,7 +172,7 @@ def _reduce_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, M, N,
     mmask, nmask = offs_m < M, offs_n < N
     acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, offs_n, nmask, k_lo, k_hi,
                     stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
-                    BM, BN, BK, DOT_F32)
+                    BM, BN, BK, False, DOT_F32)
     tl.store(y_ptr + e.to(tl.int64) * M * N + offs_m[:, None] * stride_y + offs_n[None, :], acc,
              mask=mmask[:, None] & nmask[None, :])
 
@@ -238,8 +247,11 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
         N = b.shape[0] // E
         y = torch.empty((R, N), dtype=torch.float32, device=a.device)
         grid = ((cdiv(R, cfg["BM"]) + E + 1) * cdiv(N, cfg["BN"]),)
+        # one b scale block per tile: 128-row blocks that neither straddle experts nor tiles
+        tile_scale = fp8 and br_b >= cfg["BN"] and br_b % cfg["BN"] == 0 and N % br_b == 0
         _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, R, N, K, E, a.stride(0),
-                             b.stride(0), y.stride(0), *s_strides, **flags, **tiles)
+                             b.stride(0), y.stride(0), *s_strides, **flags,
+                             B_TILE_SCALE=tile_scale, **tiles)
         return y
     M, N = a.shape[0], b.shape[0]
     y = torch.empty((E, M, N), dtype=torch.float32, device=a.device)
