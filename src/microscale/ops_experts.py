@@ -6,10 +6,12 @@ Two ways, the same bits:
 
 * **one call per expert** (the loop): any format, SR seeds per expert, delayed-scaling scales;
 * **one call per view for all experts** (:func:`_experts_stacked`), where every scale is per
-  block (FP8 blockwise, MXFP8, MXFP4 without the RHT or SR) and no block crosses from one
-  expert into the next: the row view quantizes ``w`` as ``[E·N, K]``, the column view the
-  experts' transposes as ``[E·K, N]``. At the moe-1b model (24 layers, 16 experts) the loop was
-  768 quantizer launches a step plus the stacking copies (session 15 profile, H100).
+  block (FP8 blockwise, MXFP8, MXFP4 without the RHT or SR; NVFP4 through the per-segment
+  kernel of ``kernels/quant_nvfp4_grouped.py``, which keeps one global amax per expert) and no
+  block crosses from one expert into the next: the row view quantizes ``w`` as ``[E·N, K]``,
+  the column view the experts' transposes as ``[E·K, N]``. At the moe-1b model (24 layers, 16
+  experts) the loop was 768 quantizer launches a step plus the stacking copies (session 15
+  profile, H100).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .backend import _interpreting, wants_kernel
 from .ops import quantize_views
 from .ops_grouped import GroupedQ, _spec
 from .tensor import QFormat
@@ -30,8 +33,9 @@ def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = N
     expert quantized alone by the per-tensor ops (its own amax and 2D tiles, exactly as
     ``ms.Linear`` quantizes its weight); stacked ``[E, ...]``. ``scales``: delayed-scaling
     scales ``[E]`` per view, or None. Formats whose scales are all per block (FP8 blockwise,
-    MX) go through :func:`_experts_stacked`: one call per view for all experts, same bits."""
-    if _stackable(w, row, col, scales):
+    MX), and NVFP4 where its per-segment kernel runs, go through :func:`_experts_stacked`:
+    one call per view for all experts, same bits."""
+    if _stackable(w, row, col, scales, backend):
         return _experts_stacked(w, row, col, backend)
     per = []
     for e in range(w.shape[0]):                    # E is static: no host sync
@@ -58,22 +62,44 @@ _BLOCK_LOCAL = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QForm
 _PER_EXPERT_OPTS = ("stochastic", "rht", "scale", "amax", "rand_bits", "seed", "generator")
 
 
-def _stackable(w: Tensor, row, col, scales: tuple) -> bool:
+def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -> bool:
     """Whether quantizing ``w [E, N, K]`` as one ``[E·N, K]`` matrix (and its transpose as
-    ``[E·K, N]``) gives every expert's own views: only per-block scales (no per-tensor amax,
-    no seeds, no given scales) and no block crossing from one expert into the next."""
+    ``[E·K, N]``) gives every expert's own views: only per-block scales (no per-tensor amax;
+    NVFP4's per-expert amax where its per-segment kernel runs), no seeds, no given scales,
+    and no block crossing from one expert into the next."""
     if any(s is not None for s in scales):
         return False
     for v, inner_rows in ((row, w.shape[1]), (col, w.shape[2])):
         if v is None:
             continue
         fmt, opts = v
-        if fmt not in _BLOCK_LOCAL or any(opts.get(k) for k in _PER_EXPERT_OPTS):
+        if any(opts.get(k) for k in _PER_EXPERT_OPTS):
+            return False
+        if fmt == QFormat.NVFP4:
+            if not (_nvfp4_kernel(w, backend) and inner_rows % 16 == 0
+                    and int(opts.get("rht_d", 16)) == 16):
+                return False
+            continue
+        if fmt not in _BLOCK_LOCAL:
             return False
         block_rows = tuple(opts.get("block", (1, 128)))[0] if fmt == QFormat.FP8_BLOCK else 1
         if inner_rows % block_rows:
             return False
     return True
+
+
+def _nvfp4_kernel(w: Tensor, backend: str) -> bool:
+    """Whether the per-segment NVFP4 kernel (``quant_nvfp4_grouped``) runs here."""
+    return wants_kernel(backend, w.device) and (w.device.type == "cuda" or _interpreting())
+
+
+def _nvfp4_stacked(x2: Tensor, rows: int, n_experts: int, opts: dict):
+    """The NVFP4 view of ``x2 [E·rows, cols]`` (row form), each expert's ``rows`` with its own
+    global amax: one per-segment kernel call (``quant_nvfp4_grouped``), 16x16 tiles or 1x16."""
+    from .kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
+    seg = torch.arange(x2.shape[0], device=x2.device, dtype=torch.int32) // rows
+    return quantize_nvfp4_segments_triton(x2, seg, n_experts, False, False, None,
+                                          bool(opts.get("block_2d")))
 
 
 def _experts_stacked(w: Tensor, row, col, backend: str):
@@ -90,11 +116,15 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
         if v is None:
             out.append(None)
             continue
-        q = quantize_views(x2(), v, None, backend)[0]
-        mag = w.abs()
-        if v[0] != QFormat.FP8_BLOCK:             # MX: NaN read as 0, as quant.mx measures
-            mag = torch.where(mag.isnan(), torch.zeros_like(mag), mag)
-        amax = mag.amax(dim=(1, 2)).float()
-        out.append(GroupedQ(v[0], _spec(*v), q.data.reshape(E, rows, q.data.shape[-1]),
-                            q.scale.reshape(E, -1, q.scale.shape[-1]), amax))
+        if v[0] == QFormat.NVFP4:                 # per-expert amax inside the kernel
+            data, scale, amax = _nvfp4_stacked(x2(), rows, E, v[1])
+        else:
+            q = quantize_views(x2(), v, None, backend)[0]
+            data, scale = q.data, q.scale
+            mag = w.abs()
+            if v[0] != QFormat.FP8_BLOCK:         # MX: NaN read as 0, as quant.mx measures
+                mag = torch.where(mag.isnan(), torch.zeros_like(mag), mag)
+            amax = mag.amax(dim=(1, 2)).float()
+        out.append(GroupedQ(v[0], _spec(*v), data.reshape(E, rows, data.shape[-1]),
+                            scale.reshape(E, -1, scale.shape[-1]), amax))
     return tuple(out)

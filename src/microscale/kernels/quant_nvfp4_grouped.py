@@ -99,7 +99,8 @@ def _amax_kernel(x_ptr, seg_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
 @triton.jit
 def _quant_kernel(x_ptr, seg_ptr, amax_ptr, m_ptr, bits_ptr, q_ptr, s_ptr, rows, cols, n_tc,
                   n_tiles, IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
-                  COL: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr):
+                  COL: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr,
+                  TWO_D: tl.constexpr = False):
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
         x, seg, offs_r, offs_c = _load(x_ptr, seg_ptr, r0, c0, rows, cols, BR, BC)
@@ -112,15 +113,21 @@ def _quant_kernel(x_ptr, seg_ptr, amax_ptr, m_ptr, bits_ptr, q_ptr, s_ptr, rows,
                           False, SR)
         else:
             quantize_rows(x.to(tl.float32), s_enc6[:, None], s_dec[:, None], m_ptr, 0, q_ptr,
-                          s_ptr, bits_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, RHT, False,
+                          s_ptr, bits_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, RHT, TWO_D,
                           SR)
 
 
 def quantize_nvfp4_segments_triton(src: torch.Tensor, seg: torch.Tensor, n_seg: int, col: bool,
-                                   rht: bool, rand_bits: torch.Tensor | None):
+                                   rht: bool, rand_bits: torch.Tensor | None,
+                                   two_d: bool = False):
     """``(codes, E4M3 scales, amax [n_seg])`` of the row view of ``src`` (``col=False``) or of
     ``srcᵀ`` (``col=True``), one amax per expert ``seg[row of src]``; ``rand_bits`` (uint8, one
-    per element of the view) switches stochastic rounding on."""
+    per element of the view) switches stochastic rounding on. ``two_d`` (row view only): 16x16
+    scale tiles, as expert weights use (every expert's rows a multiple of 16: a tile never
+    spans two experts)."""
+    if two_d and (col or rht or src.shape[0] % 16):
+        raise ValueError("quantize_nvfp4_segments_triton: 16x16 tiles take a row view without "
+                         "the RHT, rows a multiple of 16")
     src = src.contiguous()
     rows, cols = src.shape
     vr, vc = (cols, rows) if col else (rows, cols)
@@ -139,5 +146,5 @@ def quantize_nvfp4_segments_triton(src: torch.Tensor, seg: torch.Tensor, n_seg: 
                        cfg["BC"], col, rht, num_warps=cfg["num_warps"])
     _quant_kernel[grid](src, seg32, amax, m, bits, codes, scale.view(torch.uint8), rows, cols,
                         n_tc, n_tiles, code, cfg["BR"], cfg["BC"], col, rht,
-                        1 if rand_bits is not None else 0, num_warps=cfg["num_warps"])
+                        1 if rand_bits is not None else 0, two_d, num_warps=cfg["num_warps"])
     return codes, scale, amax
