@@ -366,3 +366,30 @@ def test_padding_kernel_equals_its_twin(counts, k, m):
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
     src = source_rows(lay)
     assert int((src >= 0).sum()) == x.shape[0] and bool((got[src < 0] == 0).all())
+
+
+@needs_interp
+@pytest.mark.parametrize("name", ["nvfp4", "fp8_blockwise"])
+def test_stacked_expert_weights_trace_as_one_graph(name):
+    """The stacked expert-weight path runs inside compiled code: only custom ops (with fakes)
+    and traceable torch ops, so a full-graph trace with the kernels (backend 'triton', the
+    interpreter here) gives the eager bits."""
+    from microscale import ops_experts
+    recipe = Recipe.from_name(name)
+    w = (torch.randn(3, 128, 128, generator=torch.Generator().manual_seed(5)) * 0.05
+         ).to(torch.bfloat16)
+    views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+             for op in (recipe.fprop.b, recipe.dgrad.b)]
+    assert ops_experts._stackable(w, *views, (None, None), "triton")
+    if name == "nvfp4":
+        torch.library.opcheck(torch.ops.microscale.quantize_nvfp4_experts.default,
+                              (w.reshape(384, 128), 128, 3, True),
+                              test_utils=("test_schema", "test_faketensor"))
+
+    def run(t):
+        return [(q.data, q.scale, q.amax) for q in
+                ops_experts.quantize_experts(t, *views, "triton")]
+    got = torch.compile(run, backend="aot_eager", fullgraph=True)(w)
+    for g_q, e_q in zip(got, run(w)):
+        for a, b in zip(g_q, e_q):
+            assert torch.equal(_bits(a), _bits(b))

@@ -24,7 +24,7 @@ from .ops import quantize_views
 from .ops_grouped import GroupedQ, _spec
 from .tensor import QFormat
 
-__all__ = ["quantize_experts"]
+__all__ = ["quantize_experts", "quantize_nvfp4_experts"]
 
 
 def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = None,
@@ -95,11 +95,28 @@ def _nvfp4_kernel(w: Tensor, backend: str) -> bool:
 
 def _nvfp4_stacked(x2: Tensor, rows: int, n_experts: int, opts: dict):
     """The NVFP4 view of ``x2 [E·rows, cols]`` (row form), each expert's ``rows`` with its own
-    global amax: one per-segment kernel call (``quant_nvfp4_grouped``), 16x16 tiles or 1x16."""
+    global amax: one per-segment kernel call (``quant_nvfp4_grouped``), 16x16 tiles or 1x16,
+    as the op :func:`quantize_nvfp4_experts` (traced code never calls the kernel itself)."""
+    return torch.ops.microscale.quantize_nvfp4_experts(x2, rows, n_experts,
+                                                       bool(opts.get("block_2d")))
+
+
+@torch.library.custom_op("microscale::quantize_nvfp4_experts", mutates_args=())
+def quantize_nvfp4_experts(x2: Tensor, rows: int, n_experts: int,
+                           two_d: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """``(codes uint8 [E·rows, cols/2], E4M3 scales [E·rows, cols/16], amax fp32 [E])`` of the
+    stacked experts ``x2``, expert e owning rows ``[e·rows, (e+1)·rows)``."""
     from .kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
     seg = torch.arange(x2.shape[0], device=x2.device, dtype=torch.int32) // rows
-    return quantize_nvfp4_segments_triton(x2, seg, n_experts, False, False, None,
-                                          bool(opts.get("block_2d")))
+    return quantize_nvfp4_segments_triton(x2, seg, n_experts, False, False, None, two_d)
+
+
+@quantize_nvfp4_experts.register_fake
+def _(x2, rows, n_experts, two_d):
+    r, c = x2.shape
+    return (x2.new_empty((r, c // 2), dtype=torch.uint8),
+            x2.new_empty((r, c // 16), dtype=torch.float8_e4m3fn),
+            x2.new_empty((n_experts,), dtype=torch.float32))
 
 
 def _experts_stacked(w: Tensor, row, col, backend: str):
