@@ -78,8 +78,10 @@ KERNEL_SETS = {
     # session 8: each weight quantized in its layer's call, not all at once per step
     "nogroup": {},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
-    # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute)
+    # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
+    # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there
     "recompute": {},
+    "no-recompute": {},
     # session 14: MXFP4 views written as codes and decoded by the op (before: the kernel writes
     # the expanded views the layer asks for)
     "mx-codes": {"quant_mx": {"EXPAND": False}},
@@ -202,11 +204,13 @@ def _probe_torchao_moe(model, device: torch.device) -> None:
 
 
 def apply_suffix(model, recipe: str) -> None:
-    """The model-level settings of ``recipe@nogroup`` and ``recipe@recompute``."""
+    """The model-level settings of ``recipe@nogroup``, ``@recompute`` and ``@no-recompute``."""
     if recipe.endswith("@nogroup"):
         model._ms_group_weights = False
     if recipe.endswith("@recompute"):
         ms.set_recompute_input(model)
+    if recipe.endswith("@no-recompute"):
+        ms.set_recompute_input(model, False)
 
 
 def train_step(model, opt, x, y) -> None:

@@ -91,10 +91,15 @@ def test_keeps_the_sources_not_the_view(recipe):
     r = torch.randn(256, 512, dtype=torch.bfloat16, requires_grad=True)
     # what the activation's backward keeps (r, for relu² after the relu) is common to both
     plain = _saved_bytes(lambda: layer(r.square()))
-    assert _saved_bytes(lambda: linear_from(layer, "square", r)) == plain    # off by default
+    view = {"fp8_blockwise": 256 * 512 + 4 * 2 * 512, "nvfp4": 256 * 512 // 2 + 256 * 512 // 16}[recipe]
+    # the default (None) is on where xᵀ's wgrad view is FP8, off for NVFP4
+    assert layer.recompute_input is None
+    default = _saved_bytes(lambda: linear_from(layer, "square", r))
+    assert (plain - default >= view) if recipe == "fp8_blockwise" else default == plain
+    ms.set_recompute_input(layer, False)
+    assert _saved_bytes(lambda: linear_from(layer, "square", r)) == plain
     assert ms.set_recompute_input(layer) == 1 and layer.recompute_input
     fused = _saved_bytes(lambda: linear_from(layer, "square", r))
-    view = {"fp8_blockwise": 256 * 512 + 4 * 2 * 512, "nvfp4": 256 * 512 // 2 + 256 * 512 // 16}[recipe]
     assert plain - fused >= view                 # the quantized xᵀ (codes + scales) is gone
 
 
@@ -240,3 +245,17 @@ def test_compiled_zoo_model_same_with_and_without_recompute_on_cuda(recipe):
     assert out[True].keys() == out[False].keys()
     assert all(torch.equal(out[True][k], out[False][k]) for k in out[True]), \
         [k for k in out[True] if not torch.equal(out[True][k], out[False][k])]
+
+
+def test_cli_switch_values():
+    """``microscale train --recompute-input [auto|on|off]``: auto (the default) leaves each
+    layer's own default (None: on for FP8 wgrad views); a bare flag means on."""
+    from microscale.train.cli import build_parser, config_from_args
+    p = build_parser()
+    want = {(): None, ("--recompute-input",): True, ("--recompute-input", "on"): True,
+            ("--recompute-input", "off"): False, ("--recompute-input", "auto"): None}
+    for extra, value in want.items():
+        args = p.parse_args(["train", "--recipe", "fp8_blockwise", *extra])
+        assert config_from_args(args, "fp8_blockwise", "out").recompute_input is value, extra
+    with pytest.raises(SystemExit):
+        p.parse_args(["train", "--recompute-input", "sometimes"])

@@ -21,13 +21,16 @@ of measuring it again), so under ``torch.compile`` ``s`` is never written in bf1
 step in one CUDA graph, ratio to compiled bf16 in the same process;
 ``benchmarks/results/h100_20261125_session13/``, call 4): at 1b, peak memory 0.863× →
 0.794-0.796× for fp8_tensorwise 1.192× → 1.179× and fp8_blockwise 1.115× → 1.099× (with the op
-computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Off by default: speed first.
+computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Session 15 (call 5, one
+process): fp8_tensorwise 1.190× → 1.195× (0.859× → 0.792× memory), fp8_blockwise 1.125× →
+1.110× (0.866× → 0.797×): within a percent, so the switch's default (``None``) is on wherever
+xᵀ's wgrad view is FP8 (every FP8 recipe: issue 11's ≤ 0.8× memory target) and off elsewhere.
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
-sources))``. When the layer's ``recompute_input`` switch is on (off by default;
+sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
 ``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
@@ -50,8 +53,8 @@ from ..tensor import QFormat
 from .function import (Plan, _fprop, _views, linear_grads, padded_sources, save_for_grads,
                        saved_for_grads)
 
-__all__ = ["OPS", "RecomputedInputLinearFn", "linear_from", "set_recompute_input", "can_recompute",
-           "recompute_applies"]
+__all__ = ["OPS", "AUTO_FORMATS", "RecomputedInputLinearFn", "linear_from", "set_recompute_input",
+           "can_recompute", "recompute_applies", "recompute_on"]
 
 
 def _square_grads(ds, a):
@@ -87,9 +90,23 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
                          f"shaped like x {tuple(x.shape)}), got ({op!r}, "
                          f"{[tuple(getattr(t, 'shape', ())) for t in sources]})")
     tokens = x.numel() // max(1, layer.in_features)
-    return layer.recompute_input and needs_grad and not (plan.fprop_hp and plan.grads_hp) \
-        and all(t.dtype == x.dtype for t in sources) \
+    return recompute_on(layer.recompute_input, plan) and needs_grad \
+        and not (plan.fprop_hp and plan.grads_hp) and all(t.dtype == x.dtype for t in sources) \
         and can_recompute(plan, layer.weight.requires_grad, tokens)
+
+
+# where the switch's default (None) turns it on: xᵀ's wgrad view in an FP8 format, whose kept
+# column view is the largest item an FP8 step keeps beyond bf16's (1 byte an element; NVFP4's
+# is 4.5 bits, and its peak already sits under its 0.9x target)
+AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+
+
+def recompute_on(switch: bool | None, plan: Plan) -> bool:
+    """The layer's ``recompute_input``: True/False as set, None (the default) on where
+    wgrad's xᵀ is quantized to an FP8 format (:data:`AUTO_FORMATS`)."""
+    if switch is not None:
+        return bool(switch)
+    return plan.quantized("wgrad") and plan.operand("wgrad.b").format in AUTO_FORMATS
 
 
 class RecomputedInputLinearFn(torch.autograd.Function):
@@ -145,13 +162,14 @@ def _same_tensor_amax(plan: Plan) -> bool:
         fa.format == QFormat.FP8_TENSOR and wb.format == QFormat.FP8_TENSOR
 
 
-def set_recompute_input(model: nn.Module, on: bool = True) -> int:
-    """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model``; returns how
-    many layers (only those called through :func:`linear_from` are affected)."""
+def set_recompute_input(model: nn.Module, on: bool | None = True) -> int:
+    """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model`` (``None``:
+    back to the default, on for FP8 wgrad views); returns how many layers (only those called
+    through :func:`linear_from` are affected)."""
     from .linear import Linear
     layers = [m for m in model.modules() if isinstance(m, Linear)]
     for m in layers:
-        m.recompute_input = bool(on)
+        m.recompute_input = None if on is None else bool(on)
     return len(layers)
 
 

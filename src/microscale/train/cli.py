@@ -88,9 +88,11 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--cuda-graph", action="store_true",
                    help="replay forward+backward of each step from one CUDA graph (CUDA; "
                         "also with --dist fsdp, collectives included)")
-    g.add_argument("--recompute-input", action="store_true",
+    g.add_argument("--recompute-input", nargs="?", const="on", default="auto",
+                   choices=("auto", "on", "off"),
                    help="MLP down projections keep the activation's sources for backward and "
-                        "recompute their quantized input there (less memory, slower; same bits)")
+                        "recompute their quantized input there (less memory, a little slower; "
+                        "same bits); auto (the default): on where that input's wgrad view is FP8")
     g.add_argument("--check-compile", action="store_true",
                    help="at the first step and at a precision switch, compare the compiled "
                         "blocks' gradients with eager's on that batch and stop on a fault "
@@ -127,7 +129,7 @@ def config_from_args(args: argparse.Namespace, recipe: str, out: str):
         resume=args.resume, progress=False if args.no_progress else None, compile=args.compile,
         compile_mode=args.compile_mode, cuda_graph=args.cuda_graph, grad_accum=args.grad_accum,
         check_compile=getattr(args, "check_compile", False),
-        recompute_input=getattr(args, "recompute_input", False),
+        recompute_input={"on": True, "off": False}.get(getattr(args, "recompute_input", "auto")),
         dist=getattr(args, "dist", "none"), all_gather=getattr(args, "all_gather", "auto"))
     if switch is not None:
         if str(switch) == "decay":

@@ -162,8 +162,8 @@ class Trainer:
         self.recipe = ms.Recipe.from_name(cfg.recipe, **({"backend": cfg.backend} if cfg.backend else {}))
         kwargs = {} if cfg.keep_hp is None else {"keep_high_precision": keep_hp_arg(cfg.keep_hp)}
         self.report = ms.convert(model, self.recipe, **kwargs)
-        if cfg.recompute_input:
-            ms.set_recompute_input(model)
+        if cfg.recompute_input is not None:          # None: each layer's default
+            ms.set_recompute_input(model, cfg.recompute_input)
         log.info("%s", str(self.report).splitlines()[0])     # the full table goes to config.json
         log.debug("%s", self.report)
         if cfg.switch_step is not None:
