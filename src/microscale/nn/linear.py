@@ -16,8 +16,8 @@ costs one recompile.
 
 Memory switch
 =============
-``layer.recompute_input`` (``None``, the default: on where xᵀ's wgrad view is FP8, i.e. every
-FP8 recipe; ``True``/``False`` force it; :func:`microscale.nn.set_recompute_input`): called
+``layer.recompute_input`` (``None``, the default: on where xᵀ's wgrad view is FP8 tensorwise
+or blockwise; ``True``/``False`` force it; :func:`microscale.nn.set_recompute_input`): called
 through :func:`microscale.nn.linear_from` (the zoo's MLP down projection), backward recomputes
 the input's wgrad view from the activation's sources instead of keeping it: the same bits, less
 memory, a little more time (:mod:`microscale.nn.recompute`).
@@ -128,7 +128,7 @@ class Linear(nn.Module):
         self._weight_cache = None          # (plan, W view, Wᵀ view) inside ms.weight_cache
         self.high_precision = False
         self.hp_fprop = False
-        self.recompute_input = None        # forward's recompute=(op, sources): None = FP8 xᵀ
+        self.recompute_input = None        # forward's recompute=(op, sources); None: FP8 xᵀ
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
                                                dtype=torch.float32))
         self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=torch.float32)) \
@@ -248,9 +248,9 @@ class Linear(nn.Module):
     def forward(self, x: torch.Tensor, recompute: tuple | None = None) -> torch.Tensor:
         """``y = x Wᵀ + b``. ``recompute=(op, sources)`` says ``x == op(*sources)`` (use
         :func:`microscale.nn.linear_from`, which builds both): with ``self.recompute_input``
-        on (the default ``None``: where xᵀ's wgrad view is FP8), backward recomputes x's wgrad
-        view from the sources instead of keeping it (less memory, a little more time:
-        :mod:`microscale.nn.recompute`); off, it is ignored."""
+        on (the default ``None``: where xᵀ's wgrad view is FP8 tensor/blockwise), backward
+        recomputes x's wgrad view from the sources instead of keeping it (less memory, a little
+        more time: :mod:`microscale.nn.recompute`); off, it is ignored."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{self._label()}: expected a torch.Tensor, got {type(x).__name__}")
         if x.dtype not in SUPPORTED_DTYPES:

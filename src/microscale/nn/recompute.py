@@ -23,14 +23,17 @@ step in one CUDA graph, ratio to compiled bf16 in the same process;
 0.794-0.796× for fp8_tensorwise 1.192× → 1.179× and fp8_blockwise 1.115× → 1.099× (with the op
 computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Session 15 (call 5, one
 process): fp8_tensorwise 1.190× → 1.195× (0.859× → 0.792× memory), fp8_blockwise 1.125× →
-1.110× (0.866× → 0.797×): within a percent, so the switch's default (``None``) is on wherever
-xᵀ's wgrad view is FP8 (every FP8 recipe: issue 11's ≤ 0.8× memory target) and off elsewhere.
+1.110× (0.866× → 0.797×): within a percent, so the switch's default (``None``) is on where
+xᵀ's wgrad view is FP8 tensorwise or blockwise (issue 11's ≤ 0.8× memory target) and off
+elsewhere: MXFP8, whose op runs first, lost 5% at 1b with it (call 6: 0.813× against 0.860×
+in session 14, for 0.800× memory).
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
-sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8;
+sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8
+tensorwise or blockwise;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
 ``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
@@ -95,15 +98,17 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
         and can_recompute(plan, layer.weight.requires_grad, tokens)
 
 
-# where the switch's default (None) turns it on: xᵀ's wgrad view in an FP8 format, whose kept
-# column view is the largest item an FP8 step keeps beyond bf16's (1 byte an element; NVFP4's
-# is 4.5 bits, and its peak already sits under its 0.9x target)
-AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+# where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise or 1x128
+# blockwise, whose kept column view is the largest item an FP8 step keeps beyond bf16's and
+# whose quantizers apply the op as they load (PROLOGUES: the recompute costs no bf16 pass).
+# Not MXFP8: its op runs first, and at 1b that cost 0.860x -> 0.813x for 0.867x -> 0.800x
+# memory (session 15 call 6); not NVFP4 (4.5 bits an element; under its 0.9x target already)
+AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK)
 
 
 def recompute_on(switch: bool | None, plan: Plan) -> bool:
     """The layer's ``recompute_input``: True/False as set, None (the default) on where
-    wgrad's xᵀ is quantized to an FP8 format (:data:`AUTO_FORMATS`)."""
+    wgrad's xᵀ is FP8 tensorwise or blockwise (:data:`AUTO_FORMATS`)."""
     if switch is not None:
         return bool(switch)
     return plan.quantized("wgrad") and plan.operand("wgrad.b").format in AUTO_FORMATS
