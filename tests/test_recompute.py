@@ -87,15 +87,18 @@ def _saved_bytes(fn) -> int:
 @pytest.mark.parametrize("recipe", ["fp8_blockwise", "nvfp4"])
 def test_keeps_the_sources_not_the_view(recipe):
     torch.manual_seed(0)
-    layer = ms.Linear(512, 128, bias=False, recipe=recipe)
+    layer = ms.Linear(512, 2048, bias=False, recipe=recipe)
     r = torch.randn(256, 512, dtype=torch.bfloat16, requires_grad=True)
     # what the activation's backward keeps (r, for relu² after the relu) is common to both
     plain = _saved_bytes(lambda: layer(r.square()))
     view = {"fp8_blockwise": 256 * 512 + 4 * 2 * 512, "nvfp4": 256 * 512 // 2 + 256 * 512 // 16}[recipe]
-    # the default (None) is on where xᵀ's wgrad view is FP8, off for NVFP4
+    # the default (None) is on where xᵀ's wgrad view is FP8 and the layer 2048+ wide
     assert layer.recompute_input is None
     default = _saved_bytes(lambda: linear_from(layer, "square", r))
     assert (plain - default >= view) if recipe == "fp8_blockwise" else default == plain
+    narrow = ms.Linear(512, 128, bias=False, recipe=recipe)
+    assert _saved_bytes(lambda: linear_from(narrow, "square", r)) == \
+        _saved_bytes(lambda: narrow(r.square()))                     # off below 2048
     ms.set_recompute_input(layer, False)
     assert _saved_bytes(lambda: linear_from(layer, "square", r)) == plain
     assert ms.set_recompute_input(layer) == 1 and layer.recompute_input

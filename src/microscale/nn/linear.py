@@ -17,7 +17,8 @@ costs one recompile.
 Memory switch
 =============
 ``layer.recompute_input`` (``None``, the default: on where xᵀ's wgrad view is FP8 tensorwise
-or blockwise; ``True``/``False`` force it; :func:`microscale.nn.set_recompute_input`): called
+or blockwise and ``out_features >= 2048``; ``True``/``False`` force it;
+:func:`microscale.nn.set_recompute_input`): called
 through :func:`microscale.nn.linear_from` (the zoo's MLP down projection), backward recomputes
 the input's wgrad view from the activation's sources instead of keeping it: the same bits, less
 memory, a little more time (:mod:`microscale.nn.recompute`).
@@ -248,7 +249,7 @@ class Linear(nn.Module):
     def forward(self, x: torch.Tensor, recompute: tuple | None = None) -> torch.Tensor:
         """``y = x Wᵀ + b``. ``recompute=(op, sources)`` says ``x == op(*sources)`` (use
         :func:`microscale.nn.linear_from`, which builds both): with ``self.recompute_input``
-        on (the default ``None``: where xᵀ's wgrad view is FP8 tensor/blockwise), backward
+        on (the default ``None``: FP8 tensor/blockwise xᵀ, 2048+ wide), backward
         recomputes x's wgrad view from the sources instead of keeping it (less memory, a little
         more time: :mod:`microscale.nn.recompute`); off, it is ignored."""
         if not isinstance(x, torch.Tensor):

@@ -23,17 +23,18 @@ step in one CUDA graph, ratio to compiled bf16 in the same process;
 0.794-0.796× for fp8_tensorwise 1.192× → 1.179× and fp8_blockwise 1.115× → 1.099× (with the op
 computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Session 15 (call 5, one
 process): fp8_tensorwise 1.190× → 1.195× (0.859× → 0.792× memory), fp8_blockwise 1.125× →
-1.110× (0.866× → 0.797×): within a percent, so the switch's default (``None``) is on where
-xᵀ's wgrad view is FP8 tensorwise or blockwise (issue 11's ≤ 0.8× memory target) and off
-elsewhere: MXFP8, whose op runs first, lost 5% at 1b with it (call 6: 0.813× against 0.860×
-in session 14, for 0.800× memory).
+1.110× (0.866× → 0.797×), within a percent; at 125m (call 8) 0.951× → 0.936× and 0.902× →
+0.874×. So the switch's default (``None``) is on where xᵀ's wgrad view is FP8 tensorwise or
+blockwise and the layer is at least 2048 wide (:data:`AUTO_MIN_OUT`: issue 11's ≤ 0.8× memory
+target at 1b, 125m's speed kept), off elsewhere: MXFP8, whose op runs first, lost 5% at 1b
+with it (call 7: 0.858× → 0.812× for 0.864× → 0.798× memory).
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
 sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8
-tensorwise or blockwise;
+tensorwise or blockwise in a layer at least 2048 wide;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
 ``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
@@ -56,7 +57,7 @@ from ..tensor import QFormat
 from .function import (Plan, _fprop, _views, linear_grads, padded_sources, save_for_grads,
                        saved_for_grads)
 
-__all__ = ["OPS", "AUTO_FORMATS", "RecomputedInputLinearFn", "linear_from", "set_recompute_input",
+__all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from", "set_recompute_input",
            "can_recompute", "recompute_applies", "recompute_on"]
 
 
@@ -93,7 +94,7 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
                          f"shaped like x {tuple(x.shape)}), got ({op!r}, "
                          f"{[tuple(getattr(t, 'shape', ())) for t in sources]})")
     tokens = x.numel() // max(1, layer.in_features)
-    return recompute_on(layer.recompute_input, plan) and needs_grad \
+    return recompute_on(layer.recompute_input, plan, layer.out_features) and needs_grad \
         and not (plan.fprop_hp and plan.grads_hp) and all(t.dtype == x.dtype for t in sources) \
         and can_recompute(plan, layer.weight.requires_grad, tokens)
 
@@ -101,17 +102,25 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
 # where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise or 1x128
 # blockwise, whose kept column view is the largest item an FP8 step keeps beyond bf16's and
 # whose quantizers apply the op as they load (PROLOGUES: the recompute costs no bf16 pass).
-# Not MXFP8: its op runs first, and at 1b that cost 0.860x -> 0.813x for 0.867x -> 0.800x
-# memory (session 15 call 6); not NVFP4 (4.5 bits an element; under its 0.9x target already)
+# Not MXFP8: its op runs first, and at 1b that cost 0.858x -> 0.812x for 0.864x -> 0.798x
+# memory (session 15 call 7); not NVFP4 (4.5 bits an element; under its 0.9x target already).
 AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK)
+# ... and only in layers at least this wide: the recompute adds a pass over x (the sources
+# read, the column view quantized) that the layer's GEMMs amortize over out_features. H100,
+# session 15, one process each: 1b's down projection (2048 wide) fp8_tensorwise 1.190x ->
+# 1.195x, fp8_blockwise 1.125x -> 1.110x (call 5); 125m's (768 wide) 0.951x -> 0.936x and
+# 0.902x -> 0.874x (call 8), where bf16's memory is no constraint.
+AUTO_MIN_OUT = 2048
 
 
-def recompute_on(switch: bool | None, plan: Plan) -> bool:
-    """The layer's ``recompute_input``: True/False as set, None (the default) on where
-    wgrad's xᵀ is FP8 tensorwise or blockwise (:data:`AUTO_FORMATS`)."""
+def recompute_on(switch: bool | None, plan: Plan, out_features: int) -> bool:
+    """The layer's ``recompute_input``: True/False as set; None (the default) on where wgrad's
+    xᵀ is FP8 tensorwise or blockwise (:data:`AUTO_FORMATS`) and the layer is at least
+    :data:`AUTO_MIN_OUT` wide."""
     if switch is not None:
         return bool(switch)
-    return plan.quantized("wgrad") and plan.operand("wgrad.b").format in AUTO_FORMATS
+    return out_features >= AUTO_MIN_OUT and plan.quantized("wgrad") \
+        and plan.operand("wgrad.b").format in AUTO_FORMATS
 
 
 class RecomputedInputLinearFn(torch.autograd.Function):
