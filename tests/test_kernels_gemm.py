@@ -161,6 +161,36 @@ def test_unsupported_and_bad_arguments():
         gemm_fp8.scaled_mm_fp8(qb8, qb8, path="cublas")
 
 
+def test_blockwise_bf16_output_fallback_is_never_silent(monkeypatch):
+    """A torch build whose F.scaled_mm refuses an fp32 output with blockwise scales gets a bf16
+    sum cast to fp32: recorded as a fallback in ms.explain (and raised in strict mode), not
+    under the plain path's name."""
+    from microscale import backend
+    qa = ms.quantize(torch.randn(128, 256), "fp8_block")
+    qb = ms.quantize(torch.randn(128, 256), "fp8_block", block=(128, 128))
+
+    def fake(*args, output_dtype, **kw):
+        if output_dtype != torch.bfloat16:
+            raise RuntimeError("only bf16 output")
+        return torch.zeros(128, 128, dtype=torch.bfloat16)
+    monkeypatch.setattr(gemm_fp8, "has_blockwise_scaled_mm", lambda: True)
+    monkeypatch.setattr(gemm_fp8.F, "scaled_mm", fake)
+    monkeypatch.setattr(gemm_fp8, "_PLAN", {})
+    y = gemm_fp8._torch_blockwise(qa, qb, torch.float32)
+    assert y.dtype == torch.float32
+    path = backend.explain()[("scaled_mm", "fp8_blockxfp8_block")]
+    assert "bf16 output cast to torch.float32" in path and "fallback" in path
+    backend.set_strict(True)
+    try:
+        with pytest.raises(RuntimeError, match="strict"):
+            gemm_fp8._torch_blockwise(qa, qb, torch.float32)
+    finally:
+        backend.set_strict(False)
+    gemm_fp8._torch_blockwise(qa, qb, torch.bfloat16)          # asked for bf16: the plain path
+    assert backend.explain()[("scaled_mm", "fp8_blockxfp8_block")] == \
+        "F.scaled_mm blockwise (cuBLASLt)"
+
+
 def test_strategy_heuristic_caps_the_temporaries():
     """dequant (faster everywhere measured) unless its bf16 copies would pass the cap."""
     cap = gemm_fp4.DEQUANT_MAX_TEMP_BYTES

@@ -38,7 +38,8 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, _interpreting, mm_key, note_path, register_kernel
+from ..backend import (KernelUnsupported, _interpreting, mm_key, note_fallback, note_path,
+                       register_kernel)
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import cdiv, gemm_out, grouped_tile
 from .gemm_paths import choose_path
@@ -197,6 +198,13 @@ def _torch_blockwise(qa, qb, out_dtype) -> torch.Tensor:
             log.debug("F.scaled_mm refused layout %s: %s", plan, err)
             continue
         _PLAN[key] = plan
+        path, op_key = "F.scaled_mm blockwise (cuBLASLt)", mm_key(qa.fmt.value, qb.fmt.value)
+        if plan[2] != out_dtype:          # never silently: the sum is rounded to bf16 first
+            note_fallback("scaled_mm", op_key, f"{path}, bf16 output cast to {out_dtype}",
+                          f"this torch build's F.scaled_mm refused {out_dtype} output with "
+                          "blockwise scales")
+        else:
+            note_path("scaled_mm", op_key, path)
         return y.to(out_dtype)
     raise KernelUnsupported("F.scaled_mm refused every blockwise scale layout")
 
@@ -232,9 +240,9 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
         blockwise = qa.fmt == QFormat.FP8_BLOCK
         torch_fn = _torch_blockwise if blockwise else _torch_tensorwise
         try:
-            y = torch_fn(qa, qb, out_dtype)
-            note_path("scaled_mm", key, "F.scaled_mm blockwise (cuBLASLt)" if blockwise
-                      else "torch._scaled_mm tensorwise (cuBLASLt)")
+            y = torch_fn(qa, qb, out_dtype)       # the blockwise path records its own path
+            if not blockwise:
+                note_path("scaled_mm", key, "torch._scaled_mm tensorwise (cuBLASLt)")
         except KernelUnsupported as err:
             if path == "torch":
                 raise
