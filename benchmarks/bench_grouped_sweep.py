@@ -3,6 +3,7 @@ expert GEMMs, against bf16 ``torch._grouped_mm`` (what the bf16 model runs) in t
 
     python benchmarks/bench_grouped_sweep.py                  # moe-1b shapes, every config
     python benchmarks/bench_grouped_sweep.py --configs 0,2    # some of the configs
+    python benchmarks/bench_grouped_sweep.py --quant          # the grouped NVFP4 quantizer's tiles
 
 moe-1b (``train/moe.py``): 16 experts of 768 (SwiGLU: gate and up fused, 1536 rows), d 1024,
 top 2 of 8 × 2048 tokens = 32768 routed rows with uneven group sizes (a fixed draw). Per
@@ -103,10 +104,55 @@ def _case(name, mode, p, kind, cfg):
     return {"shape": name, "kind": kind, "config": cfg, "ms": ms, "tflops": p["flops"] / ms / 1e9}
 
 
+# the grouped NVFP4 quantizer (kernels/quant_nvfp4_grouped.py: amax pass + quantize pass)
+QUANT_CONFIGS = [dict(BR=64, BC=64, num_warps=4, PROGS_PER_SM=8),      # the default
+                 dict(BR=32, BC=32, num_warps=4, PROGS_PER_SM=16),
+                 dict(BR=32, BC=64, num_warps=4, PROGS_PER_SM=16),
+                 dict(BR=64, BC=32, num_warps=4, PROGS_PER_SM=16),
+                 dict(BR=64, BC=64, num_warps=8, PROGS_PER_SM=4),
+                 dict(BR=128, BC=32, num_warps=4, PROGS_PER_SM=8)]
+
+
+# bytes moved per element of a view: x read twice (amax pass, quantize pass), its SR byte
+# read, a 4-bit code and 1/16 of an E4M3 scale written ("gbs" is bytes moved per second)
+BYTES_PER_ELEMENT = 2 * 2 + 1 + 0.5 + 1 / 16
+
+
+def quant_sweep(dev) -> list[dict]:
+    """The grouped NVFP4 views of moe-1b's x [32768, 1024] as the layer asks for them: the row
+    view with SR (bytes given) and the padded column view with RHT + SR, per tile config."""
+    from microscale.kernels import quant_nvfp4_grouped as qg
+    from microscale.quant.grouped import group_layout
+    counts = _counts(dev)
+    lay = group_layout(counts.cumsum(0).to(torch.int32), TOKENS, 16)
+    x = torch.randn(TOKENS, D, device=dev).to(torch.bfloat16)
+    x_pad = lay.pad(x)
+    cases = {"row_sr": (x, lay.row_groups(), False, False),
+             "col_rht_sr": (x_pad, lay.col_groups(), True, True)}
+    default, rows = dict(qg.CONFIG), []
+    for name, (src, seg, col, rht) in cases.items():
+        bits = torch.randint(0, 256, (src.numel(),), dtype=torch.uint8, device=dev)
+        for cfg in QUANT_CONFIGS:
+            qg.CONFIG.update(cfg)
+            fn = lambda: qg.quantize_nvfp4_segments_triton(src, seg, E, col, rht, bits)  # noqa: E731
+            try:
+                ms = common.graph_ms(fn) or common.bench_ms(fn)
+                rows.append({"shape": name, "kind": "nvfp4_grouped_quant", "config": cfg,
+                             "ms": ms, "gbs": BYTES_PER_ELEMENT * src.numel() / ms / 1e6})
+            except Exception as err:
+                rows.append({"shape": name, "kind": "nvfp4_grouped_quant", "config": cfg,
+                             "error": str(err)[:80]})
+        qg.CONFIG.clear()
+        qg.CONFIG.update(default)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--configs", default=None, help="comma list of indices into CONFIGS")
     ap.add_argument("--kinds", default="triton_fp8,triton_bf16")
+    ap.add_argument("--quant", action="store_true",
+                    help="only the grouped NVFP4 quantizer's tile sweep (QUANT_CONFIGS)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_grouped_sweep needs a CUDA device")
@@ -115,7 +161,7 @@ def main() -> None:
     print(f"# defaults: {CONFIG}")
     picks = [CONFIGS[int(i)] for i in args.configs.split(",")] if args.configs else CONFIGS
     rows = []
-    for name, mode, r, n, k in SHAPES:
+    for name, mode, r, n, k in ([] if args.quant else SHAPES):
         p = _problem(mode, r, n, k, dev)
         base = _case(name, mode, p, "torch_bf16", {})
         rows.append(base)
@@ -127,9 +173,12 @@ def main() -> None:
                 rows.append(row)
         del p
         torch.cuda.empty_cache()
+    if args.quant:
+        rows = quant_sweep(dev)
     for r in rows:
         r["config"] = ",".join(f"{k}={v}" for k, v in r["config"].items()) or "-"
-    print(common.fmt_table(rows, ["shape", "kind", "config", "ms", "tflops", "vs_bf16", "error"]))
+    print(common.fmt_table(rows, ["shape", "kind", "config", "ms", "tflops", "gbs", "vs_bf16",
+                                  "error"]))
     common.json_line({"bench": "grouped_sweep", "env": common.env_info(), "rows": rows})
 
 
