@@ -257,7 +257,7 @@ def test_ops_fakes_and_fullgraph_trace():
 def test_nvfp4_grouped_kernel_matches_pytorch_twin(dtype, counts):
     """quant_nvfp4_grouped (Triton) = quant.grouped.quantize_segments (PyTorch), both views,
     RHT and SR, for every input dtype; NaN marks its block as the reference does. [130, 0, 3,
-    70] gives 64-row tiles inside one expert (one atomic a tile) and tiles across three."""
+    70] gives row tiles inside one expert (one atomic a tile) and tiles across three."""
     from microscale.kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
     from microscale.quant.grouped import quantize_segments, segment_sr_bytes
     from microscale.tensor import QFormat
