@@ -57,8 +57,8 @@ from ..tensor import QFormat
 from .function import (Plan, _fprop, _views, linear_grads, padded_sources, save_for_grads,
                        saved_for_grads)
 
-__all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from", "set_recompute_input",
-           "can_recompute", "recompute_applies", "recompute_on"]
+__all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from",
+           "set_recompute_input", "can_recompute", "recompute_applies", "recompute_on"]
 
 
 def _square_grads(ds, a):
