@@ -75,6 +75,9 @@ KERNEL_SETS = {
     "nv-reg": {"quant_nvfp4": {"PASS": "reg"}},      # REG['ROW_SR'] as the default says
     "nv-reg-sr": {"quant_nvfp4": {"PASS": "reg", "REG": {**_NV_REG, "ROW_SR": True}}},
     "nv-rows": {"quant_nvfp4": {"PASS": "rows"}},
+    # session 15: the reg pass writes column views asked for expanded itself (REG['COL_EXP'])
+    "nv-reg-colexp": {"quant_nvfp4": {"PASS": "reg", "REG": {**_NV_REG, "ROW_SR": False,
+                                                             "COL_EXP": True}}},
     # session 8: each weight quantized in its layer's call, not all at once per step
     "nogroup": {},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not

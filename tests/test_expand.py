@@ -57,9 +57,14 @@ def _check_pair(x, row, col, expand, backend, path=""):
 
 @pytest.mark.parametrize("shape", [(256, 128), (48, 80)])
 @pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
-def test_nvfp4_pairs_expanded(shape, expand):
-    """x pair (reg pass: its row view expanded in the kernel) and dy pair (rows pass: both
-    views), in-kernel Philox and caller bits; a partial tile (48 x 80) included."""
+@pytest.mark.parametrize("reg_col_exp", [False, True])
+def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
+    """x pair (reg pass: its row view expanded in the kernel, and its column view with
+    ``REG['COL_EXP']``) and dy pair (rows pass: both views), in-kernel Philox and caller
+    bits; a partial tile (48 x 80) included."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"],
+                                                     "COL_EXP": reg_col_exp})
     x = _x(shape, seed=1)
     seed = torch.tensor([99])
     _check_pair(x, (N, NF), (N, {**NF, "rht": True}), expand, "triton")

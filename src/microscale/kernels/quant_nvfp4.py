@@ -67,10 +67,12 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
 # element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
 # session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
+# REG["COL_EXP"]: the reg pass writes a column view asked for expanded itself (bf16 value ·
+# scale: nvfp4_no_sr's dy pairs), not codes the op then decodes in a pass of its own.
 CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
-                  "maxnreg": None, "ROW_SR": False},
+                  "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
           "SPLIT": False,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
@@ -266,12 +268,12 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
          expand=(False, False)):
     """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
     amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
-    where the pass does (rows and split: both; reg: the row view; the reg kernel's expanded
-    column view, ``COL_EXP``, runs only in the split pass so far: not yet checked on a GPU
-    in a combined launch)."""
+    where the pass does (rows and split: both; reg: the row view, and the column view where
+    ``CONFIG['REG']['COL_EXP']`` says)."""
     dev = x2.device
     pass_ = _choose_pass(row, col, op)
-    can = (pass_ in ("reg", "rows", "split"), pass_ in ("rows", "split"))
+    reg_col = pass_ == "reg" and CONFIG["REG"].get("COL_EXP", False)
+    can = (pass_ in ("reg", "rows", "split"), pass_ in ("rows", "split") or reg_col)
     for v, want, ok in zip((row, col), expand, can):
         if v is not None:
             v.allocate(dev, bool(want and ok))
