@@ -68,7 +68,9 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
 # session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
 # REG["COL_EXP"]: the reg pass writes a column view asked for expanded itself (bf16 value ·
-# scale: nvfp4_no_sr's dy pairs), not codes the op then decodes in a pass of its own.
+# scale: nvfp4_no_sr's dy pairs), not codes the op then decodes in a pass of its own. Off:
+# same bits, but the kernel spills (64 B of stack, offline SASS) and the steps ran slower
+# (H100, session 15 call 12: nvfp4_no_sr 0.574x -> 0.520x at 125m, 0.742x -> 0.686x at 1b).
 CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
