@@ -339,7 +339,12 @@ def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkey
              for op in (recipe.fprop.b, recipe.dgrad.b)]
     stacked = ops_experts._stackable(w, *views, (None, None), backend)
     assert stacked == (name != "nvfp4" or backend == "triton")   # NVFP4: the segment kernel
+    monkeypatch.setattr(ops_experts, "triton_available", lambda: False)     # no Triton: loop
+    assert ops_experts._stackable(w, *views, (None, None), backend) == (name != "nvfp4")
+    monkeypatch.undo()
     got = ops_experts.quantize_experts(w, *views, backend)
+    if stacked and name == "nvfp4":             # the path is visible
+        assert "per-segment" in ms.explain()[("quantize_experts", "nvfp4")]
     monkeypatch.setattr(ops_experts, "_stackable", lambda *a: False)
     want = ops_experts.quantize_experts(w, *views, backend)
     for g_q, w_q in zip(got, want):

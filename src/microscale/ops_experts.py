@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .backend import _interpreting, wants_kernel
+from .backend import _interpreting, note_path, triton_available, wants_kernel
 from .ops import quantize_views
 from .ops_grouped import GroupedQ, _spec
 from .tensor import QFormat
@@ -89,8 +89,10 @@ def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -
 
 
 def _nvfp4_kernel(w: Tensor, backend: str) -> bool:
-    """Whether the per-segment NVFP4 kernel (``quant_nvfp4_grouped``) runs here."""
-    return wants_kernel(backend, w.device) and (w.device.type == "cuda" or _interpreting())
+    """Whether the per-segment NVFP4 kernel (``quant_nvfp4_grouped``) runs here (Triton
+    installed, CUDA or the interpreter, a backend that asks for kernels); else the loop."""
+    return wants_kernel(backend, w.device) and triton_available() and \
+        (w.device.type == "cuda" or _interpreting())
 
 
 def _nvfp4_stacked(x2: Tensor, rows: int, n_experts: int, opts: dict):
@@ -108,6 +110,8 @@ def quantize_nvfp4_experts(x2: Tensor, rows: int, n_experts: int,
     stacked experts ``x2``, expert e owning rows ``[e·rows, (e+1)·rows)``."""
     from .kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
     seg = torch.arange(x2.shape[0], device=x2.device, dtype=torch.int32) // rows
+    note_path("quantize_experts", "nvfp4", "triton per-segment kernel (quant_nvfp4_grouped): "
+              "every expert in one call, each with its own amax")
     return quantize_nvfp4_segments_triton(x2, seg, n_experts, False, False, None, two_d)
 
 
