@@ -340,7 +340,7 @@ def _free(device):
 _KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax_kernel",
                         "_mx_kernel", "_fp8_block_kernel", "_cast_kernel", "_amax_kernel",
                         "rowcol_reg_kernel", "_fp8_rowcol_sub_kernel", "amax_reg_kernel",
-                        "_many_kernel")),
+                        "_many_kernel", "_quant_kernel", "_sr_bytes_kernel")),
           ("dequantize", ("_dequant_kernel", "_scale_inplace")),
           # the grouped (MoE) GEMM's kernels and padded layout, before "reduce_kernel" below
           ("gemm", ("_tokens_kernel", "_reduce_kernel")),

@@ -112,3 +112,17 @@ def test_torchao_moe_probe_raises_when_the_hook_never_runs(monkeypatch):
             m.grouped_mm = _torch_grouped_mm                       # the hook bypassed
     with pytest.raises(RuntimeError, match="never ran"):
         bench._probe_torchao_moe(model, torch.device("cpu"))
+
+
+def test_profile_kinds_of_the_grouped_kernels():
+    """The profile's kernel kinds: the grouped GEMM's Triton kernels count as GEMM (not as the
+    elementwise ``reduce_kernel`` their name contains), the grouped quantizer's passes as
+    quantize, the padded layout as its own kind."""
+    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
+    bt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bt)
+    want = {"_tokens_kernel": "gemm", "_reduce_kernel": "gemm", "_quant_kernel": "quantize",
+            "_amax_kernel": "quantize", "_sr_bytes_kernel": "quantize",
+            "_pad_rows_kernel": "moe layout",
+            "void at::native::reduce_kernel<512, 1>": "norm+elementwise"}
+    assert {name: bt._kind(name) for name in want} == want
