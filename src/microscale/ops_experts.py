@@ -133,7 +133,7 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
     ``amax [E]`` is each expert's ``max |w|`` as the per-tensor quantizer measures it (not
     consumed by these formats: their GEMM factor is 1)."""
     E, N, K = w.shape
-    out = []
+    out, amaxes = [], {}
     for v, x2, rows in ((row, lambda: w.reshape(E * N, K), N),
                         (col, lambda: w.transpose(1, 2).reshape(E * K, N), K)):
         if v is None:
@@ -144,10 +144,12 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
         else:
             q = quantize_views(x2(), v, None, backend)[0]
             data, scale = q.data, q.scale
-            mag = w.abs()
-            if v[0] != QFormat.FP8_BLOCK:         # MX: NaN read as 0, as quant.mx measures
-                mag = torch.where(mag.isnan(), torch.zeros_like(mag), mag)
-            amax = mag.amax(dim=(1, 2)).float()
+            nan0 = v[0] != QFormat.FP8_BLOCK      # MX: NaN read as 0, as quant.mx measures
+            if nan0 not in amaxes:                # max|w_e| is the same for w_e and w_eᵀ
+                mag = w.abs()
+                mag = torch.where(mag.isnan(), torch.zeros_like(mag), mag) if nan0 else mag
+                amaxes[nan0] = mag.amax(dim=(1, 2)).float()
+            amax = amaxes[nan0]
         out.append(GroupedQ(v[0], _spec(*v), data.reshape(E, rows, data.shape[-1]),
                             scale.reshape(E, -1, scale.shape[-1]), amax))
     return tuple(out)

@@ -91,8 +91,9 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
             quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
     if col:
         fmt, opts = col[0], dict(col[1], check_finite=False)
-        x_pad = _pad(x, lay)
-        args = (lay.col_groups(), lay.pad_starts, lay.pad_counts, "cols",
+        groups = lay.col_groups()
+        x_pad = _pad(x, lay, groups)
+        args = (groups, lay.pad_starts, lay.pad_counts, "cols",
                 None if seeds is None else seeds + 1)
         _sr_bytes(opts, col_bits, args, (x.shape[1], lay.bound), x.device)
         outs[1] = _nvfp4_fused(x_pad, opts, *args, col=True) if _fused_ok(fmt, opts, x) else \
@@ -129,12 +130,13 @@ def _pair(x, lay, row, col, key: str, backend: str):
              zeros), (q_col.data, q_col.scale.contiguous(), zeros.clone())]
 
 
-def _pad(x: torch.Tensor, lay) -> torch.Tensor:
+def _pad(x: torch.Tensor, lay, groups: torch.Tensor | None = None) -> torch.Tensor:
     """``x`` in the padded column layout: one gathering Triton pass (``pad_grouped``) where it
-    runs (CUDA, the interpreter), else the PyTorch twin ``lay.pad``; the same bits."""
+    runs (CUDA, the interpreter), else the PyTorch twin ``lay.pad``; the same bits.
+    ``groups``: ``lay.col_groups()``, when the caller has it already."""
     if x.device.type == "cuda" or _interpreting():
         from .pad_grouped import pad_rows
-        return pad_rows(x, lay)
+        return pad_rows(x, lay, groups)
     return lay.pad(x)
 
 

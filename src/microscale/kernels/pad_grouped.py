@@ -39,17 +39,19 @@ def _pad_rows_kernel(x_ptr, src_ptr, y_ptr, bound, K, stride_x, stride_y, BR: tl
              mask=rmask[:, None] & cmask[None, :])
 
 
-def source_rows(lay) -> torch.Tensor:
-    """int32 ``[bound]``: the token row each padded row copies, ``-1`` for a zero (gap) row."""
+def source_rows(lay, groups: torch.Tensor | None = None) -> torch.Tensor:
+    """int32 ``[bound]``: the token row each padded row copies, ``-1`` for a zero (gap) row.
+    ``groups``: ``lay.col_groups()``, when the caller has it already."""
     p = torch.arange(lay.bound, device=lay.offs.device)
-    g = lay.col_groups()
+    g = lay.col_groups() if groups is None else groups
     local = p - lay.pad_starts[g]
     return torch.where(local < lay.counts[g], lay.starts[g] + local,
                        torch.full_like(local, -1)).to(torch.int32)
 
 
-def pad_rows(x: torch.Tensor, lay) -> torch.Tensor:
-    """``lay.pad(x)`` in one gathering pass (CUDA, or Triton's interpreter)."""
+def pad_rows(x: torch.Tensor, lay, groups: torch.Tensor | None = None) -> torch.Tensor:
+    """``lay.pad(x)`` in one gathering pass (CUDA, or Triton's interpreter); ``groups`` as in
+    :func:`source_rows`."""
     if not (x.device.type == "cuda" or _interpreting()):
         raise KernelUnsupported("the padding kernel needs CUDA tensors or TRITON_INTERPRET=1")
     if x.dim() != 2 or x.shape[0] != lay.tokens:
@@ -58,6 +60,6 @@ def pad_rows(x: torch.Tensor, lay) -> torch.Tensor:
     y = torch.empty((lay.bound, x.shape[1]), dtype=x.dtype, device=x.device)
     cfg = CONFIG
     grid = (cdiv(lay.bound, cfg["BR"]), cdiv(x.shape[1], cfg["BC"]))
-    _pad_rows_kernel[grid](x, source_rows(lay), y, lay.bound, x.shape[1], x.stride(0),
+    _pad_rows_kernel[grid](x, source_rows(lay, groups), y, lay.bound, x.shape[1], x.stride(0),
                            y.stride(0), cfg["BR"], cfg["BC"], num_warps=cfg["num_warps"])
     return y
