@@ -97,6 +97,9 @@ KERNEL_SETS = {
     # session 14: NVFP4 dy pairs in the rows pass (before: two reg-pass launches, the column
     # view and the SR row view alone, quant_nvfp4.CONFIG['SPLIT'])
     "nv-nosplit": {"quant_nvfp4": {"SPLIT": False}},
+    # session 16: NVFP4's α applied by the consumer to cuBLAS's fp32 output (before: the Triton
+    # GEMM applies it in its epilogue and writes bf16, gemm_paths.EPILOGUE)
+    "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},
 }
 
 
@@ -105,15 +108,17 @@ GROUP_WEIGHTS = [True]           # --no-group-weights: one weight quantization p
 
 @contextlib.contextmanager
 def kernel_settings(recipe: str):
-    """Apply ``KERNEL_SETS[name]`` for ``recipe@name`` (nothing for a plain recipe); restore."""
+    """Apply ``KERNEL_SETS[name]`` for ``recipe@name`` (nothing for a plain recipe); restore.
+    A key ``module:NAME`` updates that module's dict ``NAME`` instead of its ``CONFIG``."""
     name = recipe.partition("@")[2]
     if not name:
         yield
         return
     import importlib
     saved = []
-    for module, entries in KERNEL_SETS[name].items():
-        cfg = importlib.import_module(f"microscale.kernels.{module}").CONFIG
+    for key, entries in KERNEL_SETS[name].items():
+        module, _, attr = key.partition(":")
+        cfg = getattr(importlib.import_module(f"microscale.kernels.{module}"), attr or "CONFIG")
         saved.append((cfg, dict(cfg)))
         cfg.update(entries)
     try:

@@ -68,6 +68,8 @@ from ..backend import (
 from ..gemm import gemm_factor
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import cdiv, gemm_out, grouped_tile
+from .gemm_alpha import alpha_mm
+from .gemm_paths import EPILOGUE
 
 __all__ = ["scaled_mm_fp4", "scaled_mm_mxfp8", "dequantize_bf16", "fp4_strategy",
            "STRATEGIES"]
@@ -310,21 +312,22 @@ def _mm_fp32_out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
 
 def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f: torch.Tensor | None,
                            out_dtype: torch.dtype) -> torch.Tensor:
-    """cuBLAS bf16 GEMM then the epilogue factor ``f`` (None: 1), fp32 output when asked.
+    """bf16 GEMM then the epilogue factor ``f`` (None: 1), one rounding to ``out_dtype``.
 
-    ``f`` lives on the device: multiplying after the GEMM costs one pass over the output but
-    no host sync (cuBLAS's ``alpha`` would need ``f`` as a Python number).
+    ``f`` lives on the device. A 2-byte output with ``f`` goes through ``gemm_alpha`` (α read
+    in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``); otherwise cuBLAS with an fp32
+    output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a host copy).
     """
-    if out_dtype == torch.float32:
-        y = _mm_fp32_out(a_bf16, b_bf16)
-        if y is not None:
-            return y if f is None else _scale_inplace(y, f)
-    y = a_bf16 @ b_bf16.t()
-    if f is None:
-        return y.to(out_dtype)
-    if out_dtype == torch.bfloat16:
-        return _scale_inplace(y, f)   # fp32 multiply, one more bf16 rounding
-    return (y.float() * f).to(out_dtype)
+    if f is not None and out_dtype != torch.float32 and a_bf16.is_cuda and EPILOGUE["alpha"]:
+        return alpha_mm(a_bf16, b_bf16, f, out_dtype)
+    if f is None and out_dtype != torch.float32:
+        return (a_bf16 @ b_bf16.t()).to(out_dtype)
+    y = _mm_fp32_out(a_bf16, b_bf16)
+    if y is None:                  # torch without mm(out_dtype=): fp32 operands, exact products
+        y = a_bf16.float() @ b_bf16.float().t()
+    if f is not None:
+        y = _scale_inplace(y, f)
+    return y if out_dtype == torch.float32 else y.to(out_dtype)
 
 
 def _mainloop(qa, qb, out_dtype, apply_factor=True, bm=128, bn=None, bkb=None, group_m=8,
@@ -402,8 +405,15 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
         y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, **tile)
     note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value),
               "triton decode-in-mainloop GEMM" if strategy == "mainloop"
-              else "triton dequantize + cuBLAS bf16 GEMM" + _expanded_note(qa, qb))
+              else "triton dequantize + " + _gemm_note(qa, qb, out_dtype, apply_factor)
+              + _expanded_note(qa, qb))
     return gemm_out(y, qa, qb)
+
+
+def _gemm_note(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> str:
+    alpha = (apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) and out_dtype != torch.float32
+             and qa.device.type == "cuda" and EPILOGUE["alpha"])
+    return "Triton bf16 GEMM, alpha in its epilogue" if alpha else "cuBLAS bf16 GEMM"
 
 
 def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:

@@ -38,6 +38,12 @@ ms, 0.546x → 0.563x of bf16); the MXFP4 kernel likewise since session 14 (125m
 it 2.2x slower (8.8 → 19.4 ms), more than the 6.7 ms of dequantize it saved (session 9), so
 MXFP8 keeps codes plus the dequantize pass.
 
+NVFP4's per-tensor factor α: on the ``dequant`` path with a bf16/fp16 output, the GEMM is the
+Triton kernel of ``gemm_alpha`` (α read from the device in its epilogue, the output written in
+its dtype) instead of cuBLAS with an fp32 output that the caller multiplies by α and casts.
+:func:`factor_in_epilogue` tells the layer before it calls, so that it asks for the output dtype
+(switch: :data:`EPILOGUE`).
+
 Updating it: ``benchmarks/bench_gemm_sweep.py`` times every path at the training shapes and
 writes a suggested rule list (JSON). Point ``MICROSCALE_GEMM_TABLE`` at that file to use it
 without a code change, or paste it into :data:`RULES` and commit it with the measurement.
@@ -51,7 +57,7 @@ import os
 import torch
 
 __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table",
-           "takes_expanded"]
+           "takes_expanded", "factor_in_epilogue", "EPILOGUE"]
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
@@ -69,6 +75,10 @@ RULES: list[dict] = [
      "config": {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4}},   # 1.06x
 ]
 _ACTIVE: list[list[dict] | None] = [None]
+# "alpha": NVFP4 x NVFP4 on the dequant path with a 2-byte output runs the Triton GEMM that
+# applies α in its epilogue (gemm_alpha), not cuBLAS + an fp32 output. Read when a layer is
+# traced (compiled graphs keep what they saw).
+EPILOGUE = {"alpha": True}
 
 
 def _validate(rules: list[dict]) -> list[dict]:
@@ -168,3 +178,15 @@ def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bo
         return False
     return choose_path(family, m, k=k, n=n, fp8_tensor_cores=has_fp8_tensor_cores(dev))[0] \
         == "dequant"
+
+
+def factor_in_epilogue(fmt_a: str, fmt_b: str, m, n, k, out_dtype: torch.dtype,
+                       device: torch.device) -> bool:
+    """Whether the kernels' ``scaled_mm`` of NVFP4 ``[m, k]`` x ``[n, k]`` into ``out_dtype``
+    applies α itself and writes ``out_dtype`` in one kernel (``gemm_alpha``), so the caller
+    should ask for that dtype rather than an fp32 sum to scale (``nn.function._gemm``)."""
+    if not (fmt_a == fmt_b == "nvfp4") or out_dtype not in (torch.bfloat16, torch.float16):
+        return False
+    if not EPILOGUE["alpha"] or torch.device(device).type != "cuda":
+        return False
+    return takes_expanded(fmt_a, fmt_b, m, n, k, device)

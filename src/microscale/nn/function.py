@@ -218,15 +218,24 @@ def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dty
 
 
 def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str):
-    """``A Bᵀ`` in ``out_dtype``. NVFP4's per-tensor factor α (SPEC §6) is applied here, in the
-    traced graph, to the op's fp32 sum: the reference's arithmetic in its order, so one
-    rounding to ``out_dtype`` (exact up to summation order), and under ``torch.compile`` the
-    multiply and cast fuse into whatever consumes y (the residual add, relu², RoPE) instead of
-    costing a pass of their own."""
-    if qa.fmt == qb.fmt == QFormat.NVFP4:
+    """``A Bᵀ`` in ``out_dtype``. NVFP4's per-tensor factor α (SPEC §6): where the kernels'
+    GEMM applies it in its epilogue and writes ``out_dtype`` (``gemm_paths.factor_in_epilogue``),
+    the op does it all; otherwise α is applied here, in the traced graph, to the op's fp32 sum,
+    and under ``torch.compile`` the multiply and cast fuse into whatever consumes y (the
+    residual add, relu², RoPE). Either way the reference's arithmetic in its order: one
+    rounding to ``out_dtype`` (exact up to summation order)."""
+    if qa.fmt == qb.fmt == QFormat.NVFP4 and not _alpha_in_kernel(qa, qb, out_dtype, backend):
         y = mm(qa, qb, torch.float32, backend, apply_factor=False)
         return (y * gemm_factor(qa, qb)).to(out_dtype)
     return mm(qa, qb, out_dtype, backend)
+
+
+def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backend: str) -> bool:
+    if qa.device.type != "cuda" or backend == "reference" or not _TRITON:
+        return False
+    from ..kernels.gemm_paths import factor_in_epilogue
+    return factor_in_epilogue(qa.fmt.value, qb.fmt.value, qa.rows, qb.rows, qa.cols, out_dtype,
+                              qa.device)
 
 
 def _stash(q: QuantizedTensor | None, saved: list) -> tuple | None:

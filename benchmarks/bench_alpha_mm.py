@@ -1,0 +1,98 @@
+"""NVFP4's output GEMM: cuBLAS with an fp32 output (α applied by the consumer) against the Triton
+GEMM that applies α in its epilogue and writes bf16 (``kernels/gemm_alpha.py``), at the fprop
+and dgrad shapes of the 125m and 1b models (T = 16 × 1024 and 8 × 2048 tokens).
+
+    python benchmarks/bench_alpha_mm.py                 # both models, every tile config
+    python benchmarks/bench_alpha_mm.py --models 125m --configs 0,1
+
+Columns (µs, graph-replayed, so no launch overhead): ``bf16`` cuBLAS bf16 → bf16 (what a bf16
+layer pays), ``fp32`` cuBLAS bf16 → fp32 (the old NVFP4 path's GEMM), ``fp32+`` that plus the
+extra bytes its consumer reads (2 more per output element, at the measured copy rate), and one
+column per Triton config; ``best`` names the fastest Triton config and ``gain`` = fp32+ / best
+(> 1: the epilogue kernel wins). Checks every config against ``round(α · fp32 mm)`` (the bits
+may differ only by summation order). Prints a table and ends with one JSON line. Needs CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+from microscale.kernels.gemm_alpha import alpha_mm  # noqa: E402
+
+# (model, name, M, N, K): y [M, N] = A [M, K] · B [N, K]ᵀ; fprop then dgrad per linear
+SHAPES = {
+    "125m": [("qkv", 16384, 2304, 768), ("o", 16384, 768, 768), ("up", 16384, 3072, 768),
+             ("down", 16384, 768, 3072), ("dgrad_qkv", 16384, 768, 2304),
+             ("dgrad_up", 16384, 768, 3072), ("dgrad_down", 16384, 3072, 768)],
+    "1b": [("qkv", 16384, 6144, 2048), ("o", 16384, 2048, 2048), ("up", 16384, 8192, 2048),
+           ("down", 16384, 2048, 8192), ("dgrad_qkv", 16384, 2048, 6144),
+           ("dgrad_up", 16384, 2048, 8192), ("dgrad_down", 16384, 8192, 2048)],
+}
+CONFIGS = [dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
+           dict(TMA=True, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8),
+           dict(TMA=True, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=4),
+           dict(TMA=True, BM=256, BN=128, BK=64, NUM_STAGES=3, num_warps=8),
+           dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8),
+           dict(TMA=True, BM=64, BN=256, BK=64, NUM_STAGES=4, num_warps=4),
+           dict(TMA=False, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
+           dict(TMA=False, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8)]
+
+
+def _label(i: int, c: dict) -> str:
+    return f"c{i}:{'tma' if c['TMA'] else 'ptr'}{c['BM']}x{c['BN']}s{c['NUM_STAGES']}w{c['num_warps']}"
+
+
+def _row(model, name, m, n, k, configs, dev, copy_gbs) -> dict:
+    g = torch.Generator(device=dev).manual_seed(0)
+    a = torch.randn(m, k, device=dev, generator=g).bfloat16()
+    b = torch.randn(n, k, device=dev, generator=g).bfloat16()
+    f = torch.tensor([0.3711], device=dev)
+    ref = (torch.mm(a, b.t(), out_dtype=torch.float32) * f).bfloat16()
+    row = {"model": model, "gemm": name, "shape": f"{m}x{n}x{k}",
+           "bf16": common.graph_ms(lambda: torch.mm(a, b.t())) * 1e3,
+           "fp32": common.graph_ms(lambda: torch.mm(a, b.t(), out_dtype=torch.float32)) * 1e3}
+    row["fp32+"] = row["fp32"] + 2 * m * n * 2 / (copy_gbs * 1e3)
+    best = None
+    for i, c in configs:
+        try:
+            y = alpha_mm(a, b, f, torch.bfloat16, **c)
+            bad = ((y.float() - ref.float()).abs() > ref.float().abs() * 2 ** -7 + 1e-3).sum()
+            us = common.graph_ms(lambda c=c: alpha_mm(a, b, f, torch.bfloat16, **c)) * 1e3
+            row[_label(i, c)] = round(us, 1) if int(bad) == 0 else f"WRONG({int(bad)})"
+            if int(bad) == 0 and (best is None or us < best[1]):
+                best = (_label(i, c), us)
+        except Exception as err:                      # a config the device cannot run
+            row[_label(i, c)] = f"fail:{type(err).__name__}"
+    if best:
+        row["best"], row["gain"] = best[0], row["fp32+"] / best[1]
+        row["x_bf16"] = row["bf16"] / best[1]
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="125m,1b")
+    ap.add_argument("--configs", default=None, help="comma-separated config indices")
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    idx = range(len(CONFIGS)) if args.configs is None else [int(i) for i in args.configs.split(",")]
+    configs = [(i, CONFIGS[i]) for i in idx]
+    copy_gbs = common.copy_bandwidth_gbs(dev)
+    print(common.env_header(), f"| copy rate {copy_gbs:.0f} GB/s")
+    rows = [_row(model, *shape, configs=configs, dev=dev, copy_gbs=copy_gbs)
+            for model in args.models.split(",") for shape in SHAPES[model]]
+    cols = ["model", "gemm", "shape", "bf16", "fp32", "fp32+"] + [_label(i, c) for i, c in configs] \
+        + ["best", "gain", "x_bf16"]
+    print(common.fmt_table(rows, cols))
+    common.json_line({"bench": "alpha_mm", "copy_gbs": copy_gbs, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

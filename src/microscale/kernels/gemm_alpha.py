@@ -1,0 +1,154 @@
+"""bf16 GEMM with NVFP4's per-tensor factor α applied in the epilogue: ``y = cast(α · A Bᵀ)``.
+
+Why it exists. On Hopper an NVFP4 GEMM runs on bf16 tensor cores over the partially
+dequantized operands ``value · block_scale`` (exact in bf16, ``gemm_fp4``). What is left of
+SPEC §6 is the per-tensor factor ``α = amax_a · amax_b / 7225344``, applied in fp32 to the fp32
+sum, then one rounding to the output dtype. α lives on the device (a host copy would be a sync),
+and cuBLAS through torch takes its ``alpha`` only as a Python number. So the sum used to leave
+the GEMM in fp32: 4 bytes written and read back per output element, against 2 + 2 for bf16,
+with the multiply fused into whatever consumed y. At 125m that is ~5 ms of a 77 ms nvfp4 step
+(the fprop and dgrad outputs of every quantized layer; the session 14 profile puts the nvfp4
+step's norm + elementwise 5 ms above bf16's, its GEMMs 2 ms).
+
+This kernel reads α from device memory in its epilogue and writes the output dtype directly:
+``y[m, n] = round(α · Σ_k a[m, k] · b[n, k])``, the products and the sum in fp32 on the
+tensor cores, then the reference's own arithmetic (one fp32 multiply, one rounding). Exact up
+to summation order, like every GEMM path here.
+
+Layout: A ``[M, K]`` and B ``[N, K]``, both K-contiguous (row stride given), bf16 or fp16;
+y ``[M, N]`` row-major. Two variants:
+
+* ``_alpha_mm_tma_kernel`` (CUDA, sm_90+): persistent, one program per SM walking the output
+  tiles in grouped order; operands and output through TMA descriptors (out-of-range rows and
+  K columns read as zeros, stores clipped), the K loop pipelined by Triton across tiles.
+  Needs 16-byte aligned rows (K and N multiples of 8 for 2-byte types).
+* ``_alpha_mm_kernel``: the same math with pointer loads, one program per tile; the
+  interpreter's and any misaligned call's path.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import _interpreting
+from ._utils import cdiv, grouped_tile, round_to_input_dtype
+
+__all__ = ["alpha_mm", "CONFIG"]
+
+# Tiles (BM, BN, BK, stages, warps) for the H100 (sweep: benchmarks/bench_alpha_mm.py).
+CONFIG = {
+    "TMA": True,
+    "BIG": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
+    "SMALL_N": dict(BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8),
+    "GROUP_M": 8,
+}
+
+
+@triton.jit
+def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, y_ptr, M, N, K, stride_a, stride_b, stride_y,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                     NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr, DOT_F32: tl.constexpr):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    # Rows past the edge read row (r mod M): in range, and their results are never stored.
+    a_ptrs = a_ptr + (rm % M)[:, None].to(tl.int64) * stride_a + rk[None, :]
+    b_ptrs = b_ptr + (rn % N)[:, None].to(tl.int64) * stride_b + rk[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in tl.range(0, K, BK, num_stages=NUM_STAGES):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            kmask = (k0 + rk) < K
+            a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=kmask[None, :], other=0.0)
+        if DOT_F32:     # the interpreter multiplies bf16 dot operands as raw integers
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+            acc = tl.dot(a, tl.trans(b), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, tl.trans(b), acc)
+        a_ptrs += BK
+        b_ptrs += BK
+    y = acc * tl.load(f_ptr)
+    if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
+        y = round_to_input_dtype(y, 1)      # the interpreter's cast truncates; RNE here
+    y_ptrs = y_ptr + rm[:, None].to(tl.int64) * stride_y + rn[None, :]
+    tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])
+
+
+@triton.jit
+def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, M, N, K,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr):
+    n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    f = tl.load(f_ptr)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True,
+                      num_stages=NUM_STAGES):
+        pid_m, pid_n = grouped_tile(t, M, N, BM, BN, GROUP_M)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([pid_m * BM, ki * BK])
+            b = b_desc.load([pid_n * BN, ki * BK])
+            acc = tl.dot(a, b.T, acc)
+        y_desc.store([pid_m * BM, pid_n * BN], (acc * f).to(y_desc.dtype))
+
+
+_SMS: dict[int, int] = {}
+
+
+def _num_sms(device: torch.device) -> int:
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _SMS:
+        _SMS[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _SMS[idx]
+
+
+def _tma_ok(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> bool:
+    if not CONFIG["TMA"] or _interpreting() or a.device.type != "cuda":
+        return False
+    if torch.cuda.get_device_capability(a.device)[0] < 9:
+        return False
+    return all(t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0
+               and t.data_ptr() % 16 == 0 for t in (a, b, y))
+
+
+def _tiles(n: int) -> dict:
+    return dict(CONFIG["BIG"] if n > 1024 else CONFIG["SMALL_N"])
+
+
+def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor, out_dtype: torch.dtype,
+             **tile) -> torch.Tensor:
+    """``round_out(f · a @ b.T)`` for bf16/fp16 ``a [M, K]``, ``b [N, K]`` and an fp32 ``f``
+    (one element, on the device); ``tile`` overrides :data:`CONFIG` (BM, BN, BK, NUM_STAGES,
+    num_warps, TMA)."""
+    m, k = a.shape
+    n = b.shape[0]
+    if b.shape[1] != k or a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
+        raise ValueError(f"alpha_mm: a {tuple(a.shape)} {a.dtype}, b {tuple(b.shape)} {b.dtype}")
+    a = a if a.stride(1) == 1 else a.contiguous()
+    b = b if b.stride(1) == 1 else b.contiguous()
+    f = f.reshape(1).float()
+    y = torch.empty((m, n), dtype=out_dtype, device=a.device)
+    if m == 0 or n == 0:
+        return y
+    cfg = {**_tiles(n), **tile}
+    use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y)
+    bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    if use_tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bn, bk]),
+                 TensorDescriptor.from_tensor(y, [bm, bn]))
+        grid = (min(_num_sms(a.device), cdiv(m, bm) * cdiv(n, bn)),)
+        _alpha_mm_tma_kernel[grid](*descs, f, m, n, k, GROUP_M=CONFIG["GROUP_M"], **cfg)
+    else:
+        grid = (cdiv(m, bm) * cdiv(n, bn),)
+        _alpha_mm_kernel[grid](a, b, f, y, m, n, k, a.stride(0), b.stride(0), y.stride(0),
+                               GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
+                               DOT_F32=_interpreting(), **cfg)
+    return y

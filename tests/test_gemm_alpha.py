@@ -1,0 +1,150 @@
+"""The GEMM with NVFP4's α in its epilogue (kernels/gemm_alpha.py) and the layer's use of it.
+
+CPU: the pointer kernel in Triton's interpreter against ``round(α · fp32 mm)`` of the same bf16
+operands; the sums may differ only by summation order, so the outputs must agree to one unit
+in the last place of the output dtype (and exactly where the fp32 sums are exact). GPU: the
+TMA kernel the same way, the layer's outputs and gradients with the epilogue on and off, and
+which path ``ms.explain`` reports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+HAS_CUDA = torch.cuda.is_available()
+pytestmark = pytest.mark.skipif(not HAS_TRITON or not (INTERPRET or HAS_CUDA),
+                                reason="needs Triton and CUDA or TRITON_INTERPRET=1")
+DEV = "cuda" if HAS_CUDA and not INTERPRET else "cpu"
+
+
+def _ulps(y: torch.Tensor, ref: torch.Tensor) -> int:
+    """Largest distance in units of the last place of ``ref``'s dtype (same-sign values)."""
+    bits = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}
+    a, b = y.view(bits[y.dtype]).long(), ref.view(bits[ref.dtype]).long()
+    return int((a - b).abs().max()) if y.numel() else 0
+
+
+def _small_ints(shape, gen) -> torch.Tensor:
+    """bf16 integers in [-8, 8]: every product and partial sum is exact in fp32, so the sum
+    does not depend on its order and the output must equal the reference bit for bit."""
+    return torch.randint(-8, 9, shape, generator=gen).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("mnk", [(64, 48, 32), (130, 300, 80), (1, 17, 16), (200, 64, 96)])
+def test_alpha_mm_matches_reference(out_dtype, mnk):
+    from microscale.kernels.gemm_alpha import alpha_mm
+    m, n, k = mnk
+    gen = torch.Generator().manual_seed(m * n + k)
+    a, b = _small_ints((m, k), gen), _small_ints((n, k), gen)
+    f = torch.tensor([0.3711], dtype=torch.float32)
+    ref = ((a.float() @ b.float().t()) * f).to(out_dtype)
+    y = alpha_mm(a.to(DEV), b.to(DEV), f.to(DEV), out_dtype, BM=64, BN=64, BK=32,
+                 NUM_STAGES=1, num_warps=4, TMA=False)
+    assert y.dtype == out_dtype and y.shape == (m, n)
+    assert torch.equal(y.cpu(), ref)          # exact sums: one rounding, RNE, bit for bit
+    # random values: the fp32 sums differ by order only
+    a, b = torch.randn(m, k, generator=gen).bfloat16(), torch.randn(n, k, generator=gen).bfloat16()
+    ref = ((a.float() @ b.float().t()) * f).to(out_dtype)
+    y = alpha_mm(a.to(DEV), b.to(DEV), f.to(DEV), out_dtype, BM=64, BN=64, BK=32,
+                 NUM_STAGES=1, num_warps=4, TMA=False).cpu()
+    close = torch.isclose(y.float(), ref.float(), rtol=2 ** -7, atol=1e-4)
+    assert bool(close.all())
+
+
+def test_alpha_mm_rounds_to_nearest_even_once():
+    """Sums that land between two bf16 numbers: a tie goes to even (the interpreter's plain
+    cast truncates, which would fail), and α multiplies the fp32 sum, not a rounded one."""
+    from microscale.kernels.gemm_alpha import alpha_mm
+    row = [1.0] * 8 + [2.0 ** -4, 2.0 ** -5] + [0.0] * 6          # K = 16, sum 8.09375
+    a = torch.tensor([row] * 16, dtype=torch.bfloat16)
+    b = torch.ones(16, 16, dtype=torch.bfloat16)
+    cases = [(1.0, 8.125),      # halfway between 8.0625 (odd) and 8.125 (even): up, to even
+             (3.0, 24.25)]      # 24.28125: nearest is 24.25 (the sum rounded first: 24.375)
+    for f, want in cases:
+        y = alpha_mm(a.to(DEV), b.to(DEV), torch.tensor([f]).to(DEV), torch.bfloat16, BM=16,
+                     BN=16, BK=16, NUM_STAGES=1, num_warps=4, TMA=False).cpu()
+        assert torch.equal(y, torch.full((16, 16), want, dtype=torch.bfloat16)), (f, y[0, 0])
+
+
+def test_alpha_mm_bad_arguments():
+    from microscale.kernels.gemm_alpha import alpha_mm
+    f = torch.ones(1)
+    with pytest.raises(ValueError, match="alpha_mm"):
+        alpha_mm(torch.ones(4, 16), torch.ones(4, 16), f, torch.bfloat16)      # fp32 operands
+    with pytest.raises(ValueError, match="alpha_mm"):
+        alpha_mm(torch.ones(4, 16).bfloat16(), torch.ones(4, 32).bfloat16(), f, torch.bfloat16)
+
+
+def test_layer_asks_for_fp32_off_cuda():
+    """Off CUDA the layer keeps the traced α (the reference GEMM's fp32 sum): the switch only
+    concerns the CUDA kernels."""
+    from microscale.kernels.gemm_paths import factor_in_epilogue
+    assert not factor_in_epilogue("nvfp4", "nvfp4", 64, 64, 64, torch.bfloat16,
+                                  torch.device("cpu"))
+    assert not factor_in_epilogue("mxfp4", "mxfp4", 64, 64, 64, torch.bfloat16,
+                                  torch.device("cuda"))
+    assert not factor_in_epilogue("nvfp4", "nvfp4", 64, 64, 64, torch.float32,
+                                  torch.device("cuda"))
+
+
+def test_bf16_output_without_the_kernel_rounds_once():
+    """``gemm_fp4``'s path for a bf16 output with α and no epilogue kernel (CPU here): fp32
+    sum, α, one rounding (before session 16 a CUDA call rounded the sum to bf16 first)."""
+    from microscale.kernels import gemm_fp4
+    row = [1.0] * 8 + [2.0 ** -4, 2.0 ** -5] + [0.0] * 6
+    a = torch.tensor([row] * 16, dtype=torch.bfloat16)
+    b = torch.ones(16, 16, dtype=torch.bfloat16)
+    y = gemm_fp4._bf16_gemm_with_factor(a, b, torch.tensor([3.0]), torch.bfloat16)
+    assert torch.equal(y, torch.full((16, 16), 24.25, dtype=torch.bfloat16))
+
+
+# ----------------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
+@pytest.mark.parametrize("mnk", [(16384, 768, 3072), (1000, 2304, 768), (4096, 200, 96)])
+def test_gpu_alpha_mm_tma_and_pointer(mnk):
+    from microscale.kernels.gemm_alpha import alpha_mm
+    m, n, k = mnk
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    a = torch.randint(-8, 9, (m, k), device="cuda", generator=gen).bfloat16()
+    b = torch.randint(-8, 9, (n, k), device="cuda", generator=gen).bfloat16()
+    f = torch.tensor([0.3711], device="cuda")
+    ref = (torch.mm(a, b.t(), out_dtype=torch.float32) * f).bfloat16()
+    for tma in (True, False):
+        assert torch.equal(alpha_mm(a, b, f, torch.bfloat16, TMA=tma), ref), tma
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
+def test_gpu_layer_epilogue_on_and_off():
+    """nvfp4 layer, fprop and dgrad through the epilogue kernel vs the fp32 + traced α path:
+    the same bits up to summation order; ms.explain names the path."""
+    import microscale as ms
+    from microscale.kernels import gemm_paths
+    torch.manual_seed(0)
+    lin = ms.Linear(768, 2304, recipe="nvfp4_no_sr").cuda()
+    x = torch.randn(4096, 768, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    outs = []
+    for on in (True, False):
+        gemm_paths.EPILOGUE["alpha"] = on
+        try:
+            x.grad = None
+            lin.zero_grad()
+            with torch.autocast("cuda", torch.bfloat16):
+                y = lin(x)
+            # the forward GEMM's path (backward's wgrad, an fp32 output, records cuBLAS after)
+            assert ("epilogue" in str(ms.explain())) == on
+            y.float().square().mean().backward()
+            outs.append((y.detach(), x.grad.clone()))
+        finally:
+            gemm_paths.EPILOGUE["alpha"] = True
+    (y1, g1), (y0, g0) = outs
+    assert torch.allclose(y1.float(), y0.float(), rtol=2 ** -7, atol=1e-3)
+    assert torch.allclose(g1.float(), g0.float(), rtol=2 ** -7, atol=1e-6)
