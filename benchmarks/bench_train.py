@@ -100,6 +100,11 @@ KERNEL_SETS = {
     # session 16: NVFP4's α applied by the consumer to cuBLAS's fp32 output (before: the Triton
     # GEMM applies it in its epilogue and writes bf16, gemm_paths.EPILOGUE)
     "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},
+    # session 16: the NVFP4 amax pass reading NaN as 0 with a compare + select per element
+    # (before: the GPU's max.f32 skips NaN itself, quant_nvfp4.CONFIG['REG_AMAX']['DROP_NAN'])
+    "nv-amax-nansel": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
+                                                    "PROGS_PER_SM": 4, "NUM_STAGES": 2,
+                                                    "DROP_NAN": False}}},
 }
 
 
@@ -348,7 +353,7 @@ _KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax
                         "_many_kernel", "_quant_kernel", "_sr_bytes_kernel")),
           ("dequantize", ("_dequant_kernel", "_scale_inplace")),
           # the grouped (MoE) GEMM's kernels and padded layout, before "reduce_kernel" below
-          ("gemm", ("_tokens_kernel", "_reduce_kernel")),
+          ("gemm", ("_tokens_kernel", "_reduce_kernel", "_alpha_mm")),
           ("moe layout", ("_pad_rows_kernel",)),
           ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
                                 "cat", "fill", "index")),

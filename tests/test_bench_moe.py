@@ -123,6 +123,6 @@ def test_profile_kinds_of_the_grouped_kernels():
     spec.loader.exec_module(bt)
     want = {"_tokens_kernel": "gemm", "_reduce_kernel": "gemm", "_quant_kernel": "quantize",
             "_amax_kernel": "quantize", "_sr_bytes_kernel": "quantize",
-            "_pad_rows_kernel": "moe layout",
+            "_pad_rows_kernel": "moe layout", "_alpha_mm_tma_kernel": "gemm",
             "void at::native::reduce_kernel<512, 1>": "norm+elementwise"}
     assert {name: bt._kind(name) for name in want} == want

@@ -73,6 +73,24 @@ def test_alpha_mm_rounds_to_nearest_even_once():
         assert torch.equal(y, torch.full((16, 16), want, dtype=torch.bfloat16)), (f, y[0, 0])
 
 
+@pytest.mark.parametrize("amaxes", [(3.5, 0.021), (float("inf"), 7.0), (float("nan"), 1.0),
+                                    (0.0, 5.0), (1e-30, 3e30)])
+def test_alpha_from_amaxes_is_nvfp4_alpha(amaxes):
+    """α made in the kernel from the two amaxes equals ``nvfp4_alpha`` bit for bit (Inf enters
+    as 2688, NaN propagates, IEEE division)."""
+    from microscale.kernels.gemm_alpha import alpha_mm
+    from microscale.quant.nvfp4 import nvfp4_alpha
+    amax_a, amax_b = (torch.tensor(v, dtype=torch.float32) for v in amaxes)
+    a = torch.eye(16, dtype=torch.bfloat16)
+    b = torch.eye(16, dtype=torch.bfloat16)
+    y = alpha_mm(a.to(DEV), b.to(DEV), (amax_a.to(DEV), amax_b.to(DEV)), torch.float32,
+                 BM=16, BN=16, BK=16, NUM_STAGES=1, num_warps=4, TMA=False).cpu()
+    want = nvfp4_alpha(amax_a, amax_b)
+    got = y[0, 0]
+    assert (torch.isnan(want) and torch.isnan(got)) or torch.equal(got, want), (got, want)
+    assert torch.equal(y[0, 1], torch.zeros((), dtype=torch.float32)) or torch.isnan(want)
+
+
 def test_alpha_mm_bad_arguments():
     from microscale.kernels.gemm_alpha import alpha_mm
     f = torch.ones(1)

@@ -790,6 +790,27 @@ def test_gpu_nvfp4_reg_pass_matches(shape, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("drop_nan", [True, False])
+def test_gpu_nvfp4_amax_pass_skips_nan(drop_nan, monkeypatch):
+    """The reg amax pass with NaN in x and no Inf (so a NaN taken as a maximum would show):
+    both views' amaxes and codes bit for bit with the reference, whether the GPU's max.f32
+    skips the NaN (DROP_NAN, the default) or the kernel reads it as 0 first."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_AMAX",
+                        {**quant_nvfp4.CONFIG["REG_AMAX"], "DROP_NAN": drop_nan})
+    x = sample((4096, 768), torch.bfloat16, exact=True, seed=4)
+    x[5, 7], x[70, 9], x[4000, 700] = float("nan"), -float("nan"), float("nan")
+    x[1000:1016, 16] = float("nan")                     # a whole column block
+    nf = {"check_finite": False}
+    views = (("nvfp4", nf), ("nvfp4", {**nf, "rht": True}))
+    k = ms.quantize_rowcol(x.cuda(), *views, backend="triton")
+    r = ms.quantize_rowcol(x, *views, backend="reference")
+    assert torch.isfinite(k[0].amax).item() and torch.isfinite(k[1].amax).item()
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+
+
+@pytest.mark.gpu
 def test_gpu_sr_seeded():
     x = sample((1024, 1024), torch.bfloat16).cuda()
     torch.manual_seed(3)

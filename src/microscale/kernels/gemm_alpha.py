@@ -37,19 +37,38 @@ from ._utils import cdiv, grouped_tile, round_to_input_dtype
 
 __all__ = ["alpha_mm", "CONFIG"]
 
-# Tiles (BM, BN, BK, stages, warps) for the H100 (sweep: benchmarks/bench_alpha_mm.py).
+# Tile (BM, BN, BK, stages, warps): the best of bench_alpha_mm.py's eight configs at every
+# 125m and 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16 -> bf16; 128x256
+# with 4 stages does not fit the shared memory, 128x128 tiles ran 4-12% slower).
 CONFIG = {
     "TMA": True,
-    "BIG": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
-    "SMALL_N": dict(BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8),
+    "TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
     "GROUP_M": 8,
 }
 
 
 @triton.jit
-def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, y_ptr, M, N, K, stride_a, stride_b, stride_y,
+def _factor(f_ptr, fb_ptr, FROM_AMAX: tl.constexpr):
+    """The epilogue factor: ``f_ptr[0]``, or with FROM_AMAX NVFP4's α from the two amaxes as
+    ``quant.nvfp4.nvfp4_alpha`` computes it (an infinite amax enters as 2688, NaN stays NaN;
+    ``fp32(fp32(a · b) / 7225344)`` with an IEEE division), so no small kernels run before
+    the GEMM to make it."""
+    if FROM_AMAX:
+        a = tl.load(f_ptr)
+        b = tl.load(fb_ptr)
+        a = tl.where(tl.abs(a) == float("inf"), 2688.0, a)
+        b = tl.where(tl.abs(b) == float("inf"), 2688.0, b)
+        f = tl.math.div_rn(a * b, 7225344.0)
+    else:
+        f = tl.load(f_ptr)
+    return f
+
+
+@triton.jit
+def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stride_b, stride_y,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                     NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr, DOT_F32: tl.constexpr):
+                     NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr, DOT_F32: tl.constexpr,
+                     FROM_AMAX: tl.constexpr):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
@@ -74,7 +93,7 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, y_ptr, M, N, K, stride_a, stride_b, st
             acc = tl.dot(a, tl.trans(b), acc)
         a_ptrs += BK
         b_ptrs += BK
-    y = acc * tl.load(f_ptr)
+    y = acc * _factor(f_ptr, fb_ptr, FROM_AMAX)
     if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
         y = round_to_input_dtype(y, 1)      # the interpreter's cast truncates; RNE here
     y_ptrs = y_ptr + rm[:, None].to(tl.int64) * stride_y + rn[None, :]
@@ -82,12 +101,13 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, y_ptr, M, N, K, stride_a, stride_b, st
 
 
 @triton.jit
-def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, M, N, K,
+def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                         GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr):
+                         GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                         FROM_AMAX: tl.constexpr):
     n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
-    f = tl.load(f_ptr)
+    f = _factor(f_ptr, fb_ptr, FROM_AMAX)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True,
                       num_stages=NUM_STAGES):
         pid_m, pid_n = grouped_tile(t, M, N, BM, BN, GROUP_M)
@@ -118,26 +138,24 @@ def _tma_ok(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> bool:
                and t.data_ptr() % 16 == 0 for t in (a, b, y))
 
 
-def _tiles(n: int) -> dict:
-    return dict(CONFIG["BIG"] if n > 1024 else CONFIG["SMALL_N"])
-
-
-def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor, out_dtype: torch.dtype,
+def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtype: torch.dtype,
              **tile) -> torch.Tensor:
-    """``round_out(f · a @ b.T)`` for bf16/fp16 ``a [M, K]``, ``b [N, K]`` and an fp32 ``f``
-    (one element, on the device); ``tile`` overrides :data:`CONFIG` (BM, BN, BK, NUM_STAGES,
-    num_warps, TMA)."""
+    """``round_out(f · a @ b.T)`` for bf16/fp16 ``a [M, K]`` and ``b [N, K]``. ``f``: an fp32
+    one-element tensor on the device, or a pair ``(amax_a, amax_b)`` of NVFP4 amaxes, whose α
+    (``nvfp4_alpha``) the kernel computes itself. ``tile`` overrides :data:`CONFIG` (BM, BN,
+    BK, NUM_STAGES, num_warps, TMA)."""
     m, k = a.shape
     n = b.shape[0]
     if b.shape[1] != k or a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
         raise ValueError(f"alpha_mm: a {tuple(a.shape)} {a.dtype}, b {tuple(b.shape)} {b.dtype}")
     a = a if a.stride(1) == 1 else a.contiguous()
     b = b if b.stride(1) == 1 else b.contiguous()
-    f = f.reshape(1).float()
+    from_amax = isinstance(f, tuple)
+    fa, fb = (t.reshape(1).float() for t in f) if from_amax else (f.reshape(1).float(),) * 2
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
     if m == 0 or n == 0:
         return y
-    cfg = {**_tiles(n), **tile}
+    cfg = {**CONFIG["TILE"], **tile}
     use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y)
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     if use_tma:
@@ -145,10 +163,11 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor, out_dtype: torch
         descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bn, bk]),
                  TensorDescriptor.from_tensor(y, [bm, bn]))
         grid = (min(_num_sms(a.device), cdiv(m, bm) * cdiv(n, bn)),)
-        _alpha_mm_tma_kernel[grid](*descs, f, m, n, k, GROUP_M=CONFIG["GROUP_M"], **cfg)
+        _alpha_mm_tma_kernel[grid](*descs, fa, fb, m, n, k, GROUP_M=CONFIG["GROUP_M"],
+                                   FROM_AMAX=from_amax, **cfg)
     else:
         grid = (cdiv(m, bm) * cdiv(n, bn),)
-        _alpha_mm_kernel[grid](a, b, f, y, m, n, k, a.stride(0), b.stride(0), y.stride(0),
+        _alpha_mm_kernel[grid](a, b, fa, fb, y, m, n, k, a.stride(0), b.stride(0), y.stride(0),
                                GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
-                               DOT_F32=_interpreting(), **cfg)
+                               DOT_F32=_interpreting(), FROM_AMAX=from_amax, **cfg)
     return y

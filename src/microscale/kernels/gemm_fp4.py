@@ -66,6 +66,7 @@ from ..backend import (
     register_kernel,
 )
 from ..gemm import gemm_factor
+from ..quant.nvfp4 import nvfp4_alpha
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import cdiv, gemm_out, grouped_tile
 from .gemm_alpha import alpha_mm
@@ -310,13 +311,15 @@ def _mm_fp32_out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
-def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f: torch.Tensor | None,
-                           out_dtype: torch.dtype) -> torch.Tensor:
-    """bf16 GEMM then the epilogue factor ``f`` (None: 1), one rounding to ``out_dtype``.
+def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dtype: torch.dtype
+                           ) -> torch.Tensor:
+    """bf16 GEMM then the epilogue factor ``f`` (None: 1; a pair of NVFP4 amaxes: their α),
+    one rounding to ``out_dtype``.
 
-    ``f`` lives on the device. A 2-byte output with ``f`` goes through ``gemm_alpha`` (α read
-    in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``); otherwise cuBLAS with an fp32
-    output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a host copy).
+    ``f`` lives on the device. A 2-byte output with ``f`` goes through ``gemm_alpha`` (α made
+    and applied in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``); otherwise cuBLAS
+    with an fp32 output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a
+    host copy).
     """
     if f is not None and out_dtype != torch.float32 and a_bf16.is_cuda and EPILOGUE["alpha"]:
         return alpha_mm(a_bf16, b_bf16, f, out_dtype)
@@ -326,7 +329,7 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f: torch.
     if y is None:                  # torch without mm(out_dtype=): fp32 operands, exact products
         y = a_bf16.float() @ b_bf16.float().t()
     if f is not None:
-        y = _scale_inplace(y, f)
+        y = _scale_inplace(y, nvfp4_alpha(*f) if isinstance(f, tuple) else f)
     return y if out_dtype == torch.float32 else y.to(out_dtype)
 
 
@@ -371,9 +374,12 @@ def _dequant_then_cublas(qa, qb, out_dtype, apply_factor=True, **cfg) -> torch.T
         cfg["permute_k"] = False
     a_bf16, b_bf16 = dequantize_bf16(qa, **cfg), dequantize_bf16(qb, **cfg)
     # MX has no per-tensor factor (f = 1 exactly): skip the epilogue pass entirely
-    nvfp4 = QFormat.NVFP4 in (qa.fmt, qb.fmt) and apply_factor
-    return _bf16_gemm_with_factor(a_bf16, b_bf16, gemm_factor(qa, qb).float() if nvfp4 else None,
-                                  out_dtype)
+    f = None
+    if apply_factor and qa.fmt == qb.fmt == QFormat.NVFP4:
+        f = (qa.amax, qb.amax)                # α made where it is applied
+    elif apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt):
+        f = gemm_factor(qa, qb).float()
+    return _bf16_gemm_with_factor(a_bf16, b_bf16, f, out_dtype)
 
 
 # Measured on an H200 (benchmarks/results/gemm_notes.md): dequantize + cuBLAS beat the
