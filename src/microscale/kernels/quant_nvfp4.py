@@ -38,7 +38,7 @@ import os
 
 import torch
 
-from ..backend import KernelUnsupported, _interpreting, note_path, register_kernel, rowcol_key
+from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
@@ -61,8 +61,7 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
 # "REG": the reg pass's tile [16·NI, BC] and launch (maxnreg: ptxas's register cap, None =
 # its own choice), and whether it takes stochastically rounded row views (ROW_SR: off, the rows
-# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's (DROP_NAN:
-# the GPU's max.f32 skips NaN itself, no compare + select per element; session 16). SPLIT: a
+# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's. SPLIT: a
 # pair the reg pass refuses only for its SR row view (dy) runs as two reg-pass launches, the
 # column view and then the row view alone, whose SR fits the registers without the column
 # view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
@@ -76,8 +75,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
-          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2,
-                       "DROP_NAN": True},
+          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
           "SPLIT": False,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
@@ -162,7 +160,6 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
                                     IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
                                     rows % br == 0 and cols % bc == 0, need[0], need[1],
                                     bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
-                                    cfg.get("DROP_NAN", True) and not _interpreting(),
                                     num_warps=cfg["num_warps"])
     elif any(need):
         cfg = CONFIG

@@ -380,26 +380,13 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
 
 
 @triton.jit
-def _running_max(acc, v, MAX_DROPS_NAN: tl.constexpr):
-    if MAX_DROPS_NAN:
-        out = tl.maximum(acc, tl.abs(v))
-    else:
-        out = tl.maximum(acc, abs_nan0(v))
-    return out
-
-
-@triton.jit
 def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: tl.constexpr,
                           NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr,
                           ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
-                          SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
-                          MAX_DROPS_NAN: tl.constexpr):
+                          SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr):
     """The amax pass in the same layout: ``amax_ptr[0] = max|x|`` (row view), ``[1]`` the
     column view's (after its RHT). NaN is skipped (it reads as 0); elementwise running maxima,
-    one reduction and one atomic per program and view. MAX_DROPS_NAN: the running maximum is
-    the GPU's ``max.f32``, which returns the other operand when one is NaN, so ``|v|`` goes in
-    as it is (no compare and select per element and view); the interpreter's maximum keeps
-    NaN, so there the NaN is read as 0 first (``abs_nan0``)."""
+    one reduction and one atomic per program and view."""
     acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
     acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -411,11 +398,11 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                 vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
             if ROW or (COL and not COL_RHT):
                 for j in tl.static_range(16):
-                    acc_r = _running_max(acc_r, vs[j], MAX_DROPS_NAN)
+                    acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
             if COL and COL_RHT:
                 ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
                 for j in tl.static_range(16):
-                    acc_c = _running_max(acc_c, ys[j], MAX_DROPS_NAN)
+                    acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
     amax_r = tl.max(tl.max(acc_r, axis=1), axis=0)
     if ROW:
         tl.atomic_max(amax_ptr, amax_r)
