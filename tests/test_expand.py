@@ -81,6 +81,18 @@ def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
         assert _same(q.data, (r.expand() if e else r).data)
 
 
+@pytest.mark.parametrize("expand", [(True, True), (False, True)])
+def test_nvfp4_expanded_column_to_rows_pass(expand, monkeypatch):
+    """``EXP_COL_TO_ROWS``: a pair whose column view is asked expanded runs the rows pass
+    (ms.explain says so), with the bits of the reg pass's codes decoded."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_TO_ROWS", True)
+    x = _x((256, 128), seed=5)
+    _check_pair(x, (N, NF), (N, {**NF, "rht": True}), expand, "triton", path="rows pass")
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_TO_ROWS", False)
+    _check_pair(x, (N, NF), (N, {**NF, "rht": True}), expand, "triton", path="reg pass")
+
+
 @pytest.mark.parametrize("shape", [(256, 128), (48, 80)])
 @pytest.mark.parametrize("expand", [(True, True), (False, False), (False, True)])
 def test_nvfp4_dy_pair_split_equals_rows_pass(shape, expand, monkeypatch):

@@ -67,6 +67,9 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
 # element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
 # session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
+# EXP_COL_TO_ROWS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
+# wgrad operand) goes to the rows pass, which writes it expanded, instead of the reg pass plus
+# a decode pass (session 16, A/B: `@nv-expcol-rows`).
 # REG["COL_EXP"]: the reg pass writes a column view asked for expanded itself (bf16 value ·
 # scale: nvfp4_no_sr's dy pairs), not codes the op then decodes in a pass of its own. Off:
 # same bits, but the kernel spills (64 B of stack, offline SASS) and the steps ran slower
@@ -76,7 +79,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
-          "SPLIT": False,
+          "SPLIT": False, "EXP_COL_TO_ROWS": False,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
@@ -181,8 +184,11 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     return amax_buf, amaxes
 
 
-def _reg_refusal(row: _View | None, col: _View | None) -> str | None:
+def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) -> str | None:
     """Why the "reg" pass cannot take these views (None: it can)."""
+    if col is not None and expand[1] and CONFIG["EXP_COL_TO_ROWS"] \
+            and not CONFIG["REG"].get("COL_EXP", False):
+        return "a column view asked for expanded (EXP_COL_TO_ROWS: the rows pass writes it)"
     if row is not None and row.rht:
         return "a row view with the RHT"
     if row is not None and row.stochastic and not CONFIG["REG"]["ROW_SR"]:
@@ -200,14 +206,14 @@ def _splits(row: _View | None, col: _View | None) -> bool:
         and not CONFIG["REG"]["ROW_SR"] and _reg_refusal(None, col) is None
 
 
-def _choose_pass(row: _View | None, col: _View | None, op: str) -> str:
+def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False)) -> str:
     """The pass that runs ("reg", "split", "rows" or "v3"), recorded for ``ms.explain()``."""
     want = CONFIG["PASS"]
     if want not in _PASSES:
         raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be one of "
                          f"{_PASSES}, got {want!r}")
     key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
-    why = _reg_refusal(row, col) if want == "reg" else None
+    why = _reg_refusal(row, col, expand) if want == "reg" else None
     if want == "reg" and why is not None and _splits(row, col):
         note_path(op, key, "triton (NVFP4 pair split: two reg-pass launches, the column view, "
                   "then the SR row view alone)")
@@ -273,7 +279,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     where the pass does (rows and split: both; reg: the row view, and the column view where
     ``CONFIG['REG']['COL_EXP']`` says)."""
     dev = x2.device
-    pass_ = _choose_pass(row, col, op)
+    pass_ = _choose_pass(row, col, op, expand)
     reg_col = pass_ == "reg" and CONFIG["REG"].get("COL_EXP", False)
     can = (pass_ in ("reg", "rows", "split"), pass_ in ("rows", "split") or reg_col)
     for v, want, ok in zip((row, col), expand, can):
