@@ -110,6 +110,11 @@ VARIANTS = {
                                ("nvfp4", {**NF, "rht": True, "stochastic": True, "expand": True,
                                           "seed": "given"})),
                         2),
+    # nvfp4_no_sr's dy pair: row RNE and column RHT, both as the layer consumes them
+    # (expanded: the reg pass writes codes for the column view, decoded after; the rows pass
+    # writes both expanded itself)
+    "nvfp4/rowcol_dy_nosr": (_views(("nvfp4", {**NF, "expand": True}),
+                                    ("nvfp4", {**NF, "rht": True, "expand": True})), 2),
     "fp8_block/1x128": (_q("fp8_block"), 1),
     "fp8_block/1x128_rowcol": (_rc(("fp8_block", NF), ("fp8_block", NF)), 1),
     "fp8_block/128x128": (_q("fp8_block", block=(128, 128)), 1),

@@ -55,8 +55,13 @@ def register_kernel(op: str, key: str):
     return deco
 
 
+_HAS_TRITON = importlib.util.find_spec("triton") is not None   # asked once, at import
+
+
 def triton_available() -> bool:
-    return importlib.util.find_spec("triton") is not None
+    """Whether Triton is installed (looked up once, at import: traced code may call this,
+    and Dynamo refuses to trace ``importlib``)."""
+    return _HAS_TRITON
 
 
 def _interpreting() -> bool:
