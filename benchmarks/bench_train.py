@@ -101,8 +101,10 @@ KERNEL_SETS = {
     # GEMM applies it in its epilogue and writes bf16, gemm_paths.EPILOGUE)
     "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},
     # session 16: a pair whose column view is asked for expanded (nvfp4_no_sr's dy) on the rows
-    # pass, which writes it expanded, instead of the reg pass + a decode pass
-    "nv-expcol-rows": {"quant_nvfp4": {"EXP_COL_TO_ROWS": True}},
+    # pass, which writes it expanded, instead of the reg pass + a decode pass: at every width
+    # (call 4), never (the default before), or up to 4096 columns (the default since call 5)
+    "nv-expcol-rows": {"quant_nvfp4": {"EXP_COL_ROWS_MAX_COLS": 1 << 30}},
+    "nv-expcol-reg": {"quant_nvfp4": {"EXP_COL_ROWS_MAX_COLS": 0}},
     # session 16: the NVFP4 amax pass reading NaN as 0 with a compare + select per element
     # (before: the GPU's max.f32 skips NaN itself, quant_nvfp4.CONFIG['REG_AMAX']['DROP_NAN'])
     "nv-amax-nansel": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,

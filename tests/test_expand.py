@@ -83,14 +83,17 @@ def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
 
 @pytest.mark.parametrize("expand", [(True, True), (False, True)])
 def test_nvfp4_expanded_column_to_rows_pass(expand, monkeypatch):
-    """``EXP_COL_TO_ROWS``: a pair whose column view is asked expanded runs the rows pass
-    (ms.explain says so), with the bits of the reg pass's codes decoded."""
+    """``EXP_COL_ROWS_MAX_COLS``: a pair whose column view is asked expanded runs the rows pass
+    up to that input width, the reg pass (+ decode) above it (ms.explain says which), with the
+    same bits either way; an x pair (column view as codes) stays on the reg pass."""
     from microscale.kernels import quant_nvfp4
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_TO_ROWS", True)
     x = _x((256, 128), seed=5)
-    _check_pair(x, (N, NF), (N, {**NF, "rht": True}), expand, "triton", path="rows pass")
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_TO_ROWS", False)
-    _check_pair(x, (N, NF), (N, {**NF, "rht": True}), expand, "triton", path="reg pass")
+    pair = ((N, NF), (N, {**NF, "rht": True}))
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_ROWS_MAX_COLS", 128)
+    _check_pair(x, *pair, expand, "triton", path="rows pass")
+    _check_pair(x, *pair, (True, False), "triton", path="reg pass")
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_ROWS_MAX_COLS", 127)
+    _check_pair(x, *pair, expand, "triton", path="reg pass")
 
 
 @pytest.mark.parametrize("shape", [(256, 128), (48, 80)])

@@ -67,9 +67,13 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
 # element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
 # session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
-# EXP_COL_TO_ROWS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
-# wgrad operand) goes to the rows pass, which writes it expanded, instead of the reg pass plus
-# a decode pass (session 16, A/B: `@nv-expcol-rows`).
+# EXP_COL_ROWS_MAX_COLS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
+# wgrad operand) and whose input is at most this wide goes to the rows pass, which writes that
+# view expanded, instead of the reg pass plus a decode pass (0: never). Session 16, H100,
+# graph-replayed, 16384 rows (bench_quant nvfp4/rowcol_dy_nosr): rows pass 14% faster at 768
+# columns, 6-7% at 2048-3072; the reg pass 3.5% faster at 6144, 13% at 8192. Steps: 125m
+# nvfp4_no_sr 0.624x -> 0.641x of bf16 (every width on the rows pass), 1b 0.789x -> 0.785x
+# (its 6144/8192-wide dy too: hence the bound).
 # REG["COL_EXP"]: the reg pass writes a column view asked for expanded itself (bf16 value ·
 # scale: nvfp4_no_sr's dy pairs), not codes the op then decodes in a pass of its own. Off:
 # same bits, but the kernel spills (64 B of stack, offline SASS) and the steps ran slower
@@ -79,7 +83,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
-          "SPLIT": False, "EXP_COL_TO_ROWS": False,
+          "SPLIT": False, "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
@@ -186,9 +190,11 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
 
 def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) -> str | None:
     """Why the "reg" pass cannot take these views (None: it can)."""
-    if col is not None and expand[1] and CONFIG["EXP_COL_TO_ROWS"] \
+    if col is not None and expand[1] and col.shape[0] <= CONFIG["EXP_COL_ROWS_MAX_COLS"] \
             and not CONFIG["REG"].get("COL_EXP", False):
-        return "a column view asked for expanded (EXP_COL_TO_ROWS: the rows pass writes it)"
+        return (f"a column view asked for expanded of an input at most "
+                f"{CONFIG['EXP_COL_ROWS_MAX_COLS']} wide (EXP_COL_ROWS_MAX_COLS: the rows pass "
+                f"writes it)")
     if row is not None and row.rht:
         return "a row view with the RHT"
     if row is not None and row.stochastic and not CONFIG["REG"]["ROW_SR"]:
