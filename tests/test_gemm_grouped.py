@@ -72,6 +72,47 @@ def test_tokens_fp8_block_scales(br_b, b_dtype):
 
 
 @needs_kernel
+@pytest.mark.parametrize("fp8", [False, True])
+def test_tokens_factor_and_bf16_output(fp8):
+    """The per-group epilogue factor and a bf16 output: each group's rows are its fp32 sum
+    times its own factor, rounded once (RNE); a tail past the last group stays zero even with
+    an infinite factor; a wrong group's factor fails it (the factors differ by group)."""
+    sizes, K, N = [45, 0, 70, 30], 256, 128
+    E, R = len(sizes), sum(sizes) + 9
+    factor = torch.tensor([0.37, 5.0, 1.7e-3, float("inf")]).to(DEV)
+    factor[3] = 2.5                         # every group finite; the tail checks below
+    if fp8:
+        a, b = _fp8((R, K), seed=6), _fp8((E * N, K), seed=7)
+        kw = dict(sa=_scales(R, K // 128, 8), sb=_scales(E * N // 128, K // 128, 9), br_a=1,
+                  br_b=128)
+    else:
+        g = torch.Generator().manual_seed(2)
+        a = torch.randint(-8, 9, (R, K), generator=g).to(torch.bfloat16).to(DEV)
+        b = torch.randint(-8, 9, (E * N, K), generator=g).to(torch.bfloat16).to(DEV)
+        kw = {}
+    cfg = SMALL["fp8" if fp8 else "bf16"]
+    y = grouped_gemm(a, b, _offs(sizes), "tokens", config=cfg, factor=factor,
+                     out_dtype=torch.bfloat16, **kw)
+    ref = grouped_gemm_reference(a, b, _offs(sizes), "tokens", factor=factor,
+                                 out_dtype=torch.bfloat16, **kw)
+    assert y.dtype == torch.bfloat16
+    if fp8:
+        torch.testing.assert_close(y.float(), ref.float(), rtol=2 ** -7, atol=1e-3)
+    else:                      # integer sums: exact in fp32 in any order, so bit for bit
+        assert torch.equal(y, ref)
+    plain = grouped_gemm(a, b, _offs(sizes), "tokens", config=cfg, **kw)
+    shuffled = torch.cat([plain[:45] * factor[2], plain[45:]]).to(torch.bfloat16)
+    assert not torch.equal(y[:45], shuffled[:45])
+    assert torch.equal(y[sum(sizes):], torch.zeros_like(y[sum(sizes):]))
+    factor[3] = float("inf")               # the tail rows take no factor: still zeros
+    y = grouped_gemm(a, b, _offs(sizes), "tokens", config=cfg, factor=factor,
+                     out_dtype=torch.bfloat16, **kw)
+    assert torch.equal(y[sum(sizes):], torch.zeros_like(y[sum(sizes):]))
+    with pytest.raises(ValueError, match="tokens"):
+        grouped_gemm(a, b, _offs(sizes), "reduce", factor=factor)
+
+
+@needs_kernel
 def test_reduce_bf16_and_fp8_with_an_empty_group():
     M, N, sizes = 48, 40, [128, 0, 256, 128]
     Kb = sum(sizes) + 128                       # a padded column layout may end past the last group

@@ -9,6 +9,8 @@ The ops (namespace ``microscale``), all shapes static, group sizes only on the d
     grouped_scaled_mm(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode, backend)
         -> "tokens": a [T, K] by expert rows · b [E, N, K]        -> [T, N]    fp32
            "reduce": a [M, bound] · b [N, bound], groups along K  -> [E, M, N] fp32
+    grouped_scaled_mm_out(..., offs, factor [E], out_dtype, backend)
+        -> "tokens" with each expert's rows times its factor, in out_dtype (one rounding)
     delayed_scaling_update_grouped_(history [E, L], scale [E], amax [E], active [E], ...)
 
 Layouts and the padded column view: :mod:`microscale.quant.grouped`. ``row``/``col`` are view
@@ -57,6 +59,7 @@ __all__ = [
     "delayed_scaling_update_grouped_",
     "grouped_factor",
     "grouped_gemm",
+    "grouped_gemm_out",
     "grouped_mm_compat",
     "grouped_mm_reference",
     "hp_grouped_mm",
@@ -323,6 +326,33 @@ def _(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode, backend):
                             dtype=torch.float32)
 
 
+def grouped_mm_out_reference(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, factor,
+                             out_dtype, backend: str = "reference"):
+    """The "tokens" GEMM with its epilogue: each expert's fp32 rows times its factor
+    (``factor [E]``), then one rounding to ``out_dtype``; rows past the last group are zeros."""
+    y = grouped_mm_reference(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, "tokens")
+    start = 0
+    for e, end in enumerate(offs.tolist()):       # host sync: the reference only
+        y[start:end] *= factor[e].float()
+        start = end
+    return y.to(out_dtype)
+
+
+@torch.library.custom_op("microscale::grouped_scaled_mm_out", mutates_args=())
+def _grouped_mm_out_op(a_data: Tensor, a_scale: Tensor, a_spec: str, b_data: Tensor,
+                       b_scale: Tensor, b_spec: str, offs: Tensor, factor: Tensor,
+                       out_dtype: torch.dtype, backend: str) -> Tensor:
+    key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
+    return dispatch("grouped_scaled_mm_out", key, backend, a_data.device,
+                    grouped_mm_out_reference, a_data, a_scale, a_spec, b_data, b_scale, b_spec,
+                    offs, factor, out_dtype, backend)
+
+
+@_grouped_mm_out_op.register_fake
+def _(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, factor, out_dtype, backend):
+    return a_data.new_empty((a_data.shape[0], b_data.shape[-2]), dtype=out_dtype)
+
+
 # ============================================================================ delayed scaling
 @torch.library.custom_op("microscale::delayed_scaling_update_grouped_",
                          mutates_args=("amax_history", "scale"))
@@ -368,6 +398,15 @@ def grouped_gemm(qa: GroupedQ, qb: GroupedQ, offs: Tensor, mode: str, backend: s
     """The fp32 sum of block-scaled products (see the module docstring for the modes)."""
     return torch.ops.microscale.grouped_scaled_mm(qa.data, qa.scale, qa.spec, qb.data, qb.scale,
                                                   qb.spec, offs, mode, backend)
+
+
+def grouped_gemm_out(qa: GroupedQ, qb: GroupedQ, offs: Tensor, factor: Tensor,
+                     out_dtype: torch.dtype, backend: str) -> Tensor:
+    """"tokens" GEMM in ``out_dtype``: each expert's sum times its ``factor`` (fp32 ``[E]``,
+    e.g. :func:`grouped_factor`), one rounding; the kernels do it in the GEMM's epilogue."""
+    return torch.ops.microscale.grouped_scaled_mm_out(qa.data, qa.scale, qa.spec, qb.data,
+                                                      qb.scale, qb.spec, offs, factor.float(),
+                                                      out_dtype, backend)
 
 
 def _tensor_scale(q: GroupedQ) -> Tensor:

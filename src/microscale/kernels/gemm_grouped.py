@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, _interpreting
-from ._utils import cdiv
+from ._utils import cdiv, round_to_input_dtype
 from .gemm_fp8 import _interpreter_f32
 
 __all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference"]
@@ -107,12 +107,12 @@ def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, 
 
 
 @triton.jit
-def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, R, N, K, E,
+def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K, E,
                    stride_a, stride_b, stride_y, stride_sa, stride_sb,
                    BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
                    A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                    BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
-                   DOT_F32: tl.constexpr):
+                   DOT_F32: tl.constexpr, HAS_F: tl.constexpr):
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(N, BN)
     tile_m, tile_n = pid // n_tiles, pid % n_tiles
@@ -143,8 +143,13 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, R, N, K, E,
     acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, 0, k_hi,
                     stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
                     BM, BN, BK, B_TILE_SCALE, DOT_F32)
-    tl.store(y_ptr + offs_m.to(tl.int64)[:, None] * stride_y + offs_n[None, :], acc,
-             mask=mmask[:, None] & nmask[None, :])
+    if HAS_F:             # the group's epilogue factor; tail rows (group E) stay exact zeros
+        f = tl.load(f_ptr + tl.minimum(tl.maximum(group, 0), E - 1))
+        acc = acc * tl.where(group < E, f, 1.0)
+    if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
+        acc = round_to_input_dtype(acc, 1)        # the interpreter's cast truncates; RNE here
+    tl.store(y_ptr + offs_m.to(tl.int64)[:, None] * stride_y + offs_n[None, :],
+             acc.to(y_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
 
 
 @triton.jit
@@ -216,10 +221,14 @@ def _check_scales(a, b, sa, sb, br_a, br_b) -> None:
 
 
 def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=None,
-                 k_align=1):
+                 k_align=1, factor=None, out_dtype=torch.float32):
     """fp32 grouped ``a · bᵀ`` (module docstring); no host synchronisation. ``k_align``
     ("reduce"): every group end is a multiple of it (FP8: 128 always), a promise the kernel
-    turns into vector loads and cannot check without reading ``offs`` (the reference does)."""
+    turns into vector loads and cannot check without reading ``offs`` (the reference does).
+    "tokens" only: ``factor`` (fp32 ``[E]``) multiplies each group's rows in the epilogue
+    (the fp32 sum times the factor, then one rounding to ``out_dtype``)."""
+    if (factor is not None or out_dtype != torch.float32) and mode != "tokens":
+        raise ValueError("grouped_gemm: factor / out_dtype are for mode='tokens'")
     fp8 = _check(a, b, offs, mode, sa, sb, br_a, br_b)
     k_align = _k_align(fp8, k_align)
     if not (a.device.type == "cuda" or _interpreting()):
@@ -245,13 +254,14 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     if mode == "tokens":
         R, K = a.shape
         N = b.shape[0] // E
-        y = torch.empty((R, N), dtype=torch.float32, device=a.device)
+        y = torch.empty((R, N), dtype=out_dtype, device=a.device)
         grid = ((cdiv(R, cfg["BM"]) + E + 1) * cdiv(N, cfg["BN"]),)
         # one b scale block per tile: 128-row blocks that neither straddle experts nor tiles
         tile_scale = fp8 and br_b >= cfg["BN"] and br_b % cfg["BN"] == 0 and N % br_b == 0
-        _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, R, N, K, E, a.stride(0),
+        f = sa if factor is None else factor.float().contiguous()
+        _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, f, R, N, K, E, a.stride(0),
                              b.stride(0), y.stride(0), *s_strides, **flags,
-                             B_TILE_SCALE=tile_scale, **tiles)
+                             B_TILE_SCALE=tile_scale, HAS_F=factor is not None, **tiles)
         return y
     M, N = a.shape[0], b.shape[0]
     y = torch.empty((E, M, N), dtype=torch.float32, device=a.device)
@@ -291,9 +301,12 @@ def _values(t, s, br) -> torch.Tensor:
 
 
 def grouped_gemm_reference(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=None,
-                           k_align=1):
+                           k_align=1, factor=None, out_dtype=torch.float32):
     """The spec of :func:`grouped_gemm`: fp32, one matmul per group (reads ``offs`` on the host,
-    so it also checks the "reduce" groups' ``k_align`` promise)."""
+    so it also checks the "reduce" groups' ``k_align`` promise); ``factor`` times each group's
+    fp32 rows, then the cast."""
+    if (factor is not None or out_dtype != torch.float32) and mode != "tokens":
+        raise ValueError("grouped_gemm: factor / out_dtype are for mode='tokens'")
     fp8 = _check(a, b, offs, mode, sa, sb, br_a, br_b)
     k_align = _k_align(fp8, k_align)
     if fp8:      # per-chunk scaling equals scaling the values: every product is exact in fp32
@@ -306,8 +319,10 @@ def grouped_gemm_reference(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1
         y = a_hp.new_zeros((a.shape[0], n))
         for e, end in enumerate(ends):
             y[start:end] = a_hp[start:end] @ b_hp[e * n:(e + 1) * n].t()
+            if factor is not None:
+                y[start:end] *= factor[e].float()
             start = end
-        return y
+        return y.to(out_dtype)
     y = a_hp.new_zeros((len(ends), a.shape[0], b.shape[0]))
     for e, end in enumerate(ends):
         if end % k_align:

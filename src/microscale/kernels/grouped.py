@@ -240,29 +240,33 @@ def _grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, exact_bf16: b
 ENABLE_TRITON = True      # False: the torch._grouped_mm path below (for A/B timings)
 
 
-def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key):
+def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key, factor=None,
+                    out_dtype=torch.float32, op="grouped_scaled_mm"):
     """The Triton grouped GEMM (``gemm_grouped``) where it takes the call, else None: FP8
     blockwise × FP8 blockwise on the FP8 codes with the block scales in the main loop, and
-    any pair whose partial values are exact in bf16 on bf16 tensor cores (fp32 accumulate,
-    fp32 out). ``ENABLE_TRITON = False`` restores the ``torch._grouped_mm`` path."""
+    any pair whose partial values are exact in bf16 on bf16 tensor cores (fp32 accumulate;
+    "tokens": the per-expert ``factor`` and ``out_dtype`` in the epilogue).
+    ``ENABLE_TRITON = False`` restores the ``torch._grouped_mm`` path."""
     if not ENABLE_TRITON or not (a2.device.type == "cuda" or _interpreting()):
         return None
     fa, fb = a_spec.split(",")[0], b_spec.split(",")[0]
+    out = dict(factor=factor, out_dtype=out_dtype) if mode == "tokens" else {}
+    epi = "" if factor is None else f", the experts' factors in the epilogue, {out_dtype} out"
     try:
         from .gemm_grouped import grouped_gemm
         if fa == fb == QFormat.FP8_BLOCK.value:
             y = grouped_gemm(a2, b2, offs, mode, sa=sa2.float(), sb=sb2.float(),
                              br_a=int(a_spec.split(",")[1]), br_b=int(b_spec.split(",")[1]),
-                             k_align=REDUCE_ALIGN)
-            note_path("grouped_scaled_mm", key, "sync-free: Triton grouped FP8 GEMM (block "
-                      "scales in the main loop)")
+                             k_align=REDUCE_ALIGN, **out)
+            note_path(op, key, f"sync-free: Triton grouped FP8 GEMM (block scales in the main "
+                      f"loop{epi})")
             return y
         if a_spec.endswith(",1") and b_spec.endswith(",1"):
             pa, pb = _partial(a2, sa2, a_spec), _partial(b2, sb2, b_spec)
             y = grouped_gemm(pa.to(torch.bfloat16), pb.to(torch.bfloat16), offs, mode,
-                             k_align=REDUCE_ALIGN)
-            note_path("grouped_scaled_mm", key, "sync-free: Triton grouped GEMM (bf16 partial "
-                      "values, fp32 accumulate)")
+                             k_align=REDUCE_ALIGN, **out)
+            note_path(op, key, f"sync-free: Triton grouped GEMM (bf16 partial values, fp32 "
+                      f"accumulate{epi})")
             return y
     except (ImportError, KernelUnsupported):
         return None
@@ -289,6 +293,26 @@ def grouped_mm_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, mode
     return torch.where(empty[:, None, None], torch.zeros_like(y), y)   # K = 0: exact zeros
 
 
+def grouped_mm_out_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, factor,
+                        out_dtype, backend: str = "auto"):
+    """``ops_grouped.grouped_mm_out_reference`` without reading ``offs``: the Triton kernel
+    with the factor in its epilogue, else the fp32 sum times each row's expert factor (tail
+    rows past the last group stay zero) and the cast."""
+    (a2, sa2), (b2, sb2) = _as_2d(a_data, a_scale, a_spec), _as_2d(b_data, b_scale, b_spec)
+    key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
+    y = _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, "tokens", key, factor,
+                        out_dtype, op="grouped_scaled_mm_out")
+    if y is not None:
+        return y
+    y = grouped_mm_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, "tokens")
+    rows = torch.arange(y.shape[0], device=y.device)
+    g = torch.searchsorted(offs.to(torch.int64), rows, right=True)
+    f = torch.where(g < offs.shape[0], factor.float()[g.clamp(max=offs.shape[0] - 1)], 1.0)
+    note_path("grouped_scaled_mm_out", key, "sync-free: grouped GEMM, then the experts' "
+              "factors in a pass of their own")
+    return (y * f[:, None]).to(out_dtype)
+
+
 def _register() -> None:
     names = [None] + [f.value for f in QFormat]
     for r in names:
@@ -298,6 +322,7 @@ def _register() -> None:
     for a in names[1:]:
         for b in names[1:]:
             register_kernel("grouped_scaled_mm", mm_key(a, b))(grouped_mm_fast)
+            register_kernel("grouped_scaled_mm_out", mm_key(a, b))(grouped_mm_out_fast)
 
 
 _register()

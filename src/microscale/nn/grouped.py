@@ -44,6 +44,7 @@ from ..ops_grouped import (
     delayed_scaling_update_grouped_,
     grouped_factor,
     grouped_gemm,
+    grouped_gemm_out,
     hp_grouped_mm,
     quantize_grouped,
 )
@@ -148,11 +149,6 @@ def _mask_empty(dw, lay):
     return torch.where((lay.counts == 0)[:, None, None], torch.zeros_like(dw), dw)
 
 
-def _scaled(sum_fp32, factor, lay, out_dtype):
-    """Per-expert factor applied per token row, in the graph (then one rounding)."""
-    return (sum_fp32 * factor[lay.row_groups()][:, None]).to(out_dtype)
-
-
 class GroupedMMFn(torch.autograd.Function):
     """fprop / dgrad / wgrad of a grouped linear layer, each as the plan's recipe says."""
 
@@ -171,8 +167,8 @@ class GroupedMMFn(torch.autograd.Function):
         q_w, q_wt = _experts(w, plan, state, "fprop.b" if fprop_q else None,
                              "dgrad.b" if ctx.dgrad_q else None, s(1), active)
         if fprop_q:
-            y = _scaled(grouped_gemm(q_x, q_w, offs, "tokens", recipe.backend),
-                        grouped_factor(q_x, q_w), lay, x.dtype)
+            y = grouped_gemm_out(q_x, q_w, offs, grouped_factor(q_x, q_w), x.dtype,
+                                 recipe.backend)
         else:
             y = _hp(x, w.transpose(1, 2), offs, recipe.compute_dtype, x.dtype)
         saved = [offs, seeds, x.to(recipe.compute_dtype) if need_dw and not ctx.wgrad_q else None,
@@ -199,8 +195,8 @@ class GroupedMMFn(torch.autograd.Function):
                               None if seeds is None else seeds[:, 2], lay.counts > 0)
         dx = dw = None
         if ctx.needs_input_grad[0]:    # dgrad: dy [T, N] · W_e [N, K] per group of rows
-            dx = _scaled(grouped_gemm(q_dy, q_wt, offs, "tokens", recipe.backend),
-                         grouped_factor(q_dy, q_wt), lay, ctx.x_dtype) if ctx.dgrad_q \
+            dx = grouped_gemm_out(q_dy, q_wt, offs, grouped_factor(q_dy, q_wt), ctx.x_dtype,
+                                  recipe.backend) if ctx.dgrad_q \
                 else _hp(dy, w_hp, offs, recipe.compute_dtype, ctx.x_dtype)
         if ctx.needs_input_grad[1]:    # wgrad: dyᵀ [N, T] · x [T, K], groups along tokens
             if ctx.wgrad_q:
