@@ -10,10 +10,13 @@ with the multiply fused into whatever consumed y. At 125m that is ~5 ms of a 77 
 (the fprop and dgrad outputs of every quantized layer; the session 14 profile puts the nvfp4
 step's norm + elementwise 5 ms above bf16's, its GEMMs 2 ms).
 
-This kernel reads α from device memory in its epilogue and writes the output dtype directly:
-``y[m, n] = round(α · Σ_k a[m, k] · b[n, k])``, the products and the sum in fp32 on the
-tensor cores, then the reference's own arithmetic (one fp32 multiply, one rounding). Exact up
-to summation order, like every GEMM path here.
+This kernel reads α from device memory in its epilogue (or makes it there from the two
+amaxes, as ``quant.nvfp4.nvfp4_alpha`` does, so no small kernels run before it) and writes the
+output dtype directly: ``y[m, n] = round(α · Σ_k a[m, k] · b[n, k])``, the products and the
+sum in fp32 on the tensor cores, then the reference's own arithmetic (one fp32 multiply, one
+rounding). Exact up to summation order, like every GEMM path here. Measured (H100, session
+16): 0.91-1.03x cuBLAS bf16 -> bf16 at the 125m/1b shapes; 125m nvfp4 step 0.557x -> 0.606x of
+bf16, 1b 0.732x -> 0.772x (``benchmarks/results/h100_20261126_session16/``).
 
 Layout: A ``[M, K]`` and B ``[N, K]``, both K-contiguous (row stride given), bf16 or fp16;
 y ``[M, N]`` row-major. Two variants:
