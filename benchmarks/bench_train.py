@@ -105,11 +105,8 @@ KERNEL_SETS = {
     # (call 4), never (the default before), or up to 4096 columns (the default since call 5)
     "nv-expcol-rows": {"quant_nvfp4": {"EXP_COL_ROWS_MAX_COLS": 1 << 30}},
     "nv-expcol-reg": {"quant_nvfp4": {"EXP_COL_ROWS_MAX_COLS": 0}},
-    # session 16: the NVFP4 amax pass reading NaN as 0 with a compare + select per element
-    # (before: the GPU's max.f32 skips NaN itself, quant_nvfp4.CONFIG['REG_AMAX']['DROP_NAN'])
-    "nv-amax-nansel": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
-                                                    "PROGS_PER_SM": 4, "NUM_STAGES": 2,
-                                                    "DROP_NAN": False}}},
+    # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
+    # it, in 4044fa3: run that call's script at ac6ad16)
 }
 
 
