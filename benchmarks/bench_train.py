@@ -97,6 +97,10 @@ KERNEL_SETS = {
     # session 14: NVFP4 dy pairs in the rows pass (before: two reg-pass launches, the column
     # view and the SR row view alone, quant_nvfp4.CONFIG['SPLIT'])
     "nv-nosplit": {"quant_nvfp4": {"SPLIT": False}},
+    # session 16: SR dy pairs split (two reg-pass launches) at every width, or only above
+    # 4096 columns (1b's 6144/8192-wide dy), against the rows pass
+    "nv-split": {"quant_nvfp4": {"SPLIT": True, "SPLIT_MIN_COLS": 0}},
+    "nv-split-wide": {"quant_nvfp4": {"SPLIT": True, "SPLIT_MIN_COLS": 4097}},
     # session 16: NVFP4's α applied by the consumer to cuBLAS's fp32 output (before: the Triton
     # GEMM applies it in its epilogue and writes bf16, gemm_paths.EPILOGUE)
     "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},

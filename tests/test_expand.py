@@ -122,6 +122,12 @@ def test_nvfp4_dy_pair_split_equals_rows_pass(shape, expand, monkeypatch):
             ref = quantize_views(x, row, col, "reference")
             for q, r, e in zip(got, ref, expand):
                 assert _same(q.data, (r.expand() if e else r).data)
+    # SPLIT_MIN_COLS: only inputs at least that wide split; narrower ones keep the rows pass
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", True)
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_MIN_COLS", shape[1] + 1)
+    _check_pair(x, row, col, expand, "triton", "rows pass")
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_MIN_COLS", shape[1])
+    _check_pair(x, row, col, expand, "triton", "pair split")
 
 
 @pytest.mark.parametrize("shape", [(256, 128), (96, 160)])

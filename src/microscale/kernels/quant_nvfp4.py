@@ -67,6 +67,7 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
 # element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
 # session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
+# SPLIT_MIN_COLS: with SPLIT, only pairs whose input is at least this wide split.
 # EXP_COL_ROWS_MAX_COLS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
 # wgrad operand) and whose input is at most this wide goes to the rows pass, which writes that
 # view expanded, instead of the reg pass plus a decode pass (0: never). Session 16, H100,
@@ -83,7 +84,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
-          "SPLIT": False, "EXP_COL_ROWS_MAX_COLS": 4096,
+          "SPLIT": False, "SPLIT_MIN_COLS": 0, "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
@@ -209,6 +210,7 @@ def _splits(row: _View | None, col: _View | None) -> bool:
     only for its stochastically rounded row view, and takes its column view."""
     return bool(CONFIG["SPLIT"]) and row is not None and col is not None \
         and row.stochastic and not row.rht and not row.block_2d \
+        and col.shape[0] >= CONFIG["SPLIT_MIN_COLS"] \
         and not CONFIG["REG"]["ROW_SR"] and _reg_refusal(None, col) is None
 
 
