@@ -266,6 +266,7 @@ def main() -> None:
     passes = args.passes.split(",") if args.passes else [quant_nvfp4.CONFIG["PASS"]]
     row_sr_default = quant_nvfp4.CONFIG["REG"]["ROW_SR"]
     split_default = quant_nvfp4.CONFIG["SPLIT"]
+    split_min_default = quant_nvfp4.CONFIG["SPLIT_MIN_COLS"]
     for shape in shapes:
         x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
         rows = []
@@ -273,6 +274,7 @@ def main() -> None:
             quant_nvfp4.CONFIG["PASS"] = "reg" if pass_ == "split" else pass_.split("-")[0]
             quant_nvfp4.CONFIG["SPLIT"] = pass_ == "split" or (
                 pass_ == "reg" and split_default)
+            quant_nvfp4.CONFIG["SPLIT_MIN_COLS"] = 0 if pass_ == "split" else split_min_default
             quant_nvfp4.CONFIG["REG"]["ROW_SR"] = pass_ == "reg-sr" or (
                 pass_ == "reg" and row_sr_default)
             for n in names:

@@ -64,10 +64,17 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's. SPLIT: a
 # pair the reg pass refuses only for its SR row view (dy) runs as two reg-pass launches, the
 # column view and then the row view alone, whose SR fits the registers without the column
-# view beside it (same bits). Off: offline SASS (Triton 3.6) counts 55 + 50 instructions an
+# view beside it (same bits). Offline SASS (Triton 3.6) counts 55 + 50 instructions an
 # element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
-# session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair).
-# SPLIT_MIN_COLS: with SPLIT, only pairs whose input is at least this wide split.
+# session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair), so
+# it was off until session 16 put it on for wide inputs only (below).
+# SPLIT_MIN_COLS: with SPLIT, only pairs whose input is at least this wide split. Session 16
+# (H100, graph-replayed, 16384 rows, bench_quant nvfp4/rowcol_dy): the rows pass is faster up
+# to 2048 columns (116 against 134 µs at 768, 278 against 290 at 2048), level at 3072, the
+# split 2.3% faster at 6144 and 3.9% at 8192; 1b nvfp4 step 0.772x (rows) -> 0.774x (split at
+# every width) -> 0.776x (split above 4096 columns, now the default; call 11). So SPLIT is on
+# for inputs wider than 4096 columns only (125m's dy pairs, at most 3072 wide, keep the rows
+# pass).
 # EXP_COL_ROWS_MAX_COLS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
 # wgrad operand) and whose input is at most this wide goes to the rows pass, which writes that
 # view expanded, instead of the reg pass plus a decode pass (0: never). Session 16, H100,
@@ -84,7 +91,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
-          "SPLIT": False, "SPLIT_MIN_COLS": 0, "EXP_COL_ROWS_MAX_COLS": 4096,
+          "SPLIT": True, "SPLIT_MIN_COLS": 4097, "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
