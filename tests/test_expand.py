@@ -265,26 +265,30 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy"])
+@pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy", "nvfp4_dy_wide"])
 def test_gpu_expanded_views_match_reference(pair):
     """Every expanded view on the GPU (written by the NVFP4 passes and the MXFP4 kernel, or
     decoded after the MXFP8 kernels), against the CPU reference's codes decoded, NaN, Inf and
-    a huge value included."""
-    x = _x((4096, 768), seed=4)
+    a huge value included. ``nvfp4_dy_wide``: a dy pair wider than 4096 columns, which the
+    defaults split into two reg-pass launches (``SPLIT_MIN_COLS``)."""
+    shape = (256, 8192) if pair == "nvfp4_dy_wide" else (4096, 768)
+    x = _x(shape, seed=4)
     if pair in ("mxfp8_e4m3", "mxfp4"):
         fmt = QFormat(pair)
         row, col = (fmt, NF), (fmt, NF)
     else:
         g = torch.Generator().manual_seed(6)
-        sr = pair == "nvfp4_dy"
+        sr = pair.startswith("nvfp4_dy")
         bits = [{"stochastic": True, "rand_bits": torch.randint(0, 256, s, dtype=torch.uint8,
                                                                  generator=g)} if sr else {}
-                for s in ((4096, 768), (768, 4096))]
+                for s in (shape, shape[::-1])]
         row, col = (N, {**NF, **bits[0]}), (N, {**NF, "rht": True, **bits[1]})
     on_gpu = [(f, {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in o.items()})
               for f, o in (row, col)]
     got = quantize_views(x.cuda(), (on_gpu[0][0], {**on_gpu[0][1], "expand": True}),
                          (on_gpu[1][0], {**on_gpu[1][1], "expand": True}), "triton")
+    if pair == "nvfp4_dy_wide":
+        assert "pair split" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
     ref = quantize_views(x, row, col, "reference")
     for q, r in zip(got, ref):
         assert q.expanded and _same(q.data.cpu(), r.expand().data)
