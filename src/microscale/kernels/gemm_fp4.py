@@ -70,7 +70,7 @@ from ..quant.nvfp4 import nvfp4_alpha
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import cdiv, gemm_out, grouped_tile
 from .gemm_alpha import alpha_mm
-from .gemm_paths import EPILOGUE
+from .gemm_paths import alpha_epilogue
 
 __all__ = ["scaled_mm_fp4", "scaled_mm_mxfp8", "dequantize_bf16", "fp4_strategy",
            "STRATEGIES"]
@@ -321,7 +321,7 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dt
     with an fp32 output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a
     host copy).
     """
-    if f is not None and out_dtype != torch.float32 and a_bf16.is_cuda and EPILOGUE["alpha"]:
+    if f is not None and alpha_epilogue(out_dtype, a_bf16.device):
         return alpha_mm(a_bf16, b_bf16, f, out_dtype)
     if f is None and out_dtype != torch.float32:
         return (a_bf16 @ b_bf16.t()).to(out_dtype)
@@ -417,8 +417,8 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
 
 
 def _gemm_note(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> str:
-    alpha = (apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) and out_dtype != torch.float32
-             and qa.device.type == "cuda" and EPILOGUE["alpha"])
+    alpha = apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) \
+        and alpha_epilogue(out_dtype, qa.device)
     return "Triton bf16 GEMM, alpha in its epilogue" if alpha else "cuBLAS bf16 GEMM"
 
 

@@ -57,7 +57,7 @@ import os
 import torch
 
 __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table",
-           "takes_expanded", "factor_in_epilogue", "EPILOGUE"]
+           "takes_expanded", "factor_in_epilogue", "alpha_epilogue", "EPILOGUE"]
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
@@ -180,13 +180,20 @@ def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bo
         == "dequant"
 
 
+def alpha_epilogue(out_dtype: torch.dtype, device) -> bool:
+    """Whether a bf16 GEMM with a per-tensor factor into ``out_dtype`` on ``device`` runs the
+    ``gemm_alpha`` kernel (the factor in its epilogue, a 2-byte output written directly): the
+    one rule that the dequant path (``gemm_fp4``), its ``ms.explain`` note and the layer's
+    :func:`factor_in_epilogue` all read."""
+    return EPILOGUE["alpha"] and out_dtype in (torch.bfloat16, torch.float16) \
+        and torch.device(device).type == "cuda"
+
+
 def factor_in_epilogue(fmt_a: str, fmt_b: str, m, n, k, out_dtype: torch.dtype,
                        device: torch.device) -> bool:
     """Whether the kernels' ``scaled_mm`` of NVFP4 ``[m, k]`` x ``[n, k]`` into ``out_dtype``
     applies α itself and writes ``out_dtype`` in one kernel (``gemm_alpha``), so the caller
     should ask for that dtype rather than an fp32 sum to scale (``nn.function._gemm``)."""
-    if not (fmt_a == fmt_b == "nvfp4") or out_dtype not in (torch.bfloat16, torch.float16):
-        return False
-    if not EPILOGUE["alpha"] or torch.device(device).type != "cuda":
+    if not (fmt_a == fmt_b == "nvfp4") or not alpha_epilogue(out_dtype, device):
         return False
     return takes_expanded(fmt_a, fmt_b, m, n, k, device)
