@@ -36,6 +36,13 @@ def _small_ints(shape, gen) -> torch.Tensor:
     return torch.randint(-8, 9, shape, generator=gen).to(torch.bfloat16)
 
 
+def _tie_operands():
+    """bf16 ``a [16, 16]``, ``b = 1``: every row of ``a bᵀ`` sums to 8.09375 (K = 16), halfway
+    between the bf16 numbers 8.0625 and 8.125."""
+    row = [1.0] * 8 + [2.0 ** -4, 2.0 ** -5] + [0.0] * 6
+    return torch.tensor([row] * 16, dtype=torch.bfloat16), torch.ones(16, 16, dtype=torch.bfloat16)
+
+
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize("mnk", [(64, 48, 32), (130, 300, 80), (1, 17, 16), (200, 64, 96)])
 def test_alpha_mm_matches_reference(out_dtype, mnk):
@@ -62,9 +69,7 @@ def test_alpha_mm_rounds_to_nearest_even_once():
     """Sums that land between two bf16 numbers: a tie goes to even (the interpreter's plain
     cast truncates, which would fail), and α multiplies the fp32 sum, not a rounded one."""
     from microscale.kernels.gemm_alpha import alpha_mm
-    row = [1.0] * 8 + [2.0 ** -4, 2.0 ** -5] + [0.0] * 6          # K = 16, sum 8.09375
-    a = torch.tensor([row] * 16, dtype=torch.bfloat16)
-    b = torch.ones(16, 16, dtype=torch.bfloat16)
+    a, b = _tie_operands()
     cases = [(1.0, 8.125),      # halfway between 8.0625 (odd) and 8.125 (even): up, to even
              (3.0, 24.25)]      # 24.28125: nearest is 24.25 (the sum rounded first: 24.375)
     for f, want in cases:
@@ -116,9 +121,7 @@ def test_bf16_output_without_the_kernel_rounds_once():
     """``gemm_fp4``'s path for a bf16 output with α and no epilogue kernel (CPU here): fp32
     sum, α, one rounding (before session 16 a CUDA call rounded the sum to bf16 first)."""
     from microscale.kernels import gemm_fp4
-    row = [1.0] * 8 + [2.0 ** -4, 2.0 ** -5] + [0.0] * 6
-    a = torch.tensor([row] * 16, dtype=torch.bfloat16)
-    b = torch.ones(16, 16, dtype=torch.bfloat16)
+    a, b = _tie_operands()
     y = gemm_fp4._bf16_gemm_with_factor(a, b, torch.tensor([3.0]), torch.bfloat16)
     assert torch.equal(y, torch.full((16, 16), 24.25, dtype=torch.bfloat16))
 
