@@ -4,6 +4,7 @@ expert GEMMs, against bf16 ``torch._grouped_mm`` (what the bf16 model runs) in t
     python benchmarks/bench_grouped_sweep.py                  # moe-1b shapes, every config
     python benchmarks/bench_grouped_sweep.py --configs 0,2    # some of the configs
     python benchmarks/bench_grouped_sweep.py --quant          # the grouped NVFP4 quantizer's tiles
+    python benchmarks/bench_grouped_sweep.py --pairs          # NVFP4 pairs: old vs register layout
 
 moe-1b (``train/moe.py``): 16 experts of 768 (SwiGLU: gate and up fused, 1536 rows), d 1024,
 top 2 of 8 × 2048 tokens = 32768 routed rows with uneven group sizes (a fixed draw). Per
@@ -147,12 +148,52 @@ def quant_sweep(dev) -> list[dict]:
     return rows
 
 
+# the NVFP4 pairs moe-1b's expert layers ask for (x: row RNE + column RHT; dy: row SR + column
+# RHT + SR), through the sync-free op, older per-view kernels against the register-layout ones
+# (kernels/quant_nvfp4_grouped_reg.py) and a few of the latter's tiles
+PAIRS = [("x_1024", D, False), ("h_768", I, False), ("dy_1536", 2 * I, True),
+         ("dy_1024", D, True)]
+REG_CONFIGS = [{}, dict(NI=8), dict(BC=32), dict(PROGS_PER_SM=4), dict(NI=8, PROGS_PER_SM=4),
+               dict(AMAX_BC=64, AMAX_PROGS_PER_SM=2)]
+
+
+def quant_pairs(dev) -> list[dict]:
+    """Graph-replayed ms of ``quantize_grouped_fast`` per pair and path; "gbs": the floor's
+    bytes (x read once, both views' codes and scales written) per second."""
+    from microscale.kernels import grouped as fast
+    from microscale.kernels import quant_nvfp4_grouped_reg as qgr
+    from microscale.recipe import Recipe
+    recipe, counts = Recipe.from_name("nvfp4"), _counts(dev)
+    offs = counts.cumsum(0).to(torch.int32)
+    seeds = torch.randint(0, 2**31 - 1, (E,), device=dev)
+    rows, saved = [], (dict(fast.CONFIG), dict(qgr.CONFIG))
+    for name, k, dy in PAIRS:
+        ops = (recipe.dgrad.a, recipe.wgrad.a) if dy else (recipe.fprop.a, recipe.wgrad.b)
+        views = [(op.format, op.quantize_kwargs() | {"check_finite": False}) for op in ops]
+        x = torch.randn(TOKENS, k, device=dev).to(torch.bfloat16)
+        floor = x.numel() * (2 + 2 * (0.5 + 1 / 16))
+        for kind, cfg in [("old", None)] + [("reg", c) for c in REG_CONFIGS]:
+            fast.CONFIG["NVFP4_REG"] = cfg is not None
+            qgr.CONFIG.update(cfg or {})
+            fn = lambda: fast.quantize_grouped_fast(x, offs, *views, 16, seeds, None,  # noqa: E731
+                                                    None, None, None, "triton")
+            ms = common.graph_ms(fn) or common.bench_ms(fn)
+            rows.append({"shape": name, "kind": kind, "config": cfg or {}, "ms": ms,
+                         "gbs": floor / ms / 1e6})
+            fast.CONFIG.update(saved[0])
+            qgr.CONFIG.update(saved[1])
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--configs", default=None, help="comma list of indices into CONFIGS")
     ap.add_argument("--kinds", default="triton_fp8,triton_bf16")
     ap.add_argument("--quant", action="store_true",
                     help="only the grouped NVFP4 quantizer's tile sweep (QUANT_CONFIGS)")
+    ap.add_argument("--pairs", action="store_true",
+                    help="only the NVFP4 pairs through the sync-free op, old vs register "
+                         "layout (PAIRS, REG_CONFIGS), and the copy rate")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_grouped_sweep needs a CUDA device")
@@ -161,7 +202,9 @@ def main() -> None:
     print(f"# defaults: {CONFIG}")
     picks = [CONFIGS[int(i)] for i in args.configs.split(",")] if args.configs else CONFIGS
     rows = []
-    for name, mode, r, n, k in ([] if args.quant else SHAPES):
+    if args.pairs:
+        print(f"# copy rate: {common.copy_bandwidth_gbs(dev):.0f} GB/s")
+    for name, mode, r, n, k in ([] if args.quant or args.pairs else SHAPES):
         p = _problem(mode, r, n, k, dev)
         base = _case(name, mode, p, "torch_bf16", {})
         rows.append(base)
@@ -175,6 +218,8 @@ def main() -> None:
         torch.cuda.empty_cache()
     if args.quant:
         rows = quant_sweep(dev)
+    if args.pairs:
+        rows = quant_pairs(dev)
     for r in rows:
         r["config"] = ",".join(f"{k}={v}" for k, v in r["config"].items()) or "-"
     print(common.fmt_table(rows, ["shape", "kind", "config", "ms", "tflops", "gbs", "vs_bf16",

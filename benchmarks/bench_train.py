@@ -109,6 +109,9 @@ KERNEL_SETS = {
     # (call 4), never (the default before), or up to 4096 columns (the default since call 5)
     "nv-expcol-rows": {"quant_nvfp4": {"EXP_COL_ROWS_MAX_COLS": 1 << 30}},
     "nv-expcol-reg": {"quant_nvfp4": {"EXP_COL_ROWS_MAX_COLS": 0}},
+    # session 17: MoE NVFP4 token views through the older per-view grouped kernels (a padded
+    # copy, hash SR bytes, amax + quantize per view) instead of the register-layout ones
+    "grp-nv-old": {"grouped": {"NVFP4_REG": False}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

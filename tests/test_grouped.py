@@ -144,7 +144,9 @@ def test_delayed_scaling_per_expert():
 @pytest.mark.parametrize("name", ["nvfp4", "nvfp4_no_rht", "mxfp4", "mxfp8", "fp8_blockwise",
                                   "fp8_tensorwise", "mxfp8@pair", "fp8_blockwise@pair"])
 def test_sync_free_quantization_bit_exact(name, monkeypatch):
-    """The sync-free quantizer = the reference, bit for bit; SR via the same per-expert bytes.
+    """The sync-free quantizer = the reference, bit for bit; SR via the same per-expert bytes
+    (made by the fast path's hash pass; NVFP4 views draw in-kernel Philox there, so they are
+    given the bytes: tests/test_grouped_nvfp4_reg.py checks their Philox stream).
     ``@pair``: FP8/MXFP8 pairs from one row + column call on the padded matrix (CONFIG PAIR)."""
     name, _, pair = name.partition("@")
     monkeypatch.setitem(fast.CONFIG, "PAIR", bool(pair))
@@ -161,8 +163,9 @@ def test_sync_free_quantization_bit_exact(name, monkeypatch):
         ops = [getattr(getattr(recipe, roles[0]), roles[1]),
                getattr(getattr(recipe, roles[2]), roles[3])]
         views = [(op.format, op.quantize_kwargs() | {"check_finite": False}) for op in ops]
-        got = fast.quantize_grouped_fast(x, offs, *views, m, seeds[:, 2], None, None, None,
-                                         None, "triton")
+        given = (row_bits, col_bits) if name.startswith("nvfp4") else (None, None)
+        got = fast.quantize_grouped_fast(x, offs, *views, m, seeds[:, 2], *given, None, None,
+                                         "triton")
         if pair:
             assert "row + column kernel call" in ms.explain()[
                 ("quantize_grouped", f"{views[0][0].value}|{views[1][0].value}")]

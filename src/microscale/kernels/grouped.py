@@ -67,7 +67,8 @@ def _block_fn(fmt: QFormat, backend: str):
 # session 9 timed it (H100, graph-replayed fwd+bwd at the DeepSeek-V3 and Qwen3 shapes: 9-19%
 # faster for FP8 1x128 and MXFP8; benchmarks/results/h100_20261125_session9/);
 # MICROSCALE_GROUPED_PAIR=0 or CONFIG["PAIR"] = False turns it off.
-CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "1") == "1"}
+CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "1") == "1",
+          "NVFP4_REG": os.environ.get("MICROSCALE_GROUPED_NVFP4_REG", "1") == "1"}
 _PAIR_FORMATS = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 
 
@@ -80,16 +81,18 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
         note_path("quantize_grouped", key, "sync-free: one row + column kernel call on the "
                   "padded matrix, the row view gathered back (CONFIG['PAIR'])")
         return _pair(x, lay, row, col, key, backend)
-    note_path("quantize_grouped", key,
-              "sync-free: group layout on the device, one quantizer pass per view")
+    nv = _nvfp4_reg_views(x, lay, row, col, seeds, row_bits, col_bits)
+    note_path("quantize_grouped", key, "sync-free: group layout on the device, " + (
+        "NVFP4 views in the register layout (quant_nvfp4_grouped_reg), in-kernel Philox per "
+        "expert" if any(nv) else "one quantizer pass per view"))
     outs = [None, None]
-    if row:
+    if row and not nv[0]:
         fmt, opts = row[0], dict(row[1], check_finite=False)
         args = (lay.row_groups(), lay.starts, lay.counts, "rows", seeds)
         _sr_bytes(opts, row_bits, args, tuple(x.shape), x.device)
         outs[0] = _nvfp4_fused(x, opts, *args, col=False) if _fused_ok(fmt, opts, x) else \
             quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
-    if col:
+    if col and not nv[1]:
         fmt, opts = col[0], dict(col[1], check_finite=False)
         groups = lay.col_groups()
         x_pad = _pad(x, lay, groups)
@@ -99,7 +102,35 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
         outs[1] = _nvfp4_fused(x_pad, opts, *args, col=True) if _fused_ok(fmt, opts, x) else \
             quantize_segments(x_pad.t().contiguous(), fmt, opts, *args, col_scale,
                               _block_fn(fmt, backend))
-    return outs
+    return [nv[k] or outs[k] for k in range(2)]
+
+
+def _reg_view(view, x, lay, seeds, bits, is_row: bool):
+    """``(rht, sr, seeds, bits)`` of an NVFP4 view ``quant_nvfp4_grouped_reg`` takes, else
+    None: 1x16 blocks, the RHT 16 (column view) or none, x in 4-byte aligned rows."""
+    if not view or view[0] != QFormat.NVFP4 or not _fused_ok(view[0], view[1], x) or \
+            (is_row and view[1].get("rht")) or x.shape[1] % 16 or lay.multiple % 16 or \
+            x.data_ptr() % 4 or not CONFIG["NVFP4_REG"]:
+        return None
+    sr = 0
+    if view[1].get("stochastic"):
+        if bits is None and seeds is None:
+            raise ValueError("stochastic rounding needs per-expert seeds")
+        sr = 1 if bits is not None else 2
+    return (bool(view[1].get("rht")), sr, seeds, bits)
+
+
+def _nvfp4_reg_views(x, lay, row, col, seeds, row_bits, col_bits):
+    """Both NVFP4 views the register-layout kernel takes, in one amax and one (or, for an SR
+    row view beside the column view, two) quantize launches; ``[None, None]`` where it takes
+    none."""
+    x = x.contiguous()
+    rv = _reg_view(row, x, lay, seeds, row_bits, True)
+    cv = _reg_view(col, x, lay, None if seeds is None else seeds + 1, col_bits, False)
+    if rv is None and cv is None:
+        return [None, None]
+    from .quant_nvfp4_grouped_reg import quantize_nvfp4_grouped_views
+    return quantize_nvfp4_grouped_views(x, lay, lay.col_groups(), rv, cv)
 
 
 def _pair_ok(row, col, x, lay) -> bool:

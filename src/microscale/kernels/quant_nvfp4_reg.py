@@ -193,12 +193,15 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
 
 
 @triton.jit
-def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexpr,
+def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: tl.constexpr,
               W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
     """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
     ``c [1, W]``: per (group i, column) one block of 16 in-thread values -> two uint32 words
     (``[NI, W, 2]``; EXP: the 16 expanded bf16 values as eight words ``[NI, W, 8]``,
-    ``tensor.py``) and a scale byte (``[NI, W]``), returned."""
+    ``tensor.py``) and a scale byte (``[NI, W]``), returned. The Philox counter of a block is
+    ``c · cpr + group - gofs`` (a tensor's own: ``cpr = rows / 16``, ``gofs = 0``; a grouped
+    view's expert tensor: its padded length / 16 and first group, ``quant_nvfp4_grouped``);
+    ``seed`` a scalar or one per group ``[NI, 1]``."""
     if RHT:     # NaN fills its chunk: one output flags it; the codes are zeroed below
         bad = ys[0] != ys[0]
         vmax = tl.abs(ys[0])
@@ -219,7 +222,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, NI: tl.constexp
         # the counters in the values' register layout (vmax is NaN only where the block's
         # codes are zeroed anyway): without it Triton builds them in another layout and
         # moves every random byte through shared memory
-        ctr = tl.where(vmax != vmax, 0, c * (rows // 16) + grp)
+        ctr = tl.where(vmax != vmax, 0, c * cpr + grp - gofs)
         w0, w1, w2, w3 = tl.randint4x(seed, ctr)
     lo = tl.zeros((NI, W), dtype=tl.int32)
     hi = tl.zeros((NI, W), dtype=tl.int32)
@@ -300,13 +303,12 @@ def _store_scale_rows(s_ptr, scale_byte, r, c0, rows, cols, NI: tl.constexpr, BC
 
 
 @triton.jit
-def _store_row_scales(s_ptr, sb, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
+def _store_row_scales(s_ptr, sb, r, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
                       EVEN: tl.constexpr):
-    """The row view's 16 scale-byte tiles ``sb[j] [NI, BC/16]`` (rows r0 + 16 i + j) as one
-    ``[NI, BC/16, 16]`` store: joined in registers (bit b of j on the b-th new axis), one
-    layout change for the tile instead of one per j."""
+    """The row view's 16 scale-byte tiles ``sb[j] [NI, BC/16]`` (rows ``r [NI, 1, 16]``: row
+    ``r0 + 16 i + j`` of a tile) as one ``[NI, BC/16, 16]`` store: joined in registers (bit b
+    of j on the b-th new axis), one layout change for the tile instead of one per j."""
     t = stack_last(sb, 16)                     # [NI, BC/16, 16]
-    r = r0 + 16 * tl.arange(0, NI)[:, None, None] + tl.arange(0, 16)[None, None, :]
     blk = c0 // 16 + tl.arange(0, BC // 16)[None, :, None]
     if EVEN:
         tl.store(s_ptr + r * (cols // 16) + blk, t)
@@ -346,7 +348,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                     vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
                 outs = outs + (_col_view(vs, s_enc6_c, s_dec_c, seed_c, bc_ptr, r0,
                                          c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows,
-                                         cols, NI, BC // 2, COL_RHT, COL_SR, COL_EXP),)
+                                         cols, rows // 16, 0, NI, BC // 2, COL_RHT, COL_SR,
+                                         COL_EXP),)
             _store_cols(qc_ptr, sc_ptr, _join_halves(outs[0][0], outs[1][0]),
                         _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN,
                         COL_EXP)
@@ -376,7 +379,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                 else:
                     sb = sb + (s0, s1)
             if ROW_SR == 0:
-                _store_row_scales(sr_ptr, sb, r0, c0, rows, cols, NI, BC, EVEN)
+                _store_row_scales(sr_ptr, sb, r[:, :, None] + tl.arange(0, 16)[None, None, :],
+                                  c0, rows, cols, NI, BC, EVEN)
 
 
 @triton.jit

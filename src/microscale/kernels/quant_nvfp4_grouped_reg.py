@@ -1,0 +1,252 @@
+"""NVFP4 row and column views of a grouped (MoE) token matrix in the register layout, one global
+amax per expert, stochastic rounding from in-kernel Philox keyed per expert.
+
+What ``kernels.grouped`` asks of an expert layer's tokens ``x [T, K]`` (sorted by expert, group
+ends ``offs``; layouts in ``quant.grouped``): the row view (1x16 blocks along K: fprop's x,
+dgrad's dy) and the column view of the padded layout (1x16 blocks along the tokens of
+``x_padᵀ [K, bound]``, each expert's tokens zero-padded to a multiple of 16, the RHT first:
+wgrad's xᵀ and dyᵀ), each expert quantized as its own tensor.
+
+Layout
+======
+Both kernels walk the *padded* rows ``p`` in ``[16·NI, BC]`` tiles, as
+``quant_nvfp4_reg`` walks a tensor's rows, and load them straight from x: a group of 16 padded
+rows lies in one expert ``g`` (its padded start is a multiple of 16), so one lookup per group
+gives ``l = p - pstart_g`` (the row inside the expert), whether the row holds a token
+(``l < count_g``) and which (``t = start_g + l``); a padding row loads zeros. No padded copy of
+x is written. The column view is then the dense kernel's (16 in-thread rows, the RHT as a
+butterfly, codes packed with shifts) with the group's global scales; the row view is the
+dense row view of the token rows, stored at row ``t`` (padding rows store nothing).
+
+* **amax pass** (:func:`nvfp4_grouped_amax_kernel`): per tile the row view's ``max|x|`` and the
+  column view's ``max|RHT(x)|`` (NaN read as 0) per group, folded into ``amax[0, g]`` and
+  ``amax[1, g]``: one atomic max per tile and view where the tile lies in one expert (nearly
+  every tile), one per group where it crosses experts.
+* **quantize pass** (:func:`nvfp4_grouped_reg_kernel`): one launch for the views asked for;
+  a pair whose row view is stochastically rounded goes as two launches (column view, then row
+  view), as the dense split does (the row SR beside the column view does not fit the
+  registers).
+
+Numerics
+========
+Bit-identical with :func:`microscale.quant.grouped.quantize_segments` given the same SR bytes
+(``SR = 1``: the caller's bytes, laid out as the views). ``SR = 2`` draws Philox in the kernel
+with the dense kernels' counters *inside the expert's own tensor* (row view: ``l · K/16 +
+block`` keyed by the expert's seed; column view: ``k · pcount_g/16 + (group - pstart_g/16)``
+keyed by its column seed), so every expert's codes equal those the dense Triton quantizers give
+that expert's tokens alone with the same seed (tested), never depending on the other experts.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
+from ._rht import rht_butterfly
+from ._utils import abs_nan0, nvfp4_global_scales, tile_coords
+from .quant_nvfp4_reg import (RHT_SIGN_MASK, _col_view, _half, _join_halves, _row_tile,
+                              _row_view, _row_words, _store_cols, _store_row_scales)
+
+__all__ = ["CONFIG", "nvfp4_grouped_amax_kernel", "nvfp4_grouped_reg_kernel",
+           "quantize_nvfp4_grouped_views"]
+
+# The dense reg pass's tile and launch (quant_nvfp4.CONFIG["REG"], "REG_AMAX"): [256, 64], 4
+# warps. Not swept at grouped shapes yet.
+CONFIG = {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
+          "AMAX_BC": 32, "AMAX_PROGS_PER_SM": 4, "AMAX_STAGES": 2}
+
+
+@triton.jit
+def _groups(tab_ptr, p, bound, n_seg):
+    """Per first padded row ``p [NI, 1]`` of a 16-row group: its expert ``g``, row ``l``
+    inside the expert, token row ``t`` of that row and the expert's token count. ``tab``:
+    int32 ``[5, n_seg]`` (starts, pad_starts, counts, pad_counts) then ``grp [bound]``."""
+    inb = p < bound
+    g = tl.load(tab_ptr + 4 * n_seg + p, mask=inb, other=0)
+    start = tl.load(tab_ptr + g)
+    l = p - tl.load(tab_ptr + n_seg + g)
+    count = tl.where(inb, tl.load(tab_ptr + 2 * n_seg + g), 0)
+    return g, l, start + l, count
+
+
+@triton.jit
+def _gather16(x_ptr, t, l, count, c0, cols, NI: tl.constexpr, BC: tl.constexpr,
+              IN_DTYPE: tl.constexpr):
+    """The 16 raw tiles of a group's padded rows (``quant_nvfp4_reg._load16``'s layout): row
+    j of group i is token row ``t_i + j`` where ``l_i + j < count_i``, else zeros."""
+    if IN_DTYPE == 0:
+        m = c0 + tl.arange(0, BC)[None, :]
+        ptr = x_ptr + t * cols + m
+        step = cols
+        cmask = m < cols
+    else:
+        m = c0 // 2 + tl.arange(0, BC // 2)[None, :]
+        ptr = x_ptr.to(tl.pointer_type(tl.int32)) + t * (cols // 2) + m
+        step = cols // 2
+        cmask = m < cols // 2
+    xs = ()
+    for j in tl.static_range(16):
+        xs = xs + (tl.load(ptr + j * step, mask=cmask & (l + j < count), other=0),)
+    return xs
+
+
+@triton.jit
+def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_ptr, bound, cols, n_seg, n_tc, n_tiles,
+                              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
+                              ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
+                              SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """``amax[0, g] = max|x|`` over expert g's rows (row view), ``amax[1, g]`` its column
+    view's (after the RHT); fp32 ``[2, n_seg]``, zeroed by the caller."""
+    for tt in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(tt, n_tc, 16 * NI, BC)
+        p = r0 + 16 * tl.arange(0, NI)[:, None]
+        g, l, t, count = _groups(tab_ptr, p, bound, n_seg)
+        raw = _gather16(x_ptr, t, l, count, c0, cols, NI, BC, IN_DTYPE)
+        acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
+        acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
+        for hh in tl.static_range(2):
+            vs = ()
+            for j in tl.static_range(16):
+                vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
+            if ROW or (COL and not COL_RHT):
+                for j in tl.static_range(16):
+                    acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
+            if COL and COL_RHT:
+                ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
+                for j in tl.static_range(16):
+                    acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
+        inb = p < bound
+        g_lo = tl.min(tl.where(inb, g, 2147483647))
+        g_hi = tl.max(tl.where(inb, g, -1))
+        per_r = tl.max(acc_r, axis=1)[:, None]                         # [NI, 1]
+        per_c = tl.max(acc_c, axis=1)[:, None] if COL_RHT else per_r
+        if g_lo == g_hi:    # rows come sorted by expert: one atomic a tile and view
+            if ROW:
+                tl.atomic_max(amax_ptr + g_lo, tl.max(tl.max(per_r, axis=1), axis=0))
+            if COL:
+                tl.atomic_max(amax_ptr + n_seg + g_lo, tl.max(tl.max(per_c, axis=1), axis=0))
+        else:
+            if ROW:
+                tl.atomic_max(amax_ptr + g, per_r, mask=inb)
+            if COL:
+                tl.atomic_max(amax_ptr + n_seg + g, per_c, mask=inb)
+
+
+@triton.jit
+def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_ptr, seeds_ptr, qr_ptr, sr_ptr, br_ptr,
+                             qc_ptr, sc_ptr, bc_ptr, tokens, bound, cols, n_seg, n_tc, n_tiles,
+                             IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
+                             ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
+                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
+                             NUM_STAGES: tl.constexpr):
+    """Persistent loop over ``[16·NI, BC]`` tiles of padded rows: the row view (codes as int32
+    words ``qr [tokens, cols/8]``, scale bytes ``sr [tokens, cols/16]``, at the token rows)
+    and/or the column view (``qc [cols, bound/8]``, ``sc [cols, bound/16]``). ``amax``: fp32
+    ``[2, n_seg]`` (row view, column view); ``seeds``: int32 ``[2, n_seg]`` (row view's,
+    column view's Philox keys, SR 2); ``br``/``bc``: SR 1's bytes, ``[tokens, cols]`` /
+    ``[cols, bound]``."""
+    for tt in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, c0 = tile_coords(tt, n_tc, 16 * NI, BC)
+        p = r0 + 16 * tl.arange(0, NI)[:, None]
+        g, l, t, count = _groups(tab_ptr, p, bound, n_seg)
+        raw = _gather16(x_ptr, t, l, count, c0, cols, NI, BC, IN_DTYPE)
+        if COL:
+            s_enc6, s_dec = nvfp4_global_scales(amax_ptr + n_seg + g)
+            seed = tl.load(seeds_ptr + n_seg + g) if COL_SR == 2 else 0
+            cpr = tl.load(tab_ptr + 3 * n_seg + g) // 16
+            gofs = (p - l) // 16
+            outs = ()
+            for hh in tl.static_range(2):
+                vs = ()
+                for j in tl.static_range(16):
+                    vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
+                if COL_RHT:
+                    vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
+                outs = outs + (_col_view(vs, s_enc6, s_dec, seed, bc_ptr, r0,
+                                         c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, bound,
+                                         cols, cpr, gofs, NI, BC // 2, COL_RHT, COL_SR),)
+            _store_cols(qc_ptr, sc_ptr, _join_halves(outs[0][0], outs[1][0]),
+                        _join_halves(outs[0][1], outs[1][1]), r0, c0, bound, cols, NI, BC, False)
+        if ROW:
+            s_enc6, s_dec = nvfp4_global_scales(amax_ptr + g)
+            seed = tl.load(seeds_ptr + g)[:, :, None] if ROW_SR == 2 else 0
+            blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]
+            sb = ()
+            for j in tl.static_range(0, 16, 2):
+                if ROW_SR == 2:     # rows l + j and l + j + 1: one expert, one Philox a block
+                    a0, b0, a1, b1 = _row_words(seed, l + j, blk, cols)
+                else:
+                    a0, b0, a1, b1 = 0, 0, 0, 0
+                r_j = tl.where(l + j < count, t + j, tokens)        # padding: not stored
+                r_k = tl.where(l + j + 1 < count, t + j + 1, tokens)
+                sb = sb + (_row_view(_row_tile(raw[j], IN_DTYPE, NI, BC), s_enc6, s_dec, a0,
+                                     b0, qr_ptr, br_ptr, r_j, c0, tokens, cols, NI, BC, ROW_SR,
+                                     False),
+                           _row_view(_row_tile(raw[j + 1], IN_DTYPE, NI, BC), s_enc6, s_dec,
+                                     a1, b1, qr_ptr, br_ptr, r_k, c0, tokens, cols, NI, BC,
+                                     ROW_SR, False))
+            j16 = tl.arange(0, 16)[None, None, :]
+            rows16 = tl.where(l[:, :, None] + j16 < count[:, :, None], t[:, :, None] + j16,
+                              tokens)
+            _store_row_scales(sr_ptr, sb, rows16, c0, tokens, cols, NI, BC, False)
+
+
+def _tables(lay, groups: torch.Tensor) -> torch.Tensor:
+    """int32 ``[4·E + bound]``: starts, pad_starts, counts, pad_counts, then each padded
+    row's expert (device ops only)."""
+    return torch.cat([lay.starts, lay.pad_starts, lay.counts, lay.pad_counts,
+                      groups]).to(torch.int32)
+
+
+def _buffers(v, shape: tuple, x: torch.Tensor):
+    """(int32 code words, E4M3 scales, SR bytes) of a view ``shape`` (x itself where absent
+    or unused: never read or written)."""
+    if v is None:
+        return x, x, x
+    codes = torch.empty((shape[0], shape[1] // 8), dtype=torch.int32, device=x.device)
+    scale = torch.empty((shape[0], shape[1] // 16), dtype=torch.float8_e4m3fn, device=x.device)
+    bits = v[3].contiguous() if v[1] == 1 else x
+    return codes, scale, bits
+
+
+def quantize_nvfp4_grouped_views(x: torch.Tensor, lay, groups: torch.Tensor, row, col):
+    """``[(codes, E4M3 scales, amax [E]) or None, ...]`` of the row view of ``x [T, K]`` and
+    the column view of its padded layout (``lay``: ``quant.grouped.group_layout``, token
+    multiple a multiple of 16; ``groups``: ``lay.col_groups()``). ``row``/``col``: None or
+    ``(rht, sr, seeds, rand_bits)``, ``sr`` 0 (RNE), 1 (``rand_bits``: uint8 shaped as the
+    view) or 2 (``seeds``: int64 ``[E]``, in-kernel Philox). The row view takes no RHT."""
+    tokens, cols = x.shape
+    bound, n_seg, dev = lay.bound, lay.n_groups, x.device
+    if (row is not None and row[0]) or cols % 16 or lay.multiple % 16:
+        raise ValueError("quantize_nvfp4_grouped_views: a row view without the RHT, K and the "
+                         "token multiple multiples of 16")
+    tab = _tables(lay, groups)
+    amax = torch.zeros((2, n_seg), dtype=torch.float32, device=dev)
+    seeds = torch.zeros((2, n_seg), dtype=torch.int32, device=dev)
+    for k, v in enumerate((row, col)):
+        if v is not None and v[1] == 2:
+            seeds[k] = v[2].reshape(-1).to(torch.int32)
+    bufs = [_buffers(row, (tokens, cols), x), _buffers(col, (cols, bound), x)]
+    cfg, code, col_rht = CONFIG, IN_DTYPE_CODE[x.dtype], bool(col is not None and col[0])
+    n_tc = cdiv(cols, cfg["AMAX_BC"])
+    n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
+    nvfp4_grouped_amax_kernel[(persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)](
+        x, tab, amax, bound, cols, n_seg, n_tc, n_tiles, code, cfg["NI"], cfg["AMAX_BC"],
+        row is not None, col is not None, col_rht, RHT_SIGN_MASK, cfg["AMAX_STAGES"],
+        num_warps=cfg["num_warps"])
+    # a stochastically rounded row view beside the column view: two launches (the split)
+    split = row is not None and col is not None and row[1] > 0
+    n_tc = cdiv(cols, cfg["BC"])
+    n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+    for lr, lc in ([(None, col), (row, None)] if split else [(row, col)]):
+        nvfp4_grouped_reg_kernel[grid](
+            x, tab, amax, seeds, bufs[0][0], bufs[0][1].view(torch.uint8), bufs[0][2],
+            bufs[1][0], bufs[1][1].view(torch.uint8), bufs[1][2], tokens, bound, cols, n_seg,
+            n_tc, n_tiles, code, cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0,
+            lc is not None, col_rht, lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
+            num_warps=cfg["num_warps"])
+    return [None if v is None else (b[0].view(torch.uint8), b[1], amax[k].clone())
+            for k, (v, b) in enumerate(zip((row, col), bufs))]
