@@ -58,9 +58,13 @@ _interp.InterpretedFunction.run = _stub_run
 
 def _stub_gemm() -> None:
     """The CPU form of the emulated GEMM is an fp32 matmul (milliseconds here); on CUDA it is one
-    cuBLAS call. Replaced by one allocation of the result, so the GEMM counts as one aten call."""
-    from microscale.kernels import gemm_fp4
-    gemm_fp4._mm_fp32_out = lambda a, b: a.new_empty((a.shape[0], b.shape[0]), dtype=torch.float32)
+    cuBLAS call. Replaced by one allocation of the result, so the GEMM counts as one aten call.
+    Each stub replaces the name where its caller looks it up: ``_mm_fp32_out`` in ``gemm_alpha``
+    (``_bf16_gemm_with_factor``'s module), ``_bf16_gemm_with_factor`` in ``gemm_fp4`` (whose
+    dequant path calls it)."""
+    from microscale.kernels import gemm_alpha, gemm_fp4
+    gemm_alpha._mm_fp32_out = \
+        lambda a, b: a.new_empty((a.shape[0], b.shape[0]), dtype=torch.float32)
     gemm_fp4._bf16_gemm_with_factor = \
         lambda a, b, f, out_dtype: a.new_empty((a.shape[0], b.shape[0]), dtype=out_dtype)
 

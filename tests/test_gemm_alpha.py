@@ -118,11 +118,11 @@ def test_layer_asks_for_fp32_off_cuda():
 
 
 def test_bf16_output_without_the_kernel_rounds_once():
-    """``gemm_fp4``'s path for a bf16 output with α and no epilogue kernel (CPU here): fp32
-    sum, α, one rounding (before session 16 a CUDA call rounded the sum to bf16 first)."""
-    from microscale.kernels import gemm_fp4
+    """``gemm_fp4``'s dequant path for a bf16 output with α and no epilogue kernel (CPU here):
+    fp32 sum, α, one rounding (before session 16 a CUDA call rounded the sum to bf16 first)."""
+    from microscale.kernels import gemm_alpha
     a, b = _tie_operands()
-    y = gemm_fp4._bf16_gemm_with_factor(a, b, torch.tensor([3.0]), torch.bfloat16)
+    y = gemm_alpha._bf16_gemm_with_factor(a, b, torch.tensor([3.0]), torch.bfloat16)
     assert torch.equal(y, torch.full((16, 16), 24.25, dtype=torch.bfloat16))
 
 

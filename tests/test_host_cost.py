@@ -57,11 +57,11 @@ def stubbed_kernels(monkeypatch):
     allocation of its result."""
     import triton.runtime.interpreter as interp
 
-    from microscale.kernels import gemm_fp4
+    from microscale.kernels import gemm_alpha
     launches = []
     monkeypatch.setattr(interp.InterpretedFunction, "run",
                         lambda self, *a, **k: launches.append(self))
-    monkeypatch.setattr(gemm_fp4, "_mm_fp32_out", lambda a, b: a.new_empty(
+    monkeypatch.setattr(gemm_alpha, "_mm_fp32_out", lambda a, b: a.new_empty(
         (a.shape[0], b.shape[0]), dtype=torch.float32))
     return launches
 

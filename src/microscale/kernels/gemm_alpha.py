@@ -1,4 +1,4 @@
-"""bf16 GEMM with NVFP4's per-tensor factor α applied in the epilogue: ``y = cast(α · A Bᵀ)``.
+"""bf16 GEMM times a per-tensor factor: ``y = cast(α · A Bᵀ)``, NVFP4's α in the epilogue.
 
 Why it exists. On Hopper an NVFP4 GEMM runs on bf16 tensor cores over the partially
 dequantized operands ``value · block_scale`` (exact in bf16, ``gemm_fp4``). What is left of
@@ -27,6 +27,13 @@ y ``[M, N]`` row-major. Two variants:
   Needs 16-byte aligned rows (K and N multiples of 8 for 2-byte types).
 * ``_alpha_mm_kernel``: the same math with pointer loads, one program per tile; the
   interpreter's and any misaligned call's path.
+
+The dequant path's GEMM (``gemm_fp4``'s ``"dequant"`` strategy, after its dequantize pass) is
+:func:`_bf16_gemm_with_factor`, also here: the two bf16 operands and the factor ``f`` (None: 1;
+a pair of NVFP4 amaxes: their α), and one of two ways to apply it. This kernel, for a 2-byte
+output on CUDA (``gemm_paths.alpha_epilogue``); otherwise one cuBLAS bf16 GEMM with an fp32
+output (``_mm_fp32_out``; on CPU an fp32 matmul of the exact bf16 values), ``f`` multiplied in
+place (``_scale_inplace``, a Triton pass at memory speed on CUDA) and one cast to the output.
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ import triton
 import triton.language as tl
 
 from ..backend import _interpreting
+from ..quant.nvfp4 import nvfp4_alpha
 from ._utils import cdiv, grouped_tile, round_to_input_dtype
+from .gemm_paths import alpha_epilogue
 
 __all__ = ["alpha_mm", "CONFIG"]
 
@@ -174,3 +183,64 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
                                GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
                                DOT_F32=_interpreting(), FROM_AMAX=from_amax, **cfg)
     return y
+
+
+# ----------------------------------------------------------------- gemm_fp4's dequant path
+@triton.jit
+def _scale_inplace_kernel(y_ptr, f_ptr, n, BLOCK: tl.constexpr):
+    """y *= f for a contiguous y and an fp32 device scalar f (the GEMM epilogue factor)."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(y_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(y_ptr + offs, (y * tl.load(f_ptr)).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _scale_inplace(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """``y.mul_(f)`` at memory speed on CUDA: torch's kernel for a dense tensor times a 0-dim
+    device tensor is not vectorized (it measured ~4x slower than a copy on an H200)."""
+    if y.device.type != "cuda" or not y.is_contiguous():
+        return y.mul_(f)
+    n, block = y.numel(), 4096
+    _scale_inplace_kernel[(cdiv(n, block),)](y, f.float().reshape(1), n, BLOCK=block,
+                                                    num_warps=8)
+    return y
+
+
+_MM_OUT_DTYPE: dict[str, bool] = {}
+
+
+def _mm_fp32_out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """``a @ b.T`` with an fp32 output from bf16 inputs when this torch supports ``out_dtype``."""
+    dev = a.device.type
+    if dev == "cpu":              # CPU (tests): an fp32 GEMM on the exact bf16 values
+        return a.float() @ b.float().t()
+    if _MM_OUT_DTYPE.get(dev, True):
+        try:
+            y = torch.mm(a, b.t(), out_dtype=torch.float32)
+            _MM_OUT_DTYPE[dev] = True
+            return y
+        except (TypeError, RuntimeError, NotImplementedError):  # older torch / unsupported device
+            _MM_OUT_DTYPE[dev] = False
+    return None
+
+
+def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dtype: torch.dtype
+                           ) -> torch.Tensor:
+    """bf16 GEMM then the epilogue factor ``f`` (None: 1; a pair of NVFP4 amaxes: their α),
+    one rounding to ``out_dtype``.
+
+    ``f`` lives on the device. A 2-byte output with ``f`` goes through :func:`alpha_mm` (α made
+    and applied in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``); otherwise cuBLAS
+    with an fp32 output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a
+    host copy).
+    """
+    if f is not None and alpha_epilogue(out_dtype, a_bf16.device):
+        return alpha_mm(a_bf16, b_bf16, f, out_dtype)
+    if f is None and out_dtype != torch.float32:
+        return (a_bf16 @ b_bf16.t()).to(out_dtype)
+    y = _mm_fp32_out(a_bf16, b_bf16)
+    if y is None:                  # torch without mm(out_dtype=): fp32 operands, exact products
+        y = a_bf16.float() @ b_bf16.float().t()
+    if f is not None:
+        y = _scale_inplace(y, nvfp4_alpha(*f) if isinstance(f, tuple) else f)
+    return y if out_dtype == torch.float32 else y.to(out_dtype)

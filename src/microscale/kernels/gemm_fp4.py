@@ -29,8 +29,8 @@ argument of :func:`scaled_mm_fp4`):
   the odd elements (high nibbles). Reads 4.5 bits per operand element, no intermediate.
 * ``"dequant"`` -- a memory-bound Triton pass writes each operand as bf16 ``value · scale``
   (``[rows, K]``), then cuBLAS does the bf16 GEMM and ``f`` is applied after (NVFP4 only;
-  f = 1 for MX). Costs one extra write + read of 2 bytes per operand element, but the GEMM
-  is cuBLAS's.
+  f = 1 for MX; that GEMM with its factor, or the α-epilogue kernel, is ``gemm_alpha.py``'s).
+  Costs one extra write + read of 2 bytes per operand element, but the GEMM is cuBLAS's.
 
 Measured on an H200 (``benchmarks/results/gemm_notes.md``): the dequantize pass runs at
 ~80% of the copy rate and "dequant" reaches 0.78-1.02x bf16 cuBLAS time for NVFP4 and
@@ -66,10 +66,9 @@ from ..backend import (
     register_kernel,
 )
 from ..gemm import gemm_factor
-from ..quant.nvfp4 import nvfp4_alpha
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import cdiv, gemm_out, grouped_tile
-from .gemm_alpha import alpha_mm
+from .gemm_alpha import _bf16_gemm_with_factor
 from .gemm_paths import alpha_epilogue
 
 __all__ = ["scaled_mm_fp4", "scaled_mm_mxfp8", "dequantize_bf16", "fp4_strategy",
@@ -220,27 +219,7 @@ def _dequant_kernel(x_ptr, s_ptr, y_ptr, R, KB, KS, stride_xr, stride_sr, stride
         tl.store(y_rows + offs_k[None, :], vals, mask=rmask[:, None] & (offs_k[None, :] < KB))
 
 
-@triton.jit
-def _scale_inplace_kernel(y_ptr, f_ptr, n, BLOCK: tl.constexpr):
-    """y *= f for a contiguous y and an fp32 device scalar f (the GEMM epilogue factor)."""
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    y = tl.load(y_ptr + offs, mask=mask).to(tl.float32)
-    tl.store(y_ptr + offs, (y * tl.load(f_ptr)).to(y_ptr.dtype.element_ty), mask=mask)
-
-
 # ----------------------------------------------------------------------------- host side
-def _scale_inplace(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
-    """``y.mul_(f)`` at memory speed on CUDA: torch's kernel for a dense tensor times a 0-dim
-    device tensor is not vectorized (it measured ~4x slower than a copy on an H200)."""
-    if y.device.type != "cuda" or not y.is_contiguous():
-        return y.mul_(f)
-    n, block = y.numel(), 4096
-    _scale_inplace_kernel[(cdiv(n, block),)](y, f.float().reshape(1), n, BLOCK=block,
-                                                    num_warps=8)
-    return y
-
-
 def _operand(q: QuantizedTensor) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
     """``(code bytes [rows, KB], scale bytes [rows, KS], elem, scale kind, elems per scale)``."""
     if q.fmt == QFormat.NVFP4:
@@ -291,46 +270,6 @@ def dequantize_bf16(q: QuantizedTensor, block_rows: int = 16, block_bytes: int =
                           PACKED=elem == _ELEM_E2M1, PERMUTE_K=permute_k, BR=block_rows,
                           BKB=block_bytes, num_warps=num_warps)
     return y
-
-
-_MM_OUT_DTYPE: dict[str, bool] = {}
-
-
-def _mm_fp32_out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
-    """``a @ b.T`` with an fp32 output from bf16 inputs when this torch supports ``out_dtype``."""
-    dev = a.device.type
-    if dev == "cpu":              # CPU (tests): an fp32 GEMM on the exact bf16 values
-        return a.float() @ b.float().t()
-    if _MM_OUT_DTYPE.get(dev, True):
-        try:
-            y = torch.mm(a, b.t(), out_dtype=torch.float32)
-            _MM_OUT_DTYPE[dev] = True
-            return y
-        except (TypeError, RuntimeError, NotImplementedError):  # older torch / unsupported device
-            _MM_OUT_DTYPE[dev] = False
-    return None
-
-
-def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dtype: torch.dtype
-                           ) -> torch.Tensor:
-    """bf16 GEMM then the epilogue factor ``f`` (None: 1; a pair of NVFP4 amaxes: their α),
-    one rounding to ``out_dtype``.
-
-    ``f`` lives on the device. A 2-byte output with ``f`` goes through ``gemm_alpha`` (α made
-    and applied in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``); otherwise cuBLAS
-    with an fp32 output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a
-    host copy).
-    """
-    if f is not None and alpha_epilogue(out_dtype, a_bf16.device):
-        return alpha_mm(a_bf16, b_bf16, f, out_dtype)
-    if f is None and out_dtype != torch.float32:
-        return (a_bf16 @ b_bf16.t()).to(out_dtype)
-    y = _mm_fp32_out(a_bf16, b_bf16)
-    if y is None:                  # torch without mm(out_dtype=): fp32 operands, exact products
-        y = a_bf16.float() @ b_bf16.float().t()
-    if f is not None:
-        y = _scale_inplace(y, nvfp4_alpha(*f) if isinstance(f, tuple) else f)
-    return y if out_dtype == torch.float32 else y.to(out_dtype)
 
 
 def _mainloop(qa, qb, out_dtype, apply_factor=True, bm=128, bn=None, bkb=None, group_m=8,

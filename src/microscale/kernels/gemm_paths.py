@@ -183,8 +183,8 @@ def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bo
 def alpha_epilogue(out_dtype: torch.dtype, device) -> bool:
     """Whether a bf16 GEMM with a per-tensor factor into ``out_dtype`` on ``device`` runs the
     ``gemm_alpha`` kernel (the factor in its epilogue, a 2-byte output written directly): the
-    one rule that the dequant path (``gemm_fp4``), its ``ms.explain`` note and the layer's
-    :func:`factor_in_epilogue` all read."""
+    one rule that the dequant path's GEMM (``gemm_alpha._bf16_gemm_with_factor``), its
+    ``ms.explain`` note (``gemm_fp4``) and the layer's :func:`factor_in_epilogue` all read."""
     return EPILOGUE["alpha"] and out_dtype in (torch.bfloat16, torch.float16) \
         and torch.device(device).type == "cuda"
 
