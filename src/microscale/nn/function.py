@@ -34,7 +34,7 @@ quantized runs as a plain matmul in ``recipe.compute_dtype``.
 
 What is kept for backward: not x but the quantized xᵀ (4.5 bits per element for NVFP4
 instead of 16 for bf16) and the quantized Wᵀ; x in ``compute_dtype`` only when wgrad runs in
-high precision, the fp32 W only when dgrad does.
+high precision, the fp32 W only when dgrad does (packed for ``ctx`` by :mod:`microscale.nn.saved`).
 
 Tokens the wgrad blocks cannot tile are zero-padded up to ``recipe.required_multiples()
 ["tokens"]``: zero rows add nothing to ``dyᵀ x`` and their fprop/dgrad rows are sliced off.
@@ -51,7 +51,6 @@ device value on the host. Delayed scaling updates its history in place through t
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -66,9 +65,10 @@ from ..ops import delayed_scaling_update_, hp_mm, mm, quantize_views
 from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
+from .saved import save_for_grads, saved_activation_bytes, saved_for_grads
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
-           "saved_activation_bytes"]
+           "saved_activation_bytes"]      # saved_activation_bytes: re-exported from .saved
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
@@ -238,21 +238,6 @@ def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backen
                               qa.device)
 
 
-def _stash(q: QuantizedTensor | None, saved: list) -> tuple | None:
-    """Append q's tensors to ``saved``; return the tensor-free rest (rebuilt by :func:`_unstash`)."""
-    if q is None:
-        return None
-    saved += [q.data, q.scale, q.amax]
-    return (q.fmt, q.shape, q.orig_dtype, q.block, q.rht_d, q.extra)
-
-
-def _unstash(meta: tuple, tensors) -> QuantizedTensor:
-    fmt, shape, orig_dtype, block, rht_d, extra = meta
-    data, scale, amax = tensors
-    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=shape,
-                           orig_dtype=orig_dtype, block=block, rht_d=rht_d, extra=extra)
-
-
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,
            recompute: tuple | None = None):
     """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked, and
@@ -314,33 +299,6 @@ class QuantizedLinearFn(torch.autograd.Function):
         return dx, dw, db, None, None, None
 
 
-def save_for_grads(ctx, plan: Plan, state: dict, x2d, bias, seeds, q_xt, q_wt, hp: list,
-                   head: tuple = ()) -> None:
-    """What :func:`linear_grads` reads, kept on ``ctx``: ``head`` (a caller's own tensors),
-    the quantized xᵀ and Wᵀ (either may be None), the high-precision ``hp`` tensors, the SR
-    seeds; and the plan, state and shapes. :func:`saved_for_grads` gives them back."""
-    saved = list(head)
-    ctx.xt_meta, ctx.wt_meta = _stash(q_xt, saved), _stash(q_wt, saved)
-    saved += hp
-    if seeds is not None:
-        saved.append(seeds)
-    ctx.save_for_backward(*saved)
-    ctx.n_head, ctx.plan, ctx.state, ctx.has_seeds = len(head), plan, state, seeds is not None
-    ctx.x_dtype, ctx.has_bias, ctx.in_features = x2d.dtype, bias is not None, x2d.shape[1]
-
-
-def saved_for_grads(ctx) -> tuple:
-    """``(head, q_xt, q_wt, hp, seeds)`` as :func:`save_for_grads` kept them."""
-    saved = list(ctx.saved_tensors)
-    head, saved = saved[:ctx.n_head], saved[ctx.n_head:]
-    q_xt = _unstash(ctx.xt_meta, saved[:3]) if ctx.xt_meta else None
-    saved = saved[3:] if ctx.xt_meta else saved
-    q_wt = _unstash(ctx.wt_meta, saved[:3]) if ctx.wt_meta else None
-    saved = saved[3:] if ctx.wt_meta else saved
-    seeds = saved.pop() if ctx.has_seeds else None
-    return head, q_xt, q_wt, saved, seeds
-
-
 def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs):
     """dgrad, wgrad and the bias gradient of a linear layer from dy and what forward kept:
     the quantized xᵀ / Wᵀ where those GEMMs are quantized, else x / W in high precision.
@@ -399,28 +357,3 @@ def _hp_linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     with torch.autocast(x2d.device.type, enabled=False):
         y = (x2d.to(compute_dtype) @ weight.t().to(compute_dtype)).to(x2d.dtype)
         return y if bias is None else y + bias.to(y.dtype)
-
-
-def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) -> int:
-    """Bytes a layer keeps from x for backward at ``tokens`` tokens (weights not counted).
-
-    Quantized wgrad: the packed xᵀ ``[in, tokens_padded]`` (codes, block scales, fp32 amax, and
-    for tensorwise FP8 the fp32 ``scale_inv``). High-precision wgrad: x in ``compute_dtype``.
-    """
-    recipe = Recipe.parse(recipe)
-    op = recipe.wgrad.b
-    if not recipe.wgrad.quantized:
-        return in_features * tokens * torch.empty((), dtype=recipe.compute_dtype).element_size()
-    mult = recipe.required_multiples()["tokens"]
-    t_pad = math.ceil(tokens / mult) * mult
-    n = in_features * t_pad
-    fmt = op.format.value
-    if fmt in ("nvfp4", "mxfp4"):
-        codes, scales = n // 2, n // op.block_size          # E4M3 or UE8M0: 1 byte each
-    elif fmt.startswith("mxfp8"):
-        codes, scales = n, n // op.block_size
-    elif fmt == "fp8_block":
-        codes, scales = n, 4 * (n // (op.block[0] * op.block[1]))
-    else:  # fp8_tensor: one fp32 scale_inv
-        codes, scales = n, 4
-    return codes + scales + 4                                     # + fp32 amax

@@ -69,9 +69,9 @@ from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
 from ..quant.common import SUPPORTED_DTYPES, draw_seed
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
-from .function import (N_SEEDS, ROLES, Plan, linear, saved_activation_bytes, weight_pair_views,
-                       weight_views)
+from .function import N_SEEDS, ROLES, Plan, linear, weight_pair_views, weight_views
 from .recompute import RecomputedInputLinearFn, recompute_applies
+from .saved import saved_activation_bytes
 
 __all__ = ["Linear", "saved_activation_bytes"]
 

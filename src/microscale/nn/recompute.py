@@ -54,8 +54,8 @@ from torch import nn
 from ..op_specs import PROLOGUES
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import (Plan, _fprop, _views, linear_grads, padded_sources, save_for_grads,
-                       saved_for_grads)
+from .function import Plan, _fprop, _views, linear_grads, padded_sources
+from .saved import save_for_grads, saved_for_grads
 
 __all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from",
            "set_recompute_input", "can_recompute", "recompute_applies", "recompute_on"]
