@@ -1,4 +1,4 @@
-"""View specs and output layouts of the quantize ops (:mod:`microscale.ops`).
+"""The ops' static specs (:mod:`microscale.ops`): quantized views, their layouts, GEMM operands.
 
 A *view spec* is a quantized view's format plus its non-tensor options as canonical JSON: a
 static string in an op's schema, so a compiler specialises on it, while tensor options (seed,
@@ -22,6 +22,12 @@ A *prologue* (``quantize_rowcol``'s ``prologue`` / ``x2``): quantize ``op(x, x2)
 for ``op`` in :data:`PROLOGUES` (one correctly rounded multiply each), where a kernel can apply
 it to what it loads (``nn.recompute``: the MLP's input recomputed in backward, never written
 out in bf16); elsewhere the op is applied first, with the same bits.
+
+An *operand spec* (:func:`operand_spec`) is the static half of a ``scaled_mm`` operand, a string
+in that op's schema: ``"fmt,block_rows,block_cols,rht_d,form"`` (block ``0,0`` for tensorwise
+FP8; form ``e`` for expanded bf16 data, ``c`` for codes). :func:`_operand` rebuilds the
+:class:`~microscale.tensor.QuantizedTensor` from it and the op's three tensors, K read off the
+data's shape (two codes per byte for FP4).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import json
 import torch
 from torch import Tensor
 
-from .tensor import QFormat
+from .tensor import QFormat, QuantizedTensor
 
 _TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
 # prologue name -> (op, number of tensors it takes, kernels' constexpr code)
@@ -180,3 +186,27 @@ def check_prologue(prologue: str, x: Tensor, x2: Tensor | None) -> None:
 def _rows_cols(x: Tensor):
     cols = x.shape[-1] if x.dim() else 1
     return (x.numel() // cols if cols else 0), cols
+
+
+# ----------------------------------------------------------------------------- GEMM operands
+def operand_spec(q: QuantizedTensor) -> str:
+    """Static description of a GEMM operand: format, block (0,0 for tensorwise), RHT size and
+    whether it is expanded (``e``, bf16 ``value · block_scale`` data) or codes (``c``)."""
+    br, bc = (0, 0) if q.fmt == QFormat.FP8_TENSOR else q.block
+    return f"{q.fmt.value},{br},{bc},{q.rht_d},{'e' if q.expanded else 'c'}"
+
+
+@functools.lru_cache(maxsize=256)
+def _operand_meta(spec: str) -> tuple[QFormat, int, int, int, bool]:
+    name, br, bc, rht_d, form = spec.split(",")
+    return QFormat(name), int(br), int(bc), int(rht_d), form == "e"
+
+
+def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedTensor:
+    fmt, br, bc, rht_d, expanded = _operand_meta(spec)
+    rows = data.shape[0]
+    cols = data.shape[1] * (2 if fmt.is_fp4 and not expanded else 1)
+    block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (br, bc)
+    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=torch.Size((rows, cols)),
+                           orig_dtype=torch.float32, block=block, rht_d=rht_d,
+                           expanded=expanded)

@@ -22,10 +22,11 @@ The ops and their tensors::
     delayed_scaling_update_(amax_history, scale, amax, fp8_max, margin)   (in place)
 
 A *view spec* is the format plus its non-tensor options as canonical JSON (a static string in
-the op schema, so the compiler specialises on it); tensor options travel as tensors. Specs and
-the outputs' layouts (FP8 1×128 scales column-major) live in :mod:`microscale.op_specs`. An
+the op schema, so the compiler specialises on it); tensor options travel as tensors. An
 unrequested row/col view comes back as three empty tensors. An *operand spec* is
-``"fmt,block_rows,block_cols,rht_d"``; the operand's K is read off its data's shape.
+``"fmt,block_rows,block_cols,rht_d,form"`` (form ``c``: codes, ``e``: expanded); the operand's K
+is read off its data's shape. Both kinds of spec and the outputs' layouts (FP8 1×128 scales
+column-major) live in :mod:`microscale.op_specs`.
 
 Stochastic rounding never draws random numbers inside an op: the caller draws a ``seed``
 tensor (:func:`~microscale.quant.common.draw_seed`, from a generator or torch's default one)
@@ -85,10 +86,12 @@ __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "qua
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
     _layout,
     _meta,
+    _operand,
     _rows_cols,
     apply_prologue,
     check_prologue,
     col_major_like,
+    operand_spec,
     parse_view_spec,
     scale_col_major,
     view_spec,
@@ -311,29 +314,6 @@ hp_mm = torch.ops.microscale.hp_mm.default
 @_fake("hp_mm")
 def _(a, b, compute_dtype, out_dtype):
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
-
-
-def operand_spec(q: QuantizedTensor) -> str:
-    """Static description of a GEMM operand: format, block (0,0 for tensorwise), RHT size and
-    whether it is expanded (``e``, bf16 ``value · block_scale`` data) or codes (``c``)."""
-    br, bc = (0, 0) if q.fmt == QFormat.FP8_TENSOR else q.block
-    return f"{q.fmt.value},{br},{bc},{q.rht_d},{'e' if q.expanded else 'c'}"
-
-
-@functools.lru_cache(maxsize=256)
-def _operand_meta(spec: str) -> tuple[QFormat, int, int, int, bool]:
-    name, br, bc, rht_d, form = spec.split(",")
-    return QFormat(name), int(br), int(bc), int(rht_d), form == "e"
-
-
-def _operand(data: Tensor, scale: Tensor, amax: Tensor, spec: str) -> QuantizedTensor:
-    fmt, br, bc, rht_d, expanded = _operand_meta(spec)
-    rows = data.shape[0]
-    cols = data.shape[1] * (2 if fmt.is_fp4 and not expanded else 1)
-    block = (rows, cols) if fmt == QFormat.FP8_TENSOR else (br, bc)
-    return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=torch.Size((rows, cols)),
-                           orig_dtype=torch.float32, block=block, rht_d=rht_d,
-                           expanded=expanded)
 
 
 def _delayed_scaling_update_impl(amax_history: Tensor, scale: Tensor, amax: Tensor,
