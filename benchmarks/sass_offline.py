@@ -62,8 +62,8 @@ _NV_REG = dict(IN_DTYPE=1, NI=16, BC=64, EVEN=True, ROW=True, ROW_SR=0, COL=True
                COL_SR=0, SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=1)
 _NV_ROWS = dict(IN_DTYPE=1, BR=32, BC=32, ROW=True, ROW_RHT=False, ROW_2D=False, ROW_SR=0,
                 COL=True, COL_RHT=True, COL_2D=False, COL_SR=0, NUM_STAGES=2)
-NV_GRP = {"x_ptr": "*bf16", "tab_ptr": "*i32", "amax_ptr": "*fp32", "seeds_ptr": "*i32",
-          "qr_ptr": "*i32", "sr_ptr": "*u8", "br_ptr": "*u8", "qc_ptr": "*i32", "sc_ptr": "*u8",
+NV_GRP = {"x_ptr": "*bf16", "tab_ptr": "*i32", "amax_r_ptr": "*fp32", "amax_c_ptr": "*fp32",
+          "seed_r_ptr": "*i64", "seed_c_ptr": "*i64", "qr_ptr": "*i32", "sr_ptr": "*u8", "br_ptr": "*u8", "qc_ptr": "*i32", "sc_ptr": "*u8",
           "bc_ptr": "*u8", "tokens": "i32", "bound": "i32", "cols": "i32", "n_seg": "i32",
           "n_tc": "i32", "n_tiles": "i32"}
 _NV_GRP = dict(IN_DTYPE=1, NI=16, BC=64, ROW=True, ROW_SR=0, COL=True, COL_RHT=True, COL_SR=0,
@@ -122,8 +122,8 @@ PRESETS = {
     "nv_grp_row_sr": (quant_nvfp4_grouped_reg.nvfp4_grouped_reg_kernel, NV_GRP,
                       _NV_GRP | dict(COL=False, ROW_SR=2), 4, 1, 256 * 64),
     "nv_grp_amax": (quant_nvfp4_grouped_reg.nvfp4_grouped_amax_kernel,
-                    {k: NV_GRP[k] for k in ("x_ptr", "tab_ptr", "amax_ptr", "bound", "cols",
-                                            "n_seg", "n_tc", "n_tiles")},
+                    {k: NV_GRP[k] for k in ("x_ptr", "tab_ptr", "amax_r_ptr", "amax_c_ptr",
+                                            "bound", "cols", "n_seg", "n_tc", "n_tiles")},
                     dict(IN_DTYPE=1, NI=16, BC=32, ROW=True, COL=True, COL_RHT=True,
                          SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2), 4, 2, 256 * 32),
     "nv_rows_x": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS, 4, 2, 32 * 32),

@@ -11,7 +11,7 @@ import torch
 
 import microscale as ms
 from microscale.kernels import grouped as fast
-from microscale.kernels.quant_nvfp4_grouped_reg import quantize_nvfp4_grouped_views
+from microscale.kernels.quant_nvfp4_grouped_reg import group_tables, quantize_nvfp4_grouped_views
 from microscale.quant.grouped import group_layout, quantize_segments, segment_sr_bytes
 from microscale.tensor import QFormat
 
@@ -57,6 +57,21 @@ def _twin(x, lay, sr: bool, seeds):
     return (row, col), (rb, cb)
 
 
+@pytest.mark.parametrize("counts,m", [([5, 0, 37, 20], 16), ([0] * 7 + [3] + [40] * 25, 16),
+                                      ([130, 0, 1], 128), ([0, 0], 32)])
+def test_layout_kernel_equals_group_layout(counts, m):
+    """One launch gives quant.grouped.group_layout's tables and col_groups() (E not a power of
+    two, more experts than a block's width, empty ones, a token multiple of 128, no tokens)
+    and zeroed amax buffers."""
+    offs = torch.tensor(counts).cumsum(0).to(torch.int32).to(DEV)
+    lay = group_layout(offs, sum(counts), m)
+    tab, amax_r, amax_c = group_tables(offs, m, lay.bound)
+    e = len(counts)
+    want = torch.cat([lay.starts, lay.pad_starts, lay.counts, lay.pad_counts, lay.col_groups()])
+    assert torch.equal(tab.long(), want)
+    assert not amax_r.any() and not amax_c.any() and amax_r.shape == (e,)
+
+
 @pytest.mark.parametrize("dtype,counts,k", [
     (torch.bfloat16, [5, 0, 37, 20], 48),        # an empty expert, a partial column tile
     (torch.float16, [130, 0, 3, 70], 64),        # tiles across three experts
@@ -71,7 +86,7 @@ def test_kernel_equals_pytorch_twin(dtype, counts, k):
     for sr in (False, True):
         want, (rb, cb) = _twin(x, lay, sr, seeds)
         mode = 1 if sr else 0
-        got = quantize_nvfp4_grouped_views(x, lay, lay.col_groups(), (False, mode, None, rb),
+        got = quantize_nvfp4_grouped_views(x, lay.offs, 16, (False, mode, None, rb),
                                            (True, mode, None, cb))
         for view, g, w in zip(("row", "col"), got, want):
             for a, b in zip(g, w):
@@ -82,11 +97,10 @@ def test_views_alone_equal_the_pair():
     """A row view alone and a column view alone give the pair's outputs (their own launches
     and amax passes)."""
     x, seeds, lay = _setup([40, 9, 0, 23], 32, torch.bfloat16, seed=1)
-    cg = lay.col_groups()
-    pair = quantize_nvfp4_grouped_views(x, lay, cg, (False, 2, seeds, None),
+    pair = quantize_nvfp4_grouped_views(x, lay.offs, 16, (False, 2, seeds, None),
                                         (True, 2, seeds + 1, None))
-    row = quantize_nvfp4_grouped_views(x, lay, cg, (False, 2, seeds, None), None)
-    col = quantize_nvfp4_grouped_views(x, lay, cg, None, (True, 2, seeds + 1, None))
+    row = quantize_nvfp4_grouped_views(x, lay.offs, 16, (False, 2, seeds, None), None)
+    col = quantize_nvfp4_grouped_views(x, lay.offs, 16, None, (True, 2, seeds + 1, None))
     assert row[1] is None and col[0] is None
     for a, b in zip(pair[0] + pair[1], row[0] + col[1]):
         assert torch.equal(_bits(a), _bits(b))
@@ -99,7 +113,7 @@ def test_philox_per_expert_equals_the_dense_kernels():
     from microscale.kernels.quant_nvfp4 import quantize_rowcol_nvfp4_triton
     counts = [21, 0, 50, 16]
     x, seeds, lay = _setup(counts, 48, torch.bfloat16, seed=2)
-    got = quantize_nvfp4_grouped_views(x, lay, lay.col_groups(), (False, 2, seeds, None),
+    got = quantize_nvfp4_grouped_views(x, lay.offs, 16, (False, 2, seeds, None),
                                        (True, 2, seeds + 1, None))
     starts, ps, pc = lay.starts.tolist(), lay.pad_starts.tolist(), lay.pad_counts.tolist()
     for e, c in enumerate(counts):

@@ -1,17 +1,24 @@
 """The sync-free grouped (MoE) path: the ``quantize_grouped`` and ``grouped_scaled_mm`` ops with
 no host synchronisation, for CUDA tensors (and ``backend="triton"`` anywhere).
 
-Quantization (:func:`quantize_grouped_fast`): group positions come from ``offs`` by device
-ops (:func:`microscale.quant.grouped.group_layout`); the row view is quantized in place,
-the column view from the padded layout ``x_pad [bound, K]`` built by one ``index_copy``. Per
-view there is one quantizer call: formats whose scales are all per block (MXFP8, MXFP4, FP8
-blockwise) go through the per-tensor Triton kernels (their blocks never cross an expert, so one
-launch over the whole matrix quantizes every expert exactly as alone); NVFP4 views go through
+Quantization (:func:`quantize_grouped_fast`): NVFP4 token views (1x16 blocks, the column view
+with the 16-point RHT or none) go to ``quant_nvfp4_grouped_reg``: one launch builds the group
+layout from ``offs``, one amax pass measures both views per expert, one quantize pass (two for
+a stochastically rounded row view beside the column view) loads x's rows straight into the
+padded column layout, and stochastic rounding draws in-kernel Philox keyed by each expert's
+seed (every expert's codes are those the dense kernels give its tokens alone; given bytes,
+those are used). Other views: group positions come from ``offs`` by device ops
+(:func:`microscale.quant.grouped.group_layout`); the row view is quantized in place, the column
+view from the padded layout ``x_pad [bound, K]`` built by one gathering pass. Per view there
+is one quantizer call: formats whose scales are all per block (MXFP8, MXFP4, FP8 blockwise) go
+through the per-tensor Triton kernels (their blocks never cross an expert, so one launch over
+the whole matrix quantizes every expert exactly as alone); NVFP4 views the register kernels do
+not take (a row view with the RHT; ``CONFIG["NVFP4_REG"]`` off) go through the older
 ``quant_nvfp4_grouped`` (an amax pass with one atomic max per expert, then the per-tensor
-kernel's block arithmetic with each expert's global scale); FP8 tensorwise (and NVFP4 with
-2D tiles or another RHT size) compute the per-expert amax with a segment max and run the
-reference arithmetic with it broadcast (PyTorch ops). Stochastic rounding's bytes come from
-``sr_bytes_grouped`` (one pass, the hash of ``quant.grouped.segment_rand_bits``).
+kernel's block arithmetic with each expert's global scale); FP8 tensorwise (and NVFP4 with 2D
+tiles or another RHT size) compute the per-expert amax with a segment max and run the
+reference arithmetic with it broadcast (PyTorch ops). Their stochastic rounding bytes come
+from ``sr_bytes_grouped`` (one pass, the hash of ``quant.grouped.segment_rand_bits``).
 
 GEMMs (:func:`grouped_mm_fast`): first the Triton grouped GEMM (``kernels/gemm_grouped.py``,
 fp32 result, group offsets read inside the kernel): FP8 blockwise × FP8 blockwise straight on
@@ -67,6 +74,10 @@ def _block_fn(fmt: QFormat, backend: str):
 # session 9 timed it (H100, graph-replayed fwd+bwd at the DeepSeek-V3 and Qwen3 shapes: 9-19%
 # faster for FP8 1x128 and MXFP8; benchmarks/results/h100_20261125_session9/);
 # MICROSCALE_GROUPED_PAIR=0 or CONFIG["PAIR"] = False turns it off.
+# NVFP4_REG: NVFP4 token views through quant_nvfp4_grouped_reg (above). Session 17 (H100,
+# graph-replayed, moe-1b's pairs at 32768 routed rows, bench_grouped_sweep.py --pairs): x pair
+# 0.378 -> 0.229 ms, dy pair (K 1536) 0.766 -> 0.399 ms against the older kernels; moe-1b
+# nvfp4 step 0.579x -> 0.645x of bf16. MICROSCALE_GROUPED_NVFP4_REG=0 turns it off.
 CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "1") == "1",
           "NVFP4_REG": os.environ.get("MICROSCALE_GROUPED_NVFP4_REG", "1") == "1"}
 _PAIR_FORMATS = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
@@ -75,24 +86,33 @@ _PAIR_FORMATS = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_scale,
                           col_scale, backend: str = "auto"):
     """Same outputs as ``ops_grouped.quantize_grouped_reference``, without reading ``offs``."""
-    lay = group_layout(offs, x.shape[0], multiple)
     key = rowcol_key(row and row[0].value, col and col[0].value)
+    nv = _nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits)
+    rest = [v if nv[k] is None else None for k, v in enumerate((row, col))]
+    if any(nv):
+        note_path("quantize_grouped", key, "sync-free: NVFP4 views in the register layout "
+                  "(quant_nvfp4_grouped_reg: layout, amax and quantize launches), in-kernel "
+                  "Philox per expert" + ("; the other view one quantizer pass" if any(rest)
+                                         else ""))
+        if not any(rest):
+            return nv
+    row, col = rest
+    lay = group_layout(offs, x.shape[0], multiple)
     if _pair_ok(row, col, x, lay):
         note_path("quantize_grouped", key, "sync-free: one row + column kernel call on the "
                   "padded matrix, the row view gathered back (CONFIG['PAIR'])")
         return _pair(x, lay, row, col, key, backend)
-    nv = _nvfp4_reg_views(x, lay, row, col, seeds, row_bits, col_bits)
-    note_path("quantize_grouped", key, "sync-free: group layout on the device, " + (
-        "NVFP4 views in the register layout (quant_nvfp4_grouped_reg), in-kernel Philox per "
-        "expert" if any(nv) else "one quantizer pass per view"))
+    if not any(nv):
+        note_path("quantize_grouped", key,
+                  "sync-free: group layout on the device, one quantizer pass per view")
     outs = [None, None]
-    if row and not nv[0]:
+    if row:
         fmt, opts = row[0], dict(row[1], check_finite=False)
         args = (lay.row_groups(), lay.starts, lay.counts, "rows", seeds)
         _sr_bytes(opts, row_bits, args, tuple(x.shape), x.device)
         outs[0] = _nvfp4_fused(x, opts, *args, col=False) if _fused_ok(fmt, opts, x) else \
             quantize_segments(x, fmt, opts, *args, row_scale, _block_fn(fmt, backend))
-    if col and not nv[1]:
+    if col:
         fmt, opts = col[0], dict(col[1], check_finite=False)
         groups = lay.col_groups()
         x_pad = _pad(x, lay, groups)
@@ -105,11 +125,11 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
     return [nv[k] or outs[k] for k in range(2)]
 
 
-def _reg_view(view, x, lay, seeds, bits, is_row: bool):
+def _reg_view(view, x, multiple: int, seeds, bits, is_row: bool):
     """``(rht, sr, seeds, bits)`` of an NVFP4 view ``quant_nvfp4_grouped_reg`` takes, else
     None: 1x16 blocks, the RHT 16 (column view) or none, x in 4-byte aligned rows."""
     if not view or view[0] != QFormat.NVFP4 or not _fused_ok(view[0], view[1], x) or \
-            (is_row and view[1].get("rht")) or x.shape[1] % 16 or lay.multiple % 16 or \
+            (is_row and view[1].get("rht")) or x.shape[1] % 16 or multiple % 16 or \
             x.data_ptr() % 4 or not CONFIG["NVFP4_REG"]:
         return None
     sr = 0
@@ -120,17 +140,17 @@ def _reg_view(view, x, lay, seeds, bits, is_row: bool):
     return (bool(view[1].get("rht")), sr, seeds, bits)
 
 
-def _nvfp4_reg_views(x, lay, row, col, seeds, row_bits, col_bits):
-    """Both NVFP4 views the register-layout kernel takes, in one amax and one (or, for an SR
-    row view beside the column view, two) quantize launches; ``[None, None]`` where it takes
-    none."""
+def _nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits):
+    """The NVFP4 views the register-layout kernels take, together (one layout, one amax and
+    one or, for an SR row view beside the column view, two quantize launches); None where
+    they do not take a view."""
     x = x.contiguous()
-    rv = _reg_view(row, x, lay, seeds, row_bits, True)
-    cv = _reg_view(col, x, lay, None if seeds is None else seeds + 1, col_bits, False)
+    rv = _reg_view(row, x, multiple, seeds, row_bits, True)
+    cv = _reg_view(col, x, multiple, None if seeds is None else seeds + 1, col_bits, False)
     if rv is None and cv is None:
         return [None, None]
     from .quant_nvfp4_grouped_reg import quantize_nvfp4_grouped_views
-    return quantize_nvfp4_grouped_views(x, lay, lay.col_groups(), rv, cv)
+    return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv)
 
 
 def _pair_ok(row, col, x, lay) -> bool:

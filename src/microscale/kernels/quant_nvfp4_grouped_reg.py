@@ -43,13 +43,14 @@ import torch
 import triton
 import triton.language as tl
 
+from ..quant.grouped import padded_bound
 from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
 from ._rht import rht_butterfly
 from ._utils import abs_nan0, nvfp4_global_scales, tile_coords
 from .quant_nvfp4_reg import (RHT_SIGN_MASK, _col_view, _half, _join_halves, _row_tile,
                               _row_view, _row_words, _store_cols, _store_row_scales)
 
-__all__ = ["CONFIG", "nvfp4_grouped_amax_kernel", "nvfp4_grouped_reg_kernel",
+__all__ = ["CONFIG", "group_tables", "nvfp4_grouped_amax_kernel", "nvfp4_grouped_reg_kernel",
            "quantize_nvfp4_grouped_views"]
 
 # The dense reg pass's tile and launch (quant_nvfp4.CONFIG["REG"], "REG_AMAX"): [256, 64], 4
@@ -93,12 +94,13 @@ def _gather16(x_ptr, t, l, count, c0, cols, NI: tl.constexpr, BC: tl.constexpr,
 
 
 @triton.jit
-def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_ptr, bound, cols, n_seg, n_tc, n_tiles,
+def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, bound, cols, n_seg, n_tc,
+                              n_tiles,
                               IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
                               ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
                               SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """``amax[0, g] = max|x|`` over expert g's rows (row view), ``amax[1, g]`` its column
-    view's (after the RHT); fp32 ``[2, n_seg]``, zeroed by the caller."""
+    """``amax_r[g] = max|x|`` over expert g's rows (row view), ``amax_c[g]`` its column view's
+    (after the RHT); fp32 ``[n_seg]`` each, zeroed before (``_tables_kernel``)."""
     for tt in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(tt, n_tc, 16 * NI, BC)
         p = r0 + 16 * tl.arange(0, NI)[:, None]
@@ -124,37 +126,38 @@ def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_ptr, bound, cols, n_seg, n_tc
         per_c = tl.max(acc_c, axis=1)[:, None] if COL_RHT else per_r
         if g_lo == g_hi:    # rows come sorted by expert: one atomic a tile and view
             if ROW:
-                tl.atomic_max(amax_ptr + g_lo, tl.max(tl.max(per_r, axis=1), axis=0))
+                tl.atomic_max(amax_r_ptr + g_lo, tl.max(tl.max(per_r, axis=1), axis=0))
             if COL:
-                tl.atomic_max(amax_ptr + n_seg + g_lo, tl.max(tl.max(per_c, axis=1), axis=0))
+                tl.atomic_max(amax_c_ptr + g_lo, tl.max(tl.max(per_c, axis=1), axis=0))
         else:
             if ROW:
-                tl.atomic_max(amax_ptr + g, per_r, mask=inb)
+                tl.atomic_max(amax_r_ptr + g, per_r, mask=inb)
             if COL:
-                tl.atomic_max(amax_ptr + n_seg + g, per_c, mask=inb)
+                tl.atomic_max(amax_c_ptr + g, per_c, mask=inb)
 
 
 @triton.jit
-def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_ptr, seeds_ptr, qr_ptr, sr_ptr, br_ptr,
-                             qc_ptr, sc_ptr, bc_ptr, tokens, bound, cols, n_seg, n_tc, n_tiles,
+def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, seed_r_ptr, seed_c_ptr,
+                             qr_ptr, sr_ptr, br_ptr, qc_ptr, sc_ptr, bc_ptr, tokens, bound, cols,
+                             n_seg, n_tc, n_tiles,
                              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
                              ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                              COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
                              NUM_STAGES: tl.constexpr):
     """Persistent loop over ``[16·NI, BC]`` tiles of padded rows: the row view (codes as int32
     words ``qr [tokens, cols/8]``, scale bytes ``sr [tokens, cols/16]``, at the token rows)
-    and/or the column view (``qc [cols, bound/8]``, ``sc [cols, bound/16]``). ``amax``: fp32
-    ``[2, n_seg]`` (row view, column view); ``seeds``: int32 ``[2, n_seg]`` (row view's,
-    column view's Philox keys, SR 2); ``br``/``bc``: SR 1's bytes, ``[tokens, cols]`` /
-    ``[cols, bound]``."""
+    and/or the column view (``qc [cols, bound/8]``, ``sc [cols, bound/16]``). ``amax_r`` /
+    ``amax_c``: fp32 ``[n_seg]`` per view; ``seed_r`` / ``seed_c``: int64 ``[n_seg]``, each
+    view's Philox keys (SR 2, used as int32 as the dense kernels use theirs); ``br``/``bc``:
+    SR 1's bytes, ``[tokens, cols]`` / ``[cols, bound]``."""
     for tt in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(tt, n_tc, 16 * NI, BC)
         p = r0 + 16 * tl.arange(0, NI)[:, None]
         g, l, t, count = _groups(tab_ptr, p, bound, n_seg)
         raw = _gather16(x_ptr, t, l, count, c0, cols, NI, BC, IN_DTYPE)
         if COL:
-            s_enc6, s_dec = nvfp4_global_scales(amax_ptr + n_seg + g)
-            seed = tl.load(seeds_ptr + n_seg + g) if COL_SR == 2 else 0
+            s_enc6, s_dec = nvfp4_global_scales(amax_c_ptr + g)
+            seed = tl.load(seed_c_ptr + g).to(tl.int32) if COL_SR == 2 else 0
             cpr = tl.load(tab_ptr + 3 * n_seg + g) // 16
             gofs = (p - l) // 16
             outs = ()
@@ -170,8 +173,8 @@ def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_ptr, seeds_ptr, qr_ptr, sr_ptr
             _store_cols(qc_ptr, sc_ptr, _join_halves(outs[0][0], outs[1][0]),
                         _join_halves(outs[0][1], outs[1][1]), r0, c0, bound, cols, NI, BC, False)
         if ROW:
-            s_enc6, s_dec = nvfp4_global_scales(amax_ptr + g)
-            seed = tl.load(seeds_ptr + g)[:, :, None] if ROW_SR == 2 else 0
+            s_enc6, s_dec = nvfp4_global_scales(amax_r_ptr + g)
+            seed = tl.load(seed_r_ptr + g).to(tl.int32)[:, :, None] if ROW_SR == 2 else 0
             blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]
             sb = ()
             for j in tl.static_range(0, 16, 2):
@@ -193,60 +196,89 @@ def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_ptr, seeds_ptr, qr_ptr, sr_ptr
             _store_row_scales(sr_ptr, sb, rows16, c0, tokens, cols, NI, BC, False)
 
 
-def _tables(lay, groups: torch.Tensor) -> torch.Tensor:
-    """int32 ``[4·E + bound]``: starts, pad_starts, counts, pad_counts, then each padded
-    row's expert (device ops only)."""
-    return torch.cat([lay.starts, lay.pad_starts, lay.counts, lay.pad_counts,
-                      groups]).to(torch.int32)
+@triton.jit
+def _tables_kernel(offs_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, n_seg, bound,
+                   MULT: tl.constexpr, E_PAD: tl.constexpr, BLOCK: tl.constexpr):
+    """The layout of ``quant.grouped.group_layout`` in one launch: int32 ``tab`` = starts,
+    pad_starts, counts, pad_counts ``[n_seg]`` each, then every padded row's expert ``[bound]``
+    (``searchsorted(pad_ends, p, right=True)``, the tail past the last group given to the
+    last expert); program 0 also zeroes both amax buffers."""
+    e = tl.arange(0, E_PAD)
+    live = e < n_seg
+    ends = tl.load(offs_ptr + e, mask=live, other=0)
+    starts = tl.load(offs_ptr + e - 1, mask=live & (e > 0), other=0)
+    counts = ends - starts
+    pcounts = (counts + MULT - 1) // MULT * MULT
+    pends = tl.cumsum(pcounts, axis=0)
+    if tl.program_id(0) == 0:
+        tl.store(tab_ptr + e, starts, mask=live)
+        tl.store(tab_ptr + n_seg + e, pends - pcounts, mask=live)
+        tl.store(tab_ptr + 2 * n_seg + e, counts, mask=live)
+        tl.store(tab_ptr + 3 * n_seg + e, pcounts, mask=live)
+        tl.store(amax_r_ptr + e, tl.zeros((E_PAD,), tl.float32), mask=live)
+        tl.store(amax_c_ptr + e, tl.zeros((E_PAD,), tl.float32), mask=live)
+    p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    g = tl.sum(((pends[None, :] <= p[:, None]) & live[None, :]).to(tl.int32), axis=1)
+    tl.store(tab_ptr + 4 * n_seg + p, tl.minimum(g, n_seg - 1), mask=p < bound)
+
+
+def group_tables(offs: torch.Tensor, multiple: int, bound: int):
+    """``(tab, amax_r, amax_c)``: ``_tables_kernel``'s int32 table for group ends ``offs``
+    (int32 ``[E]``) and two zeroed fp32 ``[E]`` amax buffers, from one launch."""
+    n_seg, dev = offs.shape[0], offs.device
+    tab = torch.empty(4 * n_seg + bound, dtype=torch.int32, device=dev)
+    amax = [torch.empty(n_seg, dtype=torch.float32, device=dev) for _ in range(2)]
+    e_pad = triton.next_power_of_2(max(n_seg, 2))
+    block = min(1024, triton.next_power_of_2(max(16, 16384 // e_pad)))
+    _tables_kernel[(cdiv(bound, block),)](offs.to(torch.int32).contiguous(), tab, *amax, n_seg,
+                                          bound, multiple, e_pad, block, num_warps=4)
+    return tab, amax[0], amax[1]
 
 
 def _buffers(v, shape: tuple, x: torch.Tensor):
-    """(int32 code words, E4M3 scales, SR bytes) of a view ``shape`` (x itself where absent
-    or unused: never read or written)."""
+    """(int32 code words, E4M3 scales, SR bytes, seeds) of a view ``shape`` (x itself where
+    absent or unused: never read or written)."""
     if v is None:
-        return x, x, x
+        return x, x, x, x
     codes = torch.empty((shape[0], shape[1] // 8), dtype=torch.int32, device=x.device)
     scale = torch.empty((shape[0], shape[1] // 16), dtype=torch.float8_e4m3fn, device=x.device)
-    bits = v[3].contiguous() if v[1] == 1 else x
-    return codes, scale, bits
+    return (codes, scale, v[3].contiguous() if v[1] == 1 else x,
+            v[2].reshape(-1).to(torch.int64).contiguous() if v[1] == 2 else x)
 
 
-def quantize_nvfp4_grouped_views(x: torch.Tensor, lay, groups: torch.Tensor, row, col):
+def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: int, row, col):
     """``[(codes, E4M3 scales, amax [E]) or None, ...]`` of the row view of ``x [T, K]`` and
-    the column view of its padded layout (``lay``: ``quant.grouped.group_layout``, token
-    multiple a multiple of 16; ``groups``: ``lay.col_groups()``). ``row``/``col``: None or
+    the column view of its padded layout (group ends ``offs``, int32 ``[E]`` on the device;
+    token ``multiple`` a multiple of 16: ``quant.grouped``). ``row``/``col``: None or
     ``(rht, sr, seeds, rand_bits)``, ``sr`` 0 (RNE), 1 (``rand_bits``: uint8 shaped as the
-    view) or 2 (``seeds``: int64 ``[E]``, in-kernel Philox). The row view takes no RHT."""
+    view) or 2 (``seeds``: int64 ``[E]``, that view's Philox keys). The row view takes no RHT.
+    Four launches at most (layout, amax, two quantize passes); nothing read on the host."""
     tokens, cols = x.shape
-    bound, n_seg, dev = lay.bound, lay.n_groups, x.device
-    if (row is not None and row[0]) or cols % 16 or lay.multiple % 16:
+    if (row is not None and row[0]) or cols % 16 or multiple % 16:
         raise ValueError("quantize_nvfp4_grouped_views: a row view without the RHT, K and the "
                          "token multiple multiples of 16")
-    tab = _tables(lay, groups)
-    amax = torch.zeros((2, n_seg), dtype=torch.float32, device=dev)
-    seeds = torch.zeros((2, n_seg), dtype=torch.int32, device=dev)
-    for k, v in enumerate((row, col)):
-        if v is not None and v[1] == 2:
-            seeds[k] = v[2].reshape(-1).to(torch.int32)
+    n_seg, dev = offs.shape[0], x.device
+    bound = padded_bound(tokens, n_seg, multiple)
+    tab, amax_r, amax_c = group_tables(offs, multiple, bound)
     bufs = [_buffers(row, (tokens, cols), x), _buffers(col, (cols, bound), x)]
     cfg, code, col_rht = CONFIG, IN_DTYPE_CODE[x.dtype], bool(col is not None and col[0])
     n_tc = cdiv(cols, cfg["AMAX_BC"])
     n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
     nvfp4_grouped_amax_kernel[(persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)](
-        x, tab, amax, bound, cols, n_seg, n_tc, n_tiles, code, cfg["NI"], cfg["AMAX_BC"],
-        row is not None, col is not None, col_rht, RHT_SIGN_MASK, cfg["AMAX_STAGES"],
-        num_warps=cfg["num_warps"])
+        x, tab, amax_r, amax_c, bound, cols, n_seg, n_tc, n_tiles, code, cfg["NI"],
+        cfg["AMAX_BC"], row is not None, col is not None, col_rht, RHT_SIGN_MASK,
+        cfg["AMAX_STAGES"], num_warps=cfg["num_warps"])
     # a stochastically rounded row view beside the column view: two launches (the split)
     split = row is not None and col is not None and row[1] > 0
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+    (qr, sr, br, seed_r), (qc, sc, bc, seed_c) = bufs
     for lr, lc in ([(None, col), (row, None)] if split else [(row, col)]):
         nvfp4_grouped_reg_kernel[grid](
-            x, tab, amax, seeds, bufs[0][0], bufs[0][1].view(torch.uint8), bufs[0][2],
-            bufs[1][0], bufs[1][1].view(torch.uint8), bufs[1][2], tokens, bound, cols, n_seg,
-            n_tc, n_tiles, code, cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0,
-            lc is not None, col_rht, lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-            num_warps=cfg["num_warps"])
-    return [None if v is None else (b[0].view(torch.uint8), b[1], amax[k].clone())
-            for k, (v, b) in enumerate(zip((row, col), bufs))]
+            x, tab, amax_r, amax_c, seed_r, seed_c, qr, sr.view(torch.uint8), br, qc,
+            sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
+            cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
+            lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"], num_warps=cfg["num_warps"])
+    return [None if v is None else (b[0].view(torch.uint8), b[1], a)
+            for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]
