@@ -63,7 +63,8 @@ CONFIG = {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1
 def _groups(tab_ptr, p, bound, n_seg):
     """Per first padded row ``p [NI, 1]`` of a 16-row group: its expert ``g``, row ``l``
     inside the expert, token row ``t`` of that row and the expert's token count. ``tab``:
-    int32 ``[5, n_seg]`` (starts, pad_starts, counts, pad_counts) then ``grp [bound]``."""
+    int32 ``[4·n_seg + bound]``: starts, pad_starts, counts, pad_counts, then each padded
+    row's expert (``group_tables``)."""
     inb = p < bound
     g = tl.load(tab_ptr + 4 * n_seg + p, mask=inb, other=0)
     start = tl.load(tab_ptr + g)
@@ -259,6 +260,9 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
                          "token multiple multiples of 16")
     n_seg, dev = offs.shape[0], x.device
     bound = padded_bound(tokens, n_seg, multiple)
+    if n_seg == 0 or max(tokens, bound) * cols >= 2**31:
+        raise ValueError("quantize_nvfp4_grouped_views: at least one expert, and views of "
+                         "fewer than 2^31 elements (int32 indexing)")
     tab, amax_r, amax_c = group_tables(offs, multiple, bound)
     bufs = [_buffers(row, (tokens, cols), x), _buffers(col, (cols, bound), x)]
     cfg, code, col_rht = CONFIG, IN_DTYPE_CODE[x.dtype], bool(col is not None and col[0])
