@@ -112,6 +112,9 @@ KERNEL_SETS = {
     # session 17: MoE NVFP4 token views through the older per-view grouped kernels (a padded
     # copy, hash SR bytes, amax + quantize per view) instead of the register-layout ones
     "grp-nv-old": {"grouped": {"NVFP4_REG": False}},
+    # session 17: MoE NVFP4 row views (the GEMMs' A operands) as codes that the grouped GEMM
+    # decodes in a pass of its own, not written expanded by the quantizer
+    "grp-nv-codes": {"nn.grouped": {"EXPAND_ROWS": False}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }
@@ -123,7 +126,8 @@ GROUP_WEIGHTS = [True]           # --no-group-weights: one weight quantization p
 @contextlib.contextmanager
 def kernel_settings(recipe: str):
     """Apply ``KERNEL_SETS[name]`` for ``recipe@name`` (nothing for a plain recipe); restore.
-    A key ``module:NAME`` updates that module's dict ``NAME`` instead of its ``CONFIG``."""
+    A key names a module of ``microscale.kernels`` (or ``nn.X``: ``microscale.nn.X``); with
+    ``module:NAME`` that module's dict ``NAME`` is updated instead of its ``CONFIG``."""
     name = recipe.partition("@")[2]
     if not name:
         yield
@@ -132,7 +136,9 @@ def kernel_settings(recipe: str):
     saved = []
     for key, entries in KERNEL_SETS[name].items():
         module, _, attr = key.partition(":")
-        cfg = getattr(importlib.import_module(f"microscale.kernels.{module}"), attr or "CONFIG")
+        path = f"microscale.{module}" if module.startswith("nn.") else \
+            f"microscale.kernels.{module}"
+        cfg = getattr(importlib.import_module(path), attr or "CONFIG")
         saved.append((cfg, dict(cfg)))
         cfg.update(entries)
     try:

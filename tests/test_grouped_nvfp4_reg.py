@@ -156,3 +156,24 @@ def test_sync_free_op_takes_the_kernel_and_says_so(monkeypatch):
         for g, w in zip(got, (want_r, want_c)):
             for a, b in zip(g, w):
                 assert torch.equal(_bits(a), _bits(b)), on
+
+
+@pytest.mark.parametrize("sr", [False, True])
+def test_expanded_views_equal_the_reference(sr):
+    """``"expand"`` (as nn.grouped asks for the GEMMs' A operands): the register kernel writes
+    the row view as bf16 value · block scale; a column view asked for expanded is decoded
+    after the kernel. Both equal the reference's expanded views bit for bit, scales and amax
+    included."""
+    from microscale.ops_grouped import quantize_grouped_reference
+    counts = [5, 0, 37, 16]
+    x, seeds, lay = _setup(counts, 32, torch.bfloat16, seed=4)
+    (_, _), (rb, cb) = _twin(x, lay, sr, seeds)
+    opts = {"stochastic": sr, "check_finite": False, "expand": True}
+    views = [(QFormat.NVFP4, dict(opts)), (QFormat.NVFP4, dict(opts, rht=True))]
+    got = fast.quantize_grouped_fast(x, lay.offs, *views, 16, seeds, rb, cb, None, None,
+                                     "triton")
+    want = quantize_grouped_reference(x, lay.offs, *views, 16, seeds, rb, cb, None, None)
+    for g, w in zip(got, want):
+        assert g[0].dtype == torch.bfloat16 and g[0].shape == w[0].shape
+        for a, b in zip(g, w):
+            assert torch.equal(_bits(a), _bits(b)), sr

@@ -109,6 +109,8 @@ def _empty_tensor_scale(opts, given: Tensor | None, e: int, like: Tensor) -> Ten
 
 def _ref_view(x_e, fmt, opts, seed, bits, scale):
     opts = dict(opts, check_finite=False)
+    if opts.pop("expand", False):          # the expanded form: bf16 value · block scale
+        return _ref_view(x_e, fmt, opts, seed, bits, scale).expand()
     if opts.get("stochastic"):
         if bits is not None:
             opts["rand_bits"] = bits.contiguous()
@@ -128,7 +130,7 @@ def _store(out, q, fmt, e, rows: slice | None, cols: slice | None, n_rows=None):
         if fmt != QFormat.FP8_TENSOR:
             scale[rows] = q.scale[:n_rows]
     else:
-        per_d = 2 if fmt.is_fp4 else 1
+        per_d = 2 if fmt.is_fp4 and not q.expanded else 1
         data[:, cols.start // per_d: cols.stop // per_d] = q.data
         if fmt != QFormat.FP8_TENSOR:
             bc = q.block[1]
@@ -270,7 +272,10 @@ def as_quantized(data: Tensor, scale: Tensor, spec: str) -> QuantizedTensor:
 
 
 def partial_values(data: Tensor, scale: Tensor, spec: str) -> Tensor:
-    """fp32 ``value · block scale`` of a 2-D operand (FP8 tensorwise: the values alone)."""
+    """fp32 ``value · block scale`` of a 2-D operand (FP8 tensorwise: the values alone). bf16
+    data is an expanded view (``"expand"``), those values already."""
+    if data.dtype == torch.bfloat16:
+        return data.float()
     q = as_quantized(data, scale, spec)
     return q.values() if q.fmt == QFormat.FP8_TENSOR else q.values() * q.block_scales()
 

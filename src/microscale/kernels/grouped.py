@@ -87,7 +87,28 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
                           col_scale, backend: str = "auto"):
     """Same outputs as ``ops_grouped.quantize_grouped_reference``, without reading ``offs``."""
     key = rowcol_key(row and row[0].value, col and col[0].value)
-    nv = _nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits)
+    want = [bool(v and v[1].get("expand")) for v in (row, col)]
+    row, col = [(v[0], {k: o for k, o in v[1].items() if k != "expand"}) if v else v
+                for v in (row, col)]
+    return [_expanded(q, v, w) for q, v, w in zip(
+        _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_scale,
+                        col_scale, backend, key, want[0]), (row, col), want)]
+
+
+def _expanded(q, view, want: bool):
+    """A view's ``(data, scale, amax)`` with bf16 ``value · block scale`` data where asked
+    (``"expand"``) and the quantizer wrote codes (a decode pass, :func:`_partial`)."""
+    if q is None or not want or q[0].dtype == torch.bfloat16:
+        return q
+    from ..ops_grouped import _spec
+    return (_partial(q[0], q[1], _spec(*view)).to(torch.bfloat16), q[1], q[2])
+
+
+def _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_scale,
+                    col_scale, backend, key, expand_row: bool):
+    """:func:`quantize_grouped_fast`'s views (no ``"expand"`` option left), the NVFP4 row
+    view written expanded by the register kernels where ``expand_row``."""
+    nv = _nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits, expand_row)
     rest = [v if nv[k] is None else None for k, v in enumerate((row, col))]
     if any(nv):
         note_path("quantize_grouped", key, "sync-free: NVFP4 views in the register layout "
@@ -142,7 +163,8 @@ def _reg_view(view, x, multiple: int, n_seg: int, seeds, bits, is_row: bool):
     return (bool(view[1].get("rht")), sr, seeds, bits)
 
 
-def _nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits):
+def _nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
+                     expand_row: bool = False):
     """The NVFP4 views the register-layout kernels take, together (one layout, one amax and
     one or, for an SR row view beside the column view, two quantize launches); None where
     they do not take a view."""
@@ -152,6 +174,7 @@ def _nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits
     cv = _reg_view(col, x, multiple, n, None if seeds is None else seeds + 1, col_bits, False)
     if rv is None and cv is None:
         return [None, None]
+    rv = rv and rv + (expand_row,)
     from .quant_nvfp4_grouped_reg import quantize_nvfp4_grouped_views
     return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv)
 
@@ -235,6 +258,8 @@ def _partial(data, scale, spec: str) -> torch.Tensor:
     read of the codes, one bf16 write; exact) for FP4/MX on CUDA or in the interpreter; FP8 on
     CUDA in bf16 with the scales broadcast per block (exact for power-of-two scales); else the
     PyTorch decode in fp32."""
+    if data.dtype == torch.bfloat16:           # an expanded view: the partial values already
+        return data
     fmt = QFormat(spec.split(",")[0])
     if fmt in _DEQUANT and (data.device.type == "cuda" or _interpreting()):
         try:

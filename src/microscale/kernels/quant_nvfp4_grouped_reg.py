@@ -144,9 +144,10 @@ def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, seed_r_ptr,
                              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
                              ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                              COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
-                             NUM_STAGES: tl.constexpr):
+                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles of padded rows: the row view (codes as int32
-    words ``qr [tokens, cols/8]``, scale bytes ``sr [tokens, cols/16]``, at the token rows)
+    words ``qr [tokens, cols/8]``, or ROW_EXP the expanded bf16 values ``qr [tokens, cols]``,
+    ``tensor.py``; scale bytes ``sr [tokens, cols/16]``; at the token rows)
     and/or the column view (``qc [cols, bound/8]``, ``sc [cols, bound/16]``). ``amax_r`` /
     ``amax_c``: fp32 ``[n_seg]`` per view; ``seed_r`` / ``seed_c``: int64 ``[n_seg]``, each
     view's Philox keys (SR 2, used as int32 as the dense kernels use theirs); ``br``/``bc``:
@@ -187,10 +188,10 @@ def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, seed_r_ptr,
                 r_k = tl.where(l + j + 1 < count, t + j + 1, tokens)
                 sb = sb + (_row_view(_row_tile(raw[j], IN_DTYPE, NI, BC), s_enc6, s_dec, a0,
                                      b0, qr_ptr, br_ptr, r_j, c0, tokens, cols, NI, BC, ROW_SR,
-                                     False),
+                                     False, ROW_EXP),
                            _row_view(_row_tile(raw[j + 1], IN_DTYPE, NI, BC), s_enc6, s_dec,
                                      a1, b1, qr_ptr, br_ptr, r_k, c0, tokens, cols, NI, BC,
-                                     ROW_SR, False))
+                                     ROW_SR, False, ROW_EXP))
             j16 = tl.arange(0, 16)[None, None, :]
             rows16 = tl.where(l[:, :, None] + j16 < count[:, :, None], t[:, :, None] + j16,
                               tokens)
@@ -237,11 +238,12 @@ def group_tables(offs: torch.Tensor, multiple: int, bound: int):
 
 
 def _buffers(v, shape: tuple, x: torch.Tensor):
-    """(int32 code words, E4M3 scales, SR bytes, seeds) of a view ``shape`` (x itself where
-    absent or unused: never read or written)."""
+    """(int32 code words or, expanded, bf16 values; E4M3 scales, SR bytes, seeds) of a view
+    ``shape`` (x itself where absent or unused: never read or written)."""
     if v is None:
         return x, x, x, x
-    codes = torch.empty((shape[0], shape[1] // 8), dtype=torch.int32, device=x.device)
+    codes = torch.empty(shape, dtype=torch.bfloat16, device=x.device) if v[4:] and v[4] else \
+        torch.empty((shape[0], shape[1] // 8), dtype=torch.int32, device=x.device)
     scale = torch.empty((shape[0], shape[1] // 16), dtype=torch.float8_e4m3fn, device=x.device)
     return (codes, scale, v[3].contiguous() if v[1] == 1 else x,
             v[2].reshape(-1).to(torch.int64).contiguous() if v[1] == 2 else x)
@@ -252,7 +254,8 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
     the column view of its padded layout (group ends ``offs``, int32 ``[E]`` on the device;
     token ``multiple`` a multiple of 16: ``quant.grouped``). ``row``/``col``: None or
     ``(rht, sr, seeds, rand_bits)``, ``sr`` 0 (RNE), 1 (``rand_bits``: uint8 shaped as the
-    view) or 2 (``seeds``: int64 ``[E]``, that view's Philox keys). The row view takes no RHT.
+    view) or 2 (``seeds``: int64 ``[E]``, that view's Philox keys). The row view takes no RHT;
+    a fifth entry True writes it expanded (bf16 ``value · block scale``, ``tensor.py``).
     Four launches at most (layout, amax, two quantize passes); nothing read on the host."""
     tokens, cols = x.shape
     if (row is not None and row[0]) or cols % 16 or multiple % 16:
@@ -283,6 +286,8 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
             x, tab, amax_r, amax_c, seed_r, seed_c, qr, sr.view(torch.uint8), br, qc,
             sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
             cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
-            lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"], num_warps=cfg["num_warps"])
-    return [None if v is None else (b[0].view(torch.uint8), b[1], a)
+            lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
+            bool(lr and lr[4:] and lr[4]), num_warps=cfg["num_warps"])
+    return [None if v is None else (b[0] if b[0].dtype == torch.bfloat16 else
+                                    b[0].view(torch.uint8), b[1], a)
             for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]

@@ -52,6 +52,7 @@ from ..ops_experts import quantize_experts
 from ..quant.fp8 import FP8_MAX
 from ..quant.grouped import group_layout
 from ..recipe import Recipe
+from ..tensor import QFormat
 from ..validate import SUPPORTED_DTYPES
 from .function import ROLES, Plan
 
@@ -107,10 +108,21 @@ def _update(plan: Plan, state: dict, pairs, active) -> None:
                                             FP8_MAX[op.quantize_kwargs()["fp8_dtype"]], op.margin)
 
 
+# CONFIG["EXPAND_ROWS"]: an NVFP4 row view (fprop's x, dgrad's dy: consumed at once by the
+# grouped GEMM, which multiplies bf16 value · block scale) is quantized straight into that
+# expanded form (tensor.py), as ms.Linear does for its A operands, instead of codes the GEMM
+# then decodes in a pass of its own. The same values reach the GEMM either way.
+CONFIG = {"EXPAND_ROWS": True}
+
+
 def _tokens(t2d, offs, plan, state, row_role, col_role, seeds, active):
     (row, r_scale), (col, c_scale) = _view(plan, state, row_role), _view(plan, state, col_role)
     if row is None and col is None:
         return None, None
+    gemm = row_role and row_role.split(".")[0]
+    if CONFIG["EXPAND_ROWS"] and row is not None and row[0] == QFormat.NVFP4 and \
+            plan.operand(f"{gemm}.b").format == QFormat.NVFP4:
+        row = (row[0], dict(row[1], expand=True))
     multiple = token_multiple(plan.recipe)
     q_row, q_col = quantize_grouped(t2d, offs, row, col, multiple, plan.recipe.backend, seeds,
                                     r_scale, c_scale)
