@@ -45,10 +45,10 @@ import triton.language as tl
 
 from ..quant.grouped import padded_bound
 from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
-from ._rht import rht_butterfly
-from ._utils import abs_nan0, nvfp4_global_scales, tile_coords
-from .quant_nvfp4_reg import (RHT_SIGN_MASK, _col_view, _half, _join_halves, _row_tile,
-                              _row_view, _row_words, _store_cols, _store_row_scales)
+from ._utils import nvfp4_global_scales, tile_coords
+from .quant_nvfp4_reg import RHT_SIGN_MASK
+from .quant_nvfp4_reg_views import (_row_tile, _row_view, _row_words, _store_row_scales,
+                                    col_tile, tile_maxima)
 
 __all__ = ["CONFIG", "group_tables", "nvfp4_grouped_amax_kernel", "nvfp4_grouped_reg_kernel",
            "quantize_nvfp4_grouped_views"]
@@ -76,7 +76,7 @@ def _groups(tab_ptr, p, bound, n_seg):
 @triton.jit
 def _gather16(x_ptr, t, l, count, c0, cols, NI: tl.constexpr, BC: tl.constexpr,
               IN_DTYPE: tl.constexpr):
-    """The 16 raw tiles of a group's padded rows (``quant_nvfp4_reg._load16``'s layout): row
+    """The 16 raw tiles of a group's padded rows (``quant_nvfp4_reg_views._load16``'s layout): row
     j of group i is token row ``t_i + j`` where ``l_i + j < count_i``, else zeros."""
     if IN_DTYPE == 0:
         m = c0 + tl.arange(0, BC)[None, :]
@@ -107,19 +107,9 @@ def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, bound, col
         p = r0 + 16 * tl.arange(0, NI)[:, None]
         g, l, t, count = _groups(tab_ptr, p, bound, n_seg)
         raw = _gather16(x_ptr, t, l, count, c0, cols, NI, BC, IN_DTYPE)
-        acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
-        acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
-        for hh in tl.static_range(2):
-            vs = ()
-            for j in tl.static_range(16):
-                vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
-            if ROW or (COL and not COL_RHT):
-                for j in tl.static_range(16):
-                    acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
-            if COL and COL_RHT:
-                ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
-                for j in tl.static_range(16):
-                    acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
+        zero = tl.zeros((NI, BC // 2), dtype=tl.float32)
+        acc_r, acc_c = tile_maxima(raw, zero, zero, IN_DTYPE, NI, BC,
+                                   ROW or (COL and not COL_RHT), COL and COL_RHT, SIGNS)
         inb = p < bound
         g_lo = tl.min(tl.where(inb, g, 2147483647))
         g_hi = tl.max(tl.where(inb, g, -1))
@@ -160,20 +150,9 @@ def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, seed_r_ptr,
         if COL:
             s_enc6, s_dec = nvfp4_global_scales(amax_c_ptr + g)
             seed = tl.load(seed_c_ptr + g).to(tl.int32) if COL_SR == 2 else 0
-            cpr = tl.load(tab_ptr + 3 * n_seg + g) // 16
-            gofs = (p - l) // 16
-            outs = ()
-            for hh in tl.static_range(2):
-                vs = ()
-                for j in tl.static_range(16):
-                    vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
-                if COL_RHT:
-                    vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
-                outs = outs + (_col_view(vs, s_enc6, s_dec, seed, bc_ptr, r0,
-                                         c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, bound,
-                                         cols, cpr, gofs, NI, BC // 2, COL_RHT, COL_SR),)
-            _store_cols(qc_ptr, sc_ptr, _join_halves(outs[0][0], outs[1][0]),
-                        _join_halves(outs[0][1], outs[1][1]), r0, c0, bound, cols, NI, BC, False)
+            col_tile(raw, s_enc6, s_dec, seed, bc_ptr, qc_ptr, sc_ptr, r0, c0, bound, cols,
+                     tl.load(tab_ptr + 3 * n_seg + g) // 16, (p - l) // 16, IN_DTYPE, NI, BC,
+                     COL_RHT, COL_SR, SIGNS, False, False)
         if ROW:
             s_enc6, s_dec = nvfp4_global_scales(amax_r_ptr + g)
             seed = tl.load(seed_r_ptr + g).to(tl.int32)[:, :, None] if ROW_SR == 2 else 0

@@ -1,0 +1,313 @@
+"""The register layout's loads, views and stores, shared by the NVFP4 register kernels: the
+dense ``quant_nvfp4_reg`` (a tensor's rows) and the grouped ``quant_nvfp4_grouped_reg`` (an MoE
+layer's padded token rows).
+
+A tile ``[16·NI, BC]`` is held as 16 tiles ``x_j`` (``x_j[i, ·]`` is row ``r0 + 16·i + j``),
+bf16/fp16 packed as int32 words, all in one register layout, so that a column's 16-row block
+(one group i) lies in one thread (``quant_nvfp4_reg``'s docstring has the layout and the
+numerics). Here:
+
+* loads: :func:`_load16` (the 16 raw tiles of a tensor's rows), :func:`_half` (fp32 even or
+  odd columns), :func:`_row_tile` (one raw tile's fp32 columns in order);
+* the row view: :func:`_row_words` (Philox words, one Philox a block shared by a lane pair),
+  :func:`_row_view` (1x16 blocks, codes or expanded values stored, scale bytes returned),
+  :func:`_store_scale_rows` / :func:`_store_row_scales` (their scale bytes);
+* the column view: :func:`_col_view` (per group and column a 16-value block in one thread,
+  RHT done before), :func:`_join_halves` / :func:`_store_cols`, and :func:`col_tile`, which
+  quantizes and stores a tile's column view (even columns, then odd ones);
+* :func:`tile_maxima`: the amax passes' running maxima of ``|x|`` and ``|RHT(x)|``.
+
+The Philox counter of a column view's block is ``c · cpr + group - gofs`` (a tensor's own:
+``cpr = rows / 16``, ``gofs = 0``; a grouped view's expert tensor: its padded length / 16 and
+first group), so one code path serves both kernels.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._rht import rht_butterfly
+from ._utils import (abs_nan0, bf16_pair, bits_byte, nvfp4_block_scales, nvfp4_expanded,
+                     scaled_e2m1_code, split_nan, stack_last)
+
+__all__ = ["col_tile", "tile_maxima"]
+
+
+@triton.jit
+def _load16(x_ptr, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
+            IN_DTYPE: tl.constexpr, EVEN: tl.constexpr):
+    """The 16 raw tiles of rows ``r0 + 16 i + j``: for bf16/fp16 the int32 words
+    ``[NI, BC/2]`` holding columns (2m, 2m+1) (the tile stays packed in registers), for fp32
+    the ``[NI, BC]`` values."""
+    r = r0 + 16 * tl.arange(0, NI)[:, None]
+    if IN_DTYPE == 0:
+        c = c0 + tl.arange(0, BC)[None, :]
+        ptr = x_ptr + r * cols + c
+        mask = c < cols
+        step = cols
+    else:
+        m = c0 // 2 + tl.arange(0, BC // 2)[None, :]
+        ptr = x_ptr.to(tl.pointer_type(tl.int32)) + r * (cols // 2) + m
+        mask = m < cols // 2
+        step = cols // 2
+    xs = ()
+    for j in tl.static_range(16):
+        if EVEN:
+            xs = xs + (tl.load(ptr + j * step),)
+        else:       # row r + j: a row view alone may have any number of rows
+            xs = xs + (tl.load(ptr + j * step, mask=mask & (r + j < rows), other=0),)
+    return xs
+
+
+@triton.jit
+def _half(raw, H: tl.constexpr, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr):
+    """fp32 ``[NI, BC/2]`` of the tile's even (H = 0) or odd (H = 1) columns."""
+    if IN_DTYPE == 0:
+        even, odd = tl.split(tl.reshape(raw, (NI, BC // 2, 2)))
+        out = even if H == 0 else odd
+    elif IN_DTYPE == 1:                        # bf16: the top half of an fp32
+        if H == 0:
+            out = (raw << 16).to(tl.float32, bitcast=True)
+        else:
+            out = (raw & -65536).to(tl.float32, bitcast=True)
+    else:
+        bits = raw if H == 0 else raw >> 16
+        out = bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+    return out
+
+
+@triton.jit
+def _row_tile(raw, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr):
+    """fp32 ``[NI, BC]`` of one raw tile, columns in order."""
+    if IN_DTYPE == 0:
+        out = raw
+    else:
+        out = tl.reshape(tl.join(_half(raw, 0, IN_DTYPE, NI, BC), _half(raw, 1, IN_DTYPE, NI, BC)),
+                         (NI, BC))
+    return out
+
+
+@triton.jit
+def _row_words(seed, r, blk, cols):
+    """Philox words for the row view of rows ``r`` and ``r + 1`` (``[NI, 1]``), blocks
+    ``blk``: lane h (elements 8h..8h+7 of a block) needs bytes 8h..8h+7, words 2h and 2h+1,
+    of each row's 128 bits. Lane h computes row r + h's bits and trades the two words the
+    other lane needs (an xor across the pair): one Philox per block, not two. Returns
+    ``(a0, b0, a1, b1)`` ``[NI, BC/16, 2]``: lane h's two words for row r, then row r + 1."""
+    h = tl.arange(0, 2)[None, None, :]
+    w0, w1, w2, w3 = tl.randint4x(seed, (r[:, :, None] + h) * (cols // 16) + blk[:, :, None])
+    s_a = tl.where(h == 0, w2, w0)             # what the other lane needs from this one
+    s_b = tl.where(h == 0, w3, w1)
+    r_a = tl.xor_sum(s_a, axis=2)[:, :, None] ^ s_a
+    r_b = tl.xor_sum(s_b, axis=2)[:, :, None] ^ s_b
+    return (tl.where(h == 0, w0, r_a), tl.where(h == 0, w1, r_b),
+            tl.where(h == 0, r_a, w2), tl.where(h == 0, r_b, w3))
+
+
+@triton.jit
+def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
+              NI: tl.constexpr, BC: tl.constexpr, SR: tl.constexpr, EVEN: tl.constexpr,
+              EXP: tl.constexpr = False):
+    """Row view of tile ``v [NI, BC]`` (rows ``r [NI, 1]``): 1x16 blocks, one word a thread,
+    stored (EXP: the expanded bf16 values instead, ``tensor.py``); returns the scale bytes
+    ``[NI, BC/16]``. SR 2: ``wa``/``wb`` are this lane's two Philox words (``_row_words``)."""
+    v, nan = split_nan(v)
+    v4 = tl.reshape(v, (NI, BC // 16, 2, 8))   # (i, block, lane half h, element k)
+    vmax = tl.max(tl.max(tl.abs(v4), axis=3), axis=2)                  # [NI, BC/16]
+    bad = tl.max(tl.max(tl.reshape(nan, (NI, BC // 16, 2, 8)).to(tl.int32), axis=3), axis=2)
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte = tl.where(bad > 0, 127, scale_byte).to(tl.uint8)      # the E4M3 NaN
+    blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]                    # [1, BC/16]
+    ok = (r < rows) & (blk < cols // 16)                                # [NI, BC/16]
+    h = tl.arange(0, 2)[None, None, :, None]
+    k = tl.arange(0, 8)[None, None, None, :]
+    if SR == 1:
+        off = r[:, :, None, None] * cols + blk[:, :, None, None] * 16 + 8 * h + k
+        rb = tl.load(b_ptr + off, mask=ok[:, :, None, None], other=0).to(tl.int32)
+    elif SR == 2:
+        w = tl.where(k < 4, wa[:, :, :, None], wb[:, :, :, None]).to(tl.uint32, bitcast=True)
+        rb = ((w >> ((k % 4) * 8).to(tl.uint32)) & 255).to(tl.int32)
+    else:
+        rb = 0
+    codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0)    # [NI, BC/16, 2, 8]
+    if EXP:
+        val = nvfp4_expanded(codes, scale_byte[:, :, None, None])
+        val = tl.reshape(val, (NI, BC)).to(tl.bfloat16)
+        ecol = c0 + tl.arange(0, BC)[None, :]
+        if EVEN:
+            tl.store(q_ptr + r * cols + ecol, val)
+        else:
+            tl.store(q_ptr + r * cols + ecol, val, mask=(r < rows) & (ecol < cols))
+        return scale_byte
+    words = tl.reshape(tl.sum(codes << (4 * k), axis=3), (NI, BC // 8))
+    wcol = c0 // 8 + tl.arange(0, BC // 8)[None, :]
+    if EVEN:
+        tl.store(q_ptr + r * (cols // 8) + wcol, words)
+    else:
+        tl.store(q_ptr + r * (cols // 8) + wcol, words, mask=(r < rows) & (wcol < cols // 8))
+    return scale_byte
+
+
+@triton.jit
+def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: tl.constexpr,
+              W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
+    """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
+    ``c [1, W]``: per (group i, column) one block of 16 in-thread values -> two uint32 words
+    (``[NI, W, 2]``; EXP: the 16 expanded bf16 values as eight words ``[NI, W, 8]``,
+    ``tensor.py``) and a scale byte (``[NI, W]``), returned. The Philox counter of a block is
+    ``c · cpr + group - gofs`` (a tensor's own: ``cpr = rows / 16``, ``gofs = 0``; a grouped
+    view's expert tensor: its padded length / 16 and first group, ``quant_nvfp4_grouped``);
+    ``seed`` a scalar or one per group ``[NI, 1]``."""
+    if RHT:     # NaN fills its chunk: one output flags it; the codes are zeroed below
+        bad = ys[0] != ys[0]
+        vmax = tl.abs(ys[0])
+        for j in tl.static_range(1, 16):
+            vmax = tl.maximum(vmax, tl.abs(ys[j]))
+    else:
+        bad = ys[0] != ys[0]
+        vmax = tl.abs(tl.where(bad, 0.0, ys[0]))
+        for j in tl.static_range(1, 16):
+            nan_j = ys[j] != ys[j]
+            bad = bad | nan_j
+            vmax = tl.maximum(vmax, tl.abs(tl.where(nan_j, 0.0, ys[j])))
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)          # [NI, BC]
+    scale_byte = tl.where(bad, 127, scale_byte).to(tl.uint8)
+    grp = r0 // 16 + tl.arange(0, NI)[:, None]
+    ok = (grp < rows // 16) & (c < cols)
+    if SR == 2:
+        # the counters in the values' register layout (vmax is NaN only where the block's
+        # codes are zeroed anyway): without it Triton builds them in another layout and
+        # moves every random byte through shared memory
+        ctr = tl.where(vmax != vmax, 0, c * cpr + grp - gofs)
+        w0, w1, w2, w3 = tl.randint4x(seed, ctr)
+    lo = tl.zeros((NI, W), dtype=tl.int32)
+    hi = tl.zeros((NI, W), dtype=tl.int32)
+    vals = ()
+    for j in tl.static_range(16):
+        if RHT:
+            v = ys[j]
+        else:
+            v = tl.where(ys[j] != ys[j], 0.0, ys[j])
+        if SR == 1:
+            rb = tl.load(b_ptr + c * rows + grp * 16 + j, mask=ok, other=0).to(tl.int32)
+        elif SR == 2:
+            rb = bits_byte(w0, w1, w2, w3, j)
+        else:
+            rb = 0
+        if EXP:                                # NaN where the scale is the NaN byte
+            vals = vals + (nvfp4_expanded(scaled_e2m1_code(v, enc, rb, SR > 0), scale_byte),)
+        elif j < 8:
+            lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * j))
+        else:
+            hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * (j - 8)))
+    if EXP:
+        pairs = ()                             # bf16 pairs as words: [NI, W, 8]
+        for m in tl.static_range(8):
+            pairs = pairs + (bf16_pair(vals[2 * m], vals[2 * m + 1]),)
+        out = stack_last(pairs, 8)
+    else:
+        if RHT:                                # a NaN chunk's codes are zeros
+            lo = tl.where(bad, 0, lo)
+            hi = tl.where(bad, 0, hi)
+        out = tl.join(lo, hi)
+    return out, scale_byte
+
+
+@triton.jit
+def _join_halves(a, b):
+    """Even-column and odd-column tensors ``[NI, W, ...]`` -> ``[NI, 2W, ...]`` in column
+    order (a register move: each thread holds both halves of its columns)."""
+    if len(a.shape) == 2:
+        out = tl.reshape(tl.join(a, b), (a.shape[0], 2 * a.shape[1]))
+    else:
+        out = tl.reshape(tl.permute(tl.join(a, b), (0, 1, 3, 2)),
+                         (a.shape[0], 2 * a.shape[1], a.shape[2]))
+    return out
+
+
+@triton.jit
+def _store_cols(q_ptr, s_ptr, words, scale_byte, r0, c0, rows, cols, NI: tl.constexpr,
+                BC: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr = False):
+    """The column view's words ``[NI, BC, 2]`` (EXP: ``[NI, BC, 8]``, bf16 pairs, ``q`` then
+    bf16 ``[cols, rows]``) and scale bytes ``[NI, BC]`` of a tile: one store each (one layout
+    change each: the store wants the groups i on neighbouring lanes)."""
+    grp = r0 // 16 + tl.arange(0, NI)[:, None]
+    c = c0 + tl.arange(0, BC)[None, :]
+    if EXP:
+        q_ptr = q_ptr.to(tl.pointer_type(tl.int32))
+        widx = (c * (rows // 2) + 8 * grp)[:, :, None] + tl.arange(0, 8)[None, None, :]
+    else:
+        widx = (c * (rows // 8) + 2 * grp)[:, :, None] + tl.arange(0, 2)[None, None, :]
+    if EVEN:
+        tl.store(q_ptr + widx, words)
+        tl.store(s_ptr + c * (rows // 16) + grp, scale_byte)
+    else:
+        ok = (grp < rows // 16) & (c < cols)
+        tl.store(q_ptr + widx, words, mask=ok[:, :, None])
+        tl.store(s_ptr + c * (rows // 16) + grp, scale_byte, mask=ok)
+
+
+@triton.jit
+def _store_scale_rows(s_ptr, scale_byte, r, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
+                      EVEN: tl.constexpr):
+    """One row tile's scale bytes ``[NI, BC/16]`` (rows ``r [NI, 1]``)."""
+    blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]
+    if EVEN:
+        tl.store(s_ptr + r * (cols // 16) + blk, scale_byte)
+    else:
+        tl.store(s_ptr + r * (cols // 16) + blk, scale_byte, mask=(r < rows) & (blk < cols // 16))
+
+
+@triton.jit
+def _store_row_scales(s_ptr, sb, r, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
+                      EVEN: tl.constexpr):
+    """The row view's 16 scale-byte tiles ``sb[j] [NI, BC/16]`` (rows ``r [NI, 1, 16]``: row
+    ``r0 + 16 i + j`` of a tile) as one ``[NI, BC/16, 16]`` store: joined in registers (bit b
+    of j on the b-th new axis), one layout change for the tile instead of one per j."""
+    t = stack_last(sb, 16)                     # [NI, BC/16, 16]
+    blk = c0 // 16 + tl.arange(0, BC // 16)[None, :, None]
+    if EVEN:
+        tl.store(s_ptr + r * (cols // 16) + blk, t)
+    else:
+        tl.store(s_ptr + r * (cols // 16) + blk, t, mask=(r < rows) & (blk < cols // 16))
+
+
+@triton.jit
+def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, cpr, gofs,
+             IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr, RHT: tl.constexpr,
+             SR: tl.constexpr, SIGNS: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr):
+    """The column view of one tile's 16 raw tiles (:func:`_col_view`'s arguments), quantized
+    and stored: the even columns, then the odd ones (half the live values at a time), joined
+    in registers for one store."""
+    outs = ()
+    for hh in tl.static_range(2):
+        vs = ()
+        for j in tl.static_range(16):
+            vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
+        if RHT:
+            vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
+        outs = outs + (_col_view(vs, s_enc6, s_dec, seed, b_ptr, r0,
+                                 c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows, cols, cpr,
+                                 gofs, NI, BC // 2, RHT, SR, EXP),)
+    _store_cols(q_ptr, s_ptr, _join_halves(outs[0][0], outs[1][0]),
+                _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN, EXP)
+
+
+@triton.jit
+def tile_maxima(raw, acc_r, acc_c, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
+                PLAIN: tl.constexpr, RHT: tl.constexpr, SIGNS: tl.constexpr):
+    """Running elementwise maxima ``[NI, BC/2]`` of one tile's 16 raw tiles: ``acc_r`` of
+    ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT); NaN reads as 0."""
+    for hh in tl.static_range(2):
+        vs = ()
+        for j in tl.static_range(16):
+            vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
+        if PLAIN:
+            for j in tl.static_range(16):
+                acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
+        if RHT:
+            ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
+            for j in tl.static_range(16):
+                acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
+    return acc_r, acc_c
