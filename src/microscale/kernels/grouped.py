@@ -53,7 +53,7 @@ from ..backend import (
 from ..ops import reference_quantizer
 from ..ops_grouped import (REDUCE_ALIGN, _as_2d, as_quantized, grouped_mm_compat,
                            partial_values)
-from ..quant.grouped import group_layout, padded_bound, quantize_segments, segment_sr_bytes
+from ..quant.grouped import group_layout, quantize_segments, segment_sr_bytes
 from ..tensor import QFormat
 
 __all__ = ["grouped_mm_fast", "quantize_grouped_fast"]
@@ -146,37 +146,16 @@ def _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_
     return [nv[k] or outs[k] for k in range(2)]
 
 
-def _reg_view(view, x, multiple: int, n_seg: int, seeds, bits, is_row: bool):
-    """``(rht, sr, seeds, bits)`` of an NVFP4 view ``quant_nvfp4_grouped_reg`` takes, else
-    None: 1x16 blocks, the RHT 16 (column view) or none, x in 4-byte aligned rows, at least
-    one expert, int32-indexable views."""
-    if not view or view[0] != QFormat.NVFP4 or not _fused_ok(view[0], view[1], x) or \
-            (is_row and view[1].get("rht")) or x.shape[1] % 16 or multiple % 16 or \
-            x.data_ptr() % 4 or not CONFIG["NVFP4_REG"] or n_seg == 0 or \
-            padded_bound(x.shape[0], n_seg, multiple) * x.shape[1] >= 2**31:
-        return None
-    sr = 0
-    if view[1].get("stochastic"):
-        if bits is None and seeds is None:
-            raise ValueError("stochastic rounding needs per-expert seeds")
-        sr = 1 if bits is not None else 2
-    return (bool(view[1].get("rht")), sr, seeds, bits)
-
-
 def _nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
                      expand_row: bool = False):
-    """The NVFP4 views the register-layout kernels take, together (one layout, one amax and
-    one or, for an SR row view beside the column view, two quantize launches); None where
-    they do not take a view."""
-    x = x.contiguous()
-    n = offs.shape[0]
-    rv = _reg_view(row, x, multiple, n, seeds, row_bits, True)
-    cv = _reg_view(col, x, multiple, n, None if seeds is None else seeds + 1, col_bits, False)
-    if rv is None and cv is None:
+    """The NVFP4 views ``quant_nvfp4_grouped_reg`` takes (:func:`~microscale.kernels.
+    quant_nvfp4_grouped_reg.nvfp4_reg_views`), where it runs (CUDA, the interpreter) and
+    ``CONFIG["NVFP4_REG"]`` is on; ``[None, None]`` where it takes none."""
+    if not CONFIG["NVFP4_REG"] or not (x.device.type == "cuda" or _interpreting()) or \
+            not any(v and v[0] == QFormat.NVFP4 for v in (row, col)):
         return [None, None]
-    rv = rv and rv + (expand_row,)
-    from .quant_nvfp4_grouped_reg import quantize_nvfp4_grouped_views
-    return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv)
+    from .quant_nvfp4_grouped_reg import nvfp4_reg_views
+    return nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits, expand_row)
 
 
 def _pair_ok(row, col, x, lay) -> bool:

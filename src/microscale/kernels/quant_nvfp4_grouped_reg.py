@@ -44,6 +44,7 @@ import triton
 import triton.language as tl
 
 from ..quant.grouped import padded_bound
+from ..tensor import QFormat
 from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
 from ._utils import nvfp4_global_scales, tile_coords
 from .quant_nvfp4_reg import RHT_SIGN_MASK
@@ -51,7 +52,7 @@ from .quant_nvfp4_reg_views import (_row_tile, _row_view, _row_words, _store_row
                                     col_tile, tile_maxima)
 
 __all__ = ["CONFIG", "group_tables", "nvfp4_grouped_amax_kernel", "nvfp4_grouped_reg_kernel",
-           "quantize_nvfp4_grouped_views"]
+           "nvfp4_reg_views", "quantize_nvfp4_grouped_views"]
 
 # The dense reg pass's tile and launch (quant_nvfp4.CONFIG["REG"], "REG_AMAX"): [256, 64], 4
 # warps. Not swept at grouped shapes yet.
@@ -270,3 +271,35 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
     return [None if v is None else (b[0] if b[0].dtype == torch.bfloat16 else
                                     b[0].view(torch.uint8), b[1], a)
             for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]
+
+
+def _view(view, x, multiple: int, n_seg: int, seeds, bits, is_row: bool):
+    """``(rht, sr, seeds, bits)`` of an NVFP4 view these kernels take, else None: 1x16 blocks,
+    the 16-point RHT (column view) or none, x in 4-byte aligned rows, at least one expert,
+    int32-indexable views."""
+    if not view or view[0] != QFormat.NVFP4 or view[1].get("block_2d") or \
+            int(view[1].get("rht_d", 16)) != 16 or (is_row and view[1].get("rht")) or \
+            x.shape[1] % 16 or multiple % 16 or x.data_ptr() % 4 or n_seg == 0 or \
+            padded_bound(x.shape[0], n_seg, multiple) * x.shape[1] >= 2**31:
+        return None
+    sr = 0
+    if view[1].get("stochastic"):
+        if bits is None and seeds is None:
+            raise ValueError("stochastic rounding needs per-expert seeds")
+        sr = 1 if bits is not None else 2
+    return (bool(view[1].get("rht")), sr, seeds, bits)
+
+
+def nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
+                    expand_row: bool = False):
+    """The grouped op's NVFP4 views (``(fmt, options)`` or None each) these kernels take,
+    quantized together (:func:`quantize_nvfp4_grouped_views`; the column view's seeds are
+    ``seeds + 1``, as ``ms.Linear`` keys a column view); None where they do not take a view
+    (``[None, None]``: none). ``expand_row``: the row view written expanded."""
+    x = x.contiguous()
+    n = offs.shape[0]
+    rv = _view(row, x, multiple, n, seeds, row_bits, True)
+    cv = _view(col, x, multiple, n, None if seeds is None else seeds + 1, col_bits, False)
+    if rv is None and cv is None:
+        return [None, None]
+    return quantize_nvfp4_grouped_views(x, offs, multiple, rv and rv + (expand_row,), cv)
