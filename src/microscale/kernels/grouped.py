@@ -76,8 +76,8 @@ def _block_fn(fmt: QFormat, backend: str):
 # MICROSCALE_GROUPED_PAIR=0 or CONFIG["PAIR"] = False turns it off.
 # NVFP4_REG: NVFP4 token views through quant_nvfp4_grouped_reg (above). Session 17 (H100,
 # graph-replayed, moe-1b's pairs at 32768 routed rows, bench_grouped_sweep.py --pairs): x pair
-# 0.378 -> 0.229 ms, dy pair (K 1536) 0.766 -> 0.399 ms against the older kernels; moe-1b
-# nvfp4 step 0.579x -> 0.645x of bf16. MICROSCALE_GROUPED_NVFP4_REG=0 turns it off.
+# 0.378 -> 0.204 ms, dy pair (K 1536) 0.763 -> 0.368 ms against the older kernels; moe-1b
+# nvfp4 step 0.579x -> 0.654x of bf16 (call 5). MICROSCALE_GROUPED_NVFP4_REG=0 turns it off.
 CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "1") == "1",
           "NVFP4_REG": os.environ.get("MICROSCALE_GROUPED_NVFP4_REG", "1") == "1"}
 _PAIR_FORMATS = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
