@@ -51,7 +51,7 @@ from ..backend import (
     rowcol_key,
 )
 from ..ops import reference_quantizer
-from ..ops_grouped import (REDUCE_ALIGN, _as_2d, as_quantized, grouped_mm_compat,
+from ..ops_grouped import (REDUCE_ALIGN, _as_2d, _spec, as_quantized, grouped_mm_compat,
                            partial_values)
 from ..quant.grouped import group_layout, quantize_segments, segment_sr_bytes
 from ..tensor import QFormat
@@ -100,7 +100,6 @@ def _expanded(q, view, want: bool):
     (``"expand"``) and the quantizer wrote codes (a decode pass, :func:`_partial`)."""
     if q is None or not want or q[0].dtype == torch.bfloat16:
         return q
-    from ..ops_grouped import _spec
     return (_partial(q[0], q[1], _spec(*view)).to(torch.bfloat16), q[1], q[2])
 
 
@@ -149,10 +148,11 @@ def _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_
 def _nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
                      expand_row: bool = False):
     """The NVFP4 views ``quant_nvfp4_grouped_reg`` takes (:func:`~microscale.kernels.
-    quant_nvfp4_grouped_reg.nvfp4_reg_views`), where it runs (CUDA, the interpreter) and
-    ``CONFIG["NVFP4_REG"]`` is on; ``[None, None]`` where it takes none."""
-    if not CONFIG["NVFP4_REG"] or not (x.device.type == "cuda" or _interpreting()) or \
-            not any(v and v[0] == QFormat.NVFP4 for v in (row, col)):
+    quant_nvfp4_grouped_reg.nvfp4_reg_views`) among those :func:`_fused_ok` accepts (NVFP4
+    1x16, RHT 16 or none, CUDA or the interpreter), with ``CONFIG["NVFP4_REG"]`` on;
+    ``[None, None]`` where it takes none."""
+    row, col = [v if v and _fused_ok(v[0], v[1], x) else None for v in (row, col)]
+    if not CONFIG["NVFP4_REG"] or not (row or col):
         return [None, None]
     from .quant_nvfp4_grouped_reg import nvfp4_reg_views
     return nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits, expand_row)

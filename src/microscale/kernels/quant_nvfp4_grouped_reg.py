@@ -44,7 +44,6 @@ import triton
 import triton.language as tl
 
 from ..quant.grouped import padded_bound
-from ..tensor import QFormat
 from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
 from ._utils import nvfp4_global_scales, tile_coords
 from .quant_nvfp4_reg import RHT_SIGN_MASK
@@ -217,25 +216,26 @@ def group_tables(offs: torch.Tensor, multiple: int, bound: int):
     return tab, amax[0], amax[1]
 
 
-def _buffers(v, shape: tuple, x: torch.Tensor):
-    """(int32 code words or, expanded, bf16 values; E4M3 scales, SR bytes, seeds) of a view
+def _buffers(v, shape: tuple, x: torch.Tensor, expand: bool = False):
+    """(int32 code words or, ``expand``, bf16 values; E4M3 scales, SR bytes, seeds) of a view
     ``shape`` (x itself where absent or unused: never read or written)."""
     if v is None:
         return x, x, x, x
-    codes = torch.empty(shape, dtype=torch.bfloat16, device=x.device) if v[4:] and v[4] else \
+    codes = torch.empty(shape, dtype=torch.bfloat16, device=x.device) if expand else \
         torch.empty((shape[0], shape[1] // 8), dtype=torch.int32, device=x.device)
     scale = torch.empty((shape[0], shape[1] // 16), dtype=torch.float8_e4m3fn, device=x.device)
     return (codes, scale, v[3].contiguous() if v[1] == 1 else x,
             v[2].reshape(-1).to(torch.int64).contiguous() if v[1] == 2 else x)
 
 
-def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: int, row, col):
+def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: int, row, col,
+                                 expand_row: bool = False):
     """``[(codes, E4M3 scales, amax [E]) or None, ...]`` of the row view of ``x [T, K]`` and
     the column view of its padded layout (group ends ``offs``, int32 ``[E]`` on the device;
     token ``multiple`` a multiple of 16: ``quant.grouped``). ``row``/``col``: None or
     ``(rht, sr, seeds, rand_bits)``, ``sr`` 0 (RNE), 1 (``rand_bits``: uint8 shaped as the
     view) or 2 (``seeds``: int64 ``[E]``, that view's Philox keys). The row view takes no RHT;
-    a fifth entry True writes it expanded (bf16 ``value · block scale``, ``tensor.py``).
+    ``expand_row`` writes it expanded (bf16 ``value · block scale``, ``tensor.py``).
     Four launches at most (layout, amax, two quantize passes); nothing read on the host."""
     tokens, cols = x.shape
     if (row is not None and row[0]) or cols % 16 or multiple % 16:
@@ -247,7 +247,7 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
         raise ValueError("quantize_nvfp4_grouped_views: at least one expert, and views of "
                          "fewer than 2^31 elements (int32 indexing)")
     tab, amax_r, amax_c = group_tables(offs, multiple, bound)
-    bufs = [_buffers(row, (tokens, cols), x), _buffers(col, (cols, bound), x)]
+    bufs = [_buffers(row, (tokens, cols), x, expand_row), _buffers(col, (cols, bound), x)]
     cfg, code, col_rht = CONFIG, IN_DTYPE_CODE[x.dtype], bool(col is not None and col[0])
     n_tc = cdiv(cols, cfg["AMAX_BC"])
     n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
@@ -267,18 +267,17 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
             sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
             cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
             lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-            bool(lr and lr[4:] and lr[4]), num_warps=cfg["num_warps"])
+            lr is not None and expand_row, num_warps=cfg["num_warps"])
     return [None if v is None else (b[0] if b[0].dtype == torch.bfloat16 else
                                     b[0].view(torch.uint8), b[1], a)
             for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]
 
 
 def _view(view, x, multiple: int, n_seg: int, seeds, bits, is_row: bool):
-    """``(rht, sr, seeds, bits)`` of an NVFP4 view these kernels take, else None: 1x16 blocks,
-    the 16-point RHT (column view) or none, x in 4-byte aligned rows, at least one expert,
+    """``(rht, sr, seeds, bits)`` of an NVFP4 1x16 view (RHT 16 or none) these kernels take,
+    else None: no RHT on a row view, x in 4-byte aligned rows, at least one expert,
     int32-indexable views."""
-    if not view or view[0] != QFormat.NVFP4 or view[1].get("block_2d") or \
-            int(view[1].get("rht_d", 16)) != 16 or (is_row and view[1].get("rht")) or \
+    if not view or (is_row and view[1].get("rht")) or \
             x.shape[1] % 16 or multiple % 16 or x.data_ptr() % 4 or n_seg == 0 or \
             padded_bound(x.shape[0], n_seg, multiple) * x.shape[1] >= 2**31:
         return None
@@ -292,8 +291,8 @@ def _view(view, x, multiple: int, n_seg: int, seeds, bits, is_row: bool):
 
 def nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
                     expand_row: bool = False):
-    """The grouped op's NVFP4 views (``(fmt, options)`` or None each) these kernels take,
-    quantized together (:func:`quantize_nvfp4_grouped_views`; the column view's seeds are
+    """The grouped op's NVFP4 views (``(fmt, options)`` or None each; 1x16 blocks, the RHT 16
+    or none: ``kernels.grouped._fused_ok``) these kernels take, quantized together (:func:`quantize_nvfp4_grouped_views`; the column view's seeds are
     ``seeds + 1``, as ``ms.Linear`` keys a column view); None where they do not take a view
     (``[None, None]``: none). ``expand_row``: the row view written expanded."""
     x = x.contiguous()
@@ -302,4 +301,4 @@ def nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
     cv = _view(col, x, multiple, n, None if seeds is None else seeds + 1, col_bits, False)
     if rv is None and cv is None:
         return [None, None]
-    return quantize_nvfp4_grouped_views(x, offs, multiple, rv and rv + (expand_row,), cv)
+    return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv, expand_row)
