@@ -31,7 +31,7 @@ NF = {"check_finite": False}
 
 
 def variants(amax: torch.Tensor) -> dict:
-    g = {**NF, "amax": amax}
+    g = {**NF} if amax is None else {**NF, "amax": amax}
     return {
         "dy": (("nvfp4", {**g, "stochastic": True}),
                ("nvfp4", {**g, "rht": True, "stochastic": True})),
@@ -72,10 +72,13 @@ def main() -> None:
     ap.add_argument("--shape", default="16384x768")
     ap.add_argument("--only", default="dy,x,w,row")
     ap.add_argument("--sass", default=None, help="write SASS statistics to this directory")
+    ap.add_argument("--amax-pass", action="store_true",
+                    help="no amax given: the amax pass runs before each quantize pass")
+    ap.add_argument("--dtype", default="bfloat16", help="input dtype (float32: a master weight)")
     args = ap.parse_args()
     rows, cols = (int(v) for v in args.shape.split("x"))
-    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
-    amax = x.float().abs().amax()
+    x = torch.randn(rows, cols, device="cuda", dtype=getattr(torch, args.dtype))
+    amax = None if args.amax_pass else x.float().abs().amax()
     for name, (row, col) in variants(amax).items():
         if name in args.only.split(","):
             for _ in range(2):
