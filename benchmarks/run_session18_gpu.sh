@@ -13,7 +13,7 @@ pack() { tar czf "$REAL_OUT/session18.tgz" -C "$OUT" .; }
 TAIL=30 step 60 weight_views.log python3 benchmarks/bench_weight_views.py
 pack
 NCU_BIN=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-TAIL=4 step 100 ncu_amax.txt "$NCU_BIN" --clock-control none -k regex:nvfp4 --launch-skip 4 \
+TAIL=4 step 100 ncu_amax.txt "$NCU_BIN" --clock-control none -k regex:nvfp4 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section SchedulerStats python3 benchmarks/ncu_nvfp4.py --shape 16384x2048 --only x,dy \
   --amax-pass
