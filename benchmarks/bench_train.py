@@ -115,6 +115,12 @@ KERNEL_SETS = {
     # session 17: MoE NVFP4 row views (the GEMMs' A operands) as codes that the grouped GEMM
     # decodes in a pass of its own, not written expanded by the quantizer
     "grp-nv-codes": {"nn.grouped": {"EXPAND_ROWS": False}},
+    # session 18: an NVFP4 layer's W and Wᵀ as two 16×16 code views, each decoded by its GEMM,
+    # instead of one expanded view whose transpose dgrad reads (nn.function "one weight view")
+    "w-two-views": {"nn.function": {"ONE_WEIGHT_VIEW": False}},
+    # session 18: persistent quantize kernels launched with the configured programs per SM
+    # even where fewer fit at once (kernels/_launch.py sizes the grid to what fits)
+    "no-fit-grid": {"_launch:FIT": {"on": False}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

@@ -65,6 +65,37 @@ def test_alpha_mm_matches_reference(out_dtype, mnk):
     assert bool(close.all())
 
 
+@pytest.mark.parametrize("mnk", [(64, 48, 32), (130, 300, 80), (1, 17, 16)])
+def test_alpha_mm_b_as_transposed_view(mnk, monkeypatch):
+    """B given as the transpose of a row-major ``[K, N]`` (how dgrad reads an expanded 16×16
+    weight): read in place (the kernel gets B's own storage), the same bits as the
+    K-contiguous copy."""
+    from microscale.kernels import gemm_alpha
+    m, n, k = mnk
+    seen, kernel = [], gemm_alpha._alpha_mm_kernel
+
+    class _Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **kw):
+                seen.append(args[1].data_ptr())
+                return kernel[grid](*args, **kw)
+            return launch
+    monkeypatch.setattr(gemm_alpha, "_alpha_mm_kernel", _Spy())
+    gen = torch.Generator().manual_seed(n + k)
+    a = torch.randn(m, k, generator=gen).bfloat16().to(DEV)
+    b_kn = torch.randn(k, n, generator=gen).bfloat16().to(DEV)
+    f = torch.tensor([0.3711], dtype=torch.float32, device=DEV)
+    tile = dict(BM=64, BN=64, BK=32, NUM_STAGES=1, num_warps=4, TMA=False)
+    y = gemm_alpha.alpha_mm(a, b_kn.t(), f, torch.bfloat16, **tile)
+    assert seen == [b_kn.data_ptr()]
+    assert torch.equal(y, gemm_alpha.alpha_mm(a, b_kn.t().contiguous(), f, torch.bfloat16,
+                                              **tile))
+    ints = _small_ints((k, n), gen).to(DEV)                  # exact sums: the reference's bits
+    a_int = _small_ints((m, k), gen).to(DEV)
+    ref = ((a_int.float() @ ints.float()) * f).bfloat16()
+    assert torch.equal(gemm_alpha.alpha_mm(a_int, ints.t(), f, torch.bfloat16, **tile), ref)
+
+
 def test_alpha_mm_rounds_to_nearest_even_once():
     """Sums that land between two bf16 numbers: a tie goes to even (the interpreter's plain
     cast truncates, which would fail), and α multiplies the fp32 sum, not a rounded one."""
@@ -138,8 +169,10 @@ def test_gpu_alpha_mm_tma_and_pointer(mnk):
     b = torch.randint(-8, 9, (n, k), device="cuda", generator=gen).bfloat16()
     f = torch.tensor([0.3711], device="cuda")
     ref = (torch.mm(a, b.t(), out_dtype=torch.float32) * f).bfloat16()
+    b_kn = b.t().contiguous()             # B as the transpose of a row-major [K, N]
     for tma in (True, False):
         assert torch.equal(alpha_mm(a, b, f, torch.bfloat16, TMA=tma), ref), tma
+        assert torch.equal(alpha_mm(a, b_kn.t(), f, torch.bfloat16, TMA=tma), ref), tma
 
 
 @pytest.mark.gpu

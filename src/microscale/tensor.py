@@ -176,9 +176,9 @@ class QuantizedTensor:
 
         SPEC §3/§8: a 2D-tiled tensor's quantized transpose is the transpose of its codes and
         its tile scales, so dgrad can reuse fprop's weight without re-quantizing. Only 2-D.
+        An expanded NVFP4 operand's data comes back as a transposed *view* (no copy; the GEMMs
+        read it in place), its scales transposed like the codes'.
         """
-        if self.expanded:
-            raise ValueError("t() of an expanded operand; transpose the quantized tensor")
         if len(self.shape) != 2 or self.block[0] != self.block[1] or self.block[0] == 1:
             raise ValueError(f"t() needs a 2-D tensor with square 2D tiles, got shape "
                              f"{tuple(self.shape)} block {self.block}; re-quantize the "
@@ -189,10 +189,10 @@ class QuantizedTensor:
         rows, cols = self.shape
         if self.fmt == QFormat.NVFP4:
             from .formats import pack_nibbles
-            codes = unpack_fp4(self.data).t().contiguous()
             tiles = self.scale[:: self.block[0]]                       # [rows/16, cols/16]
             scale = tiles.t().repeat_interleave(self.block[0], dim=0).contiguous()
-            data = pack_nibbles(codes)
+            data = self.data.t() if self.expanded else \
+                pack_nibbles(unpack_fp4(self.data).t().contiguous())
         elif self.fmt == QFormat.FP8_BLOCK:
             data, scale = self.data.t().contiguous(), self.scale.t().contiguous()
         else:

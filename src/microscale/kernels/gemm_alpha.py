@@ -18,8 +18,11 @@ rounding). Exact up to summation order, like every GEMM path here. Measured (H10
 16): 0.91-1.03x cuBLAS bf16 -> bf16 at the 125m/1b shapes; 125m nvfp4 step 0.557x -> 0.606x of
 bf16, 1b 0.732x -> 0.772x (``benchmarks/results/h100_20261126_session16/``).
 
-Layout: A ``[M, K]`` and B ``[N, K]``, both K-contiguous (row stride given), bf16 or fp16;
-y ``[M, N]`` row-major. Two variants:
+Layout: A ``[M, K]`` K-contiguous; B ``[N, K]`` either K-contiguous or N-contiguous (the
+transpose of a row-major ``[K, N]``: an NVFP4 weight's 16×16-tiled expanded view serves fprop as
+W and dgrad as its transpose ``Wᵀ``, with no copy, ``nn.function.weight_views``); bf16 or
+fp16; y ``[M, N]`` row-major. The MMAs see the same tiles either way (B_KN only changes how a
+tile is loaded), so both layouts give the same bits. Two variants:
 
 * ``_alpha_mm_tma_kernel`` (CUDA, sm_90+): persistent, one program per SM walking the output
   tiles in grouped order; operands and output through TMA descriptors (out-of-range rows and
@@ -77,34 +80,34 @@ def _factor(f_ptr, fb_ptr, FROM_AMAX: tl.constexpr):
 
 
 @triton.jit
-def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stride_b, stride_y,
-                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                     NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr, DOT_F32: tl.constexpr,
-                     FROM_AMAX: tl.constexpr):
+def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stride_bn, stride_bk,
+                     stride_y, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+                     DOT_F32: tl.constexpr, FROM_AMAX: tl.constexpr):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
     # Rows past the edge read row (r mod M): in range, and their results are never stored.
     a_ptrs = a_ptr + (rm % M)[:, None].to(tl.int64) * stride_a + rk[None, :]
-    b_ptrs = b_ptr + (rn % N)[:, None].to(tl.int64) * stride_b + rk[None, :]
+    b_ptrs = b_ptr + (rn % N)[None, :].to(tl.int64) * stride_bn + rk[:, None] * stride_bk
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in tl.range(0, K, BK, num_stages=NUM_STAGES):
         if EVEN_K:
             a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
+            b = tl.load(b_ptrs)                                         # Bᵀ tile [BK, BN]
         else:
             kmask = (k0 + rk) < K
             a = tl.load(a_ptrs, mask=kmask[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=kmask[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=kmask[:, None], other=0.0)
         if DOT_F32:     # the interpreter multiplies bf16 dot operands as raw integers
             a = a.to(tl.float32)
             b = b.to(tl.float32)
-            acc = tl.dot(a, tl.trans(b), acc, input_precision="ieee")
+            acc = tl.dot(a, b, acc, input_precision="ieee")
         else:
-            acc = tl.dot(a, tl.trans(b), acc)
+            acc = tl.dot(a, b, acc)
         a_ptrs += BK
-        b_ptrs += BK
+        b_ptrs += BK * stride_bk
     y = acc * _factor(f_ptr, fb_ptr, FROM_AMAX)
     if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
         y = round_to_input_dtype(y, 1)      # the interpreter's cast truncates; RNE here
@@ -116,7 +119,7 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stri
 def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                          GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
-                         FROM_AMAX: tl.constexpr):
+                         FROM_AMAX: tl.constexpr, B_KN: tl.constexpr = False):
     n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     f = _factor(f_ptr, fb_ptr, FROM_AMAX)
@@ -126,8 +129,10 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
             a = a_desc.load([pid_m * BM, ki * BK])
-            b = b_desc.load([pid_n * BN, ki * BK])
-            acc = tl.dot(a, b.T, acc)
+            if B_KN:                      # b_desc over Bᵀ [K, N] (row-major): tiles [BK, BN]
+                acc = tl.dot(a, b_desc.load([ki * BK, pid_n * BN]), acc)
+            else:
+                acc = tl.dot(a, b_desc.load([pid_n * BN, ki * BK]).T, acc)
         y_desc.store([pid_m * BM, pid_n * BN], (acc * f).to(y_desc.dtype))
 
 
@@ -147,12 +152,13 @@ def _tma_ok(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> bool:
     if torch.cuda.get_device_capability(a.device)[0] < 9:
         return False
     return all(t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0
-               and t.data_ptr() % 16 == 0 for t in (a, b, y))
+               and t.data_ptr() % 16 == 0 for t in (a, b if b.stride(1) == 1 else b.t(), y))
 
 
 def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtype: torch.dtype,
              **tile) -> torch.Tensor:
-    """``round_out(f · a @ b.T)`` for bf16/fp16 ``a [M, K]`` and ``b [N, K]``. ``f``: an fp32
+    """``round_out(f · a @ b.T)`` for bf16/fp16 ``a [M, K]`` and ``b [N, K]`` (K- or
+    N-contiguous: the module docstring's layouts; any other is copied). ``f``: an fp32
     one-element tensor on the device, or a pair ``(amax_a, amax_b)`` of NVFP4 amaxes, whose α
     (``nvfp4_alpha``) the kernel computes itself. ``tile`` overrides :data:`CONFIG` (BM, BN,
     BK, NUM_STAGES, num_warps, TMA)."""
@@ -161,7 +167,8 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     if b.shape[1] != k or a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
         raise ValueError(f"alpha_mm: a {tuple(a.shape)} {a.dtype}, b {tuple(b.shape)} {b.dtype}")
     a = a if a.stride(1) == 1 else a.contiguous()
-    b = b if b.stride(1) == 1 else b.contiguous()
+    b_kn = b.stride(1) != 1 and b.stride(0) == 1          # Bᵀ is a row-major [K, N]
+    b = b if b.stride(1) == 1 or b_kn else b.contiguous()
     from_amax = isinstance(f, tuple)
     fa, fb = (t.reshape(1).float() for t in f) if from_amax else (f.reshape(1).float(),) * 2
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
@@ -172,15 +179,17 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     if use_tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
-        descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bn, bk]),
+        b_desc = TensorDescriptor.from_tensor(b.t(), [bk, bn]) if b_kn else \
+            TensorDescriptor.from_tensor(b, [bn, bk])
+        descs = (TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
                  TensorDescriptor.from_tensor(y, [bm, bn]))
         grid = (min(_num_sms(a.device), cdiv(m, bm) * cdiv(n, bn)),)
         _alpha_mm_tma_kernel[grid](*descs, fa, fb, m, n, k, GROUP_M=CONFIG["GROUP_M"],
-                                   FROM_AMAX=from_amax, **cfg)
+                                   FROM_AMAX=from_amax, B_KN=b_kn, **cfg)
     else:
         grid = (cdiv(m, bm) * cdiv(n, bn),)
-        _alpha_mm_kernel[grid](a, b, fa, fb, y, m, n, k, a.stride(0), b.stride(0), y.stride(0),
-                               GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
+        _alpha_mm_kernel[grid](a, b, fa, fb, y, m, n, k, a.stride(0), b.stride(0), b.stride(1),
+                               y.stride(0), GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
                                DOT_F32=_interpreting(), FROM_AMAX=from_amax, **cfg)
     return y
 

@@ -45,7 +45,8 @@ from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
-                     kernel_seed, persistent_grid, placeholder, rht_matrix_on)
+                     kernel_seed, placeholder, rht_matrix_on)
+from ._launch import launch_persistent
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -170,21 +171,20 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
         br, bc = 16 * cfg["NI"], cfg["BC"]
         n_tc = cdiv(cols, bc)
         n_tiles = cdiv(rows, br) * n_tc
-        grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
-        nvfp4_amax_reg_kernel[grid](x2, amax_buf, rows, cols, n_tc, n_tiles,
-                                    IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
-                                    rows % br == 0 and cols % bc == 0, need[0], need[1],
-                                    bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
-                                    num_warps=cfg["num_warps"])
+        launch_persistent(nvfp4_amax_reg_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
+                          (x2, amax_buf, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
+                           cfg["NI"], bc, rows % br == 0 and cols % bc == 0, need[0], need[1],
+                           bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"]),
+                          num_warps=cfg["num_warps"])
     elif any(need):
         cfg = CONFIG
         n_tc = cdiv(cols, cfg["AMAX_BC"])
         n_tiles = cdiv(rows, cfg["AMAX_BR"]) * n_tc
-        grid = (persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)
-        nvfp4_amax_kernel[grid](x2, amax_buf, m, rows, cols, n_tc, n_tiles,
-                                 IN_DTYPE_CODE[x2.dtype], cfg["AMAX_BR"], cfg["AMAX_BC"],
-                                 need[0], bool(row and row.rht), need[1], bool(col and col.rht),
-                                 cfg["NUM_STAGES"], num_warps=cfg["AMAX_WARPS"])
+        launch_persistent(nvfp4_amax_kernel, n_tiles, dev, cfg["AMAX_PROGS_PER_SM"],
+                          (x2, amax_buf, m, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
+                           cfg["AMAX_BR"], cfg["AMAX_BC"], need[0], bool(row and row.rht),
+                           need[1], bool(col and col.rht), cfg["NUM_STAGES"]),
+                          num_warps=cfg["AMAX_WARPS"])
     amaxes = []
     for i, v in enumerate((row, col)):
         if v is not None and v.amax is not None:
@@ -251,15 +251,15 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     br, bc = 16 * cfg["NI"], cfg["BC"]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
-    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     (qr, sr, br_), (qc, sc, bc_) = [(c if c.dtype == torch.bfloat16 else c.view(torch.int32),
                                      sb, b) for c, sb, b in bufs]   # bf16: an expanded view
-    nvfp4_rowcol_reg_kernel[grid](
-        x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
-        IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
-        row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
-        col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-        bool(row and row.expanded), bool(col and col.expanded), num_warps=cfg["num_warps"],
+    launch_persistent(
+        nvfp4_rowcol_reg_kernel, n_tiles, x2.device, cfg["PROGS_PER_SM"],
+        (x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
+         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
+         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
+         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
+         bool(row and row.expanded), bool(col and col.expanded)), num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
@@ -272,18 +272,18 @@ def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
     cfg = CONFIG if rows_pass else {**CONFIG, **CONFIG["V3"]}
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
-    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     kernel = nvfp4_rows_kernel if rows_pass else nvfp4_v3_kernel
     bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]
-    kernel[grid](
-        x2, amax_buf, m, seed, *bufs[0], *bufs[1], rows, cols, n_tc, n_tiles,
-        IN_DTYPE_CODE[x2.dtype], cfg["BR"], cfg["BC"],
-        row is not None, bool(row and row.rht), bool(row and row.block_2d),
-        row.sr_mode if row else 0,
-        col is not None, bool(col and col.rht), bool(col and col.block_2d),
-        col.sr_mode if col else 0, cfg["NUM_STAGES"],
-        *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ()),
+    launch_persistent(
+        kernel, n_tiles, x2.device, cfg["PROGS_PER_SM"],
+        (x2, amax_buf, m, seed, *bufs[0], *bufs[1], rows, cols, n_tc, n_tiles,
+         IN_DTYPE_CODE[x2.dtype], cfg["BR"], cfg["BC"],
+         row is not None, bool(row and row.rht), bool(row and row.block_2d),
+         row.sr_mode if row else 0,
+         col is not None, bool(col and col.rht), bool(col and col.block_2d),
+         col.sr_mode if col else 0, cfg["NUM_STAGES"],
+         *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ())),
         num_warps=cfg["num_warps"])
 
 

@@ -18,6 +18,15 @@ Each pair comes from one ``quantize_rowcol`` call, where a fused kernel reads th
 and writes both views (with square 2D tiles, NVFP4 16×16 or FP8 128×128, W's column view is
 exactly the transpose of its row view, SPEC §3 / §8, computed in the same pass).
 
+**One weight view.** Where both of W's GEMMs decode NVFP4 to bf16 anyway (Hopper and older:
+dequantize + bf16 GEMM, ``kernels/gemm_paths.takes_expanded``) and W and Wᵀ are the same
+16×16 RNE quantization, W is quantized once, straight into the expanded form (bf16 ``value ·
+tile_scale``, ``tensor.py``), and Wᵀ is its transpose, a view (:meth:`QuantizedTensor.t`): no
+second view, no dequantize pass for either GEMM (the dgrad GEMM reads B as ``[K, N]``,
+``kernels/gemm_alpha``). Measured on an H100 (``benchmarks/bench_weight_views.py``): a 1b
+model's weights 9.4 → 4.2 ms a step. ``CONFIG["ONE_WEIGHT_VIEW"]`` (env
+``MICROSCALE_ONE_WEIGHT_VIEW=0``) turns it off; the same bits either way.
+
 Per call (forward, then backward)::
 
     q_x,  q_xᵀ  = quantize_rowcol(x,  fprop.a, wgrad.b)      x read once
@@ -51,6 +60,7 @@ device value on the host. Delayed scaling updates its history in place through t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -71,6 +81,7 @@ __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pa
            "saved_activation_bytes"]      # saved_activation_bytes: re-exported from .saved
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
+CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0"}
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -167,11 +178,26 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
     return q_row, q_col
 
 
-def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed):
-    """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master; or as cached for
-    this optimizer step (``state["weight/cache"]``, :mod:`microscale.nn.weight_cache`); or,
-    when FSDP2 all-gathered them already quantized (:mod:`microscale.distributed.allgather`),
-    as gathered (no second quantization)."""
+def one_weight_view(plan: Plan, tokens: int, shape, device: torch.device) -> bool:
+    """Whether W and Wᵀ come from one expanded 16×16 quantization (the module docstring's "one
+    weight view"): the same NVFP4 16×16 RNE operand for both, and both GEMMs (``tokens`` rows
+    of x and dy, W ``shape``) decoding it to bf16."""
+    w, wt = plan.operand("fprop.b"), plan.operand("dgrad.b")
+    if not (CONFIG["ONE_WEIGHT_VIEW"] and w == wt and w.format == QFormat.NVFP4
+            and w.square_tiles and w.rounding == Rounding.RNE and not w.rht):
+        return False
+    n_out, n_in = shape
+    return _expand_a(plan, "fprop", tokens, n_out, n_in, device) \
+        and _expand_a(plan, "dgrad", tokens, n_in, n_out, device)
+
+
+def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed,
+                 tokens: int | None = None):
+    """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master (once, expanded,
+    where :func:`one_weight_view` says so for ``tokens`` rows); or as cached for this
+    optimizer step (``state["weight/cache"]``, :mod:`microscale.nn.weight_cache`); or, when
+    FSDP2 all-gathered them already quantized (:mod:`microscale.distributed.allgather`), as
+    gathered (no second quantization)."""
     cached = state.get("weight/cache")
     if cached is not None and (cached[0] is not None or not fprop_q) \
             and (cached[1] is not None or not want_wt):
@@ -182,6 +208,10 @@ def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, 
                                "precision needs the fp32 weight")
         q_w, q_wt = gathered_views(weight)
         return q_w, q_wt if want_wt else None
+    if fprop_q and want_wt and tokens is not None \
+            and one_weight_view(plan, tokens, weight.shape, weight.device):
+        q_w, _ = _views(weight, plan, state, "fprop.b", None, seed, expand=(True, False))
+        return q_w, q_w.t()
     return _views(weight, plan, state, "fprop.b" if fprop_q else None,
                   "dgrad.b" if want_wt else None, seed)
 
@@ -259,7 +289,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
                        per_rank=True, expand=(expand_x, False), prologue=prologue)
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
-                             None if seeds is None else seeds[1:2])
+                             None if seeds is None else seeds[1:2], tokens=x_pad.shape[0])
     if fprop_q:
         y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
     else:

@@ -36,14 +36,15 @@ def _stash(q: QuantizedTensor | None, saved: list) -> tuple | None:
     if q is None:
         return None
     saved += [q.data, q.scale, q.amax]
-    return (q.fmt, q.shape, q.orig_dtype, q.block, q.rht_d, q.extra)
+    return (q.fmt, q.shape, q.orig_dtype, q.block, q.rht_d, q.extra, q.expanded)
 
 
 def _unstash(meta: tuple, tensors) -> QuantizedTensor:
-    fmt, shape, orig_dtype, block, rht_d, extra = meta
+    fmt, shape, orig_dtype, block, rht_d, extra, expanded = meta
     data, scale, amax = tensors
     return QuantizedTensor(fmt=fmt, data=data, scale=scale, amax=amax, shape=shape,
-                           orig_dtype=orig_dtype, block=block, rht_d=rht_d, extra=extra)
+                           orig_dtype=orig_dtype, block=block, rht_d=rht_d, extra=extra,
+                           expanded=expanded)
 
 
 def save_for_grads(ctx, plan: Plan, state: dict, x2d, bias, seeds, q_xt, q_wt, hp: list,
