@@ -118,9 +118,10 @@ KERNEL_SETS = {
     # session 18: an NVFP4 layer's W and Wᵀ as two 16×16 code views, each decoded by its GEMM,
     # instead of one expanded view whose transpose dgrad reads (nn.function "one weight view")
     "w-two-views": {"nn.function": {"ONE_WEIGHT_VIEW": False}},
-    # session 18: persistent quantize kernels launched with the configured programs per SM
-    # even where fewer fit at once (kernels/_launch.py sizes the grid to what fits)
-    "no-fit-grid": {"_launch:FIT": {"on": False}},
+    # session 18: the NVFP4 amax pass with 4 programs an SM asked where 3 fit (the default
+    # before call 2)
+    "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
+                                               "PROGS_PER_SM": 4, "NUM_STAGES": 2}}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

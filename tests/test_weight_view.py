@@ -73,8 +73,10 @@ def test_decision():
         function.CONFIG["ONE_WEIGHT_VIEW"] = old
 
 
-def _step(recipe: str, one: bool, device: str, monkeypatch, shape=(48, 64), tokens=40):
-    """One forward + backward; returns (y, dx, dW, W's views as the layer took them)."""
+def _step(recipe: str, one: bool, device: str, monkeypatch, shape=(48, 64), tokens=40,
+          sync_check: bool = False):
+    """Forward + backward (a second one with ``sync_check``, under
+    ``set_sync_debug_mode("error")``); returns (y, dx, dW, W's views as the layer took them)."""
     monkeypatch.setitem(function.CONFIG, "ONE_WEIGHT_VIEW", one)
     taken, real = [], function.weight_views
     monkeypatch.setattr(function, "weight_views",
@@ -83,8 +85,18 @@ def _step(recipe: str, one: bool, device: str, monkeypatch, shape=(48, 64), toke
     layer = ms.Linear(shape[1], shape[0], recipe=recipe).to(device)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     x = torch.randn(tokens, shape[1], device=device, dtype=dtype, requires_grad=True)
-    y = layer(x)
-    y.backward(torch.linspace(-1, 1, y.numel(), device=device).reshape(y.shape).to(dtype))
+    dy = torch.linspace(-1, 1, tokens * shape[0], device=device).reshape(tokens, -1).to(dtype)
+    for checked in ((False, True) if sync_check else (False,)):
+        x.grad, layer.weight.grad = None, None
+        if checked:
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            y = layer(x)
+            y.backward(dy)
+        finally:
+            if checked:
+                torch.cuda.set_sync_debug_mode(0)
     return y.detach(), x.grad, layer.weight.grad, taken[-1]
 
 
@@ -105,13 +117,9 @@ def test_gpu_layer_with_one_view_equals_two(recipe, monkeypatch):
     """At a training shape on the GPU: one view taken (and no dequantize pass for B), the same
     bits as two views, no host sync."""
     shape, tokens = (1024, 768), 4096
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        *one, (q_w, q_wt) = _step(recipe, True, "cuda", monkeypatch, shape, tokens)
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
+    *one, (q_w, q_wt) = _step(recipe, True, "cuda", monkeypatch, shape, tokens, True)
     assert q_w.expanded and q_wt.data.stride(0) == 1
     assert "B given expanded" in ms.explain()[("scaled_mm", "nvfp4xnvfp4")]
-    *two, _ = _step(recipe, False, "cuda", monkeypatch, shape, tokens)
+    *two, _ = _step(recipe, False, "cuda", monkeypatch, shape, tokens, True)
     for a, b in zip(one, two):
         assert torch.equal(a, b)

@@ -37,9 +37,8 @@ from ..quant.common import check_input
 from ..quant.fp8 import FP8_MAX as FP8_MAX_OF
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, exp2_int,
-                     floor_log2_sig, split_nan, tile_coords)
+                     floor_log2_sig, persistent_grid, split_nan, tile_coords)
 from .quant_rowcol_reg import fp8_byte, fp8_rowcol_reg_kernel, pow2_exponents
-from ._launch import launch_persistent
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
 
@@ -275,20 +274,21 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
         _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype)
         return amax
     if kind in ("reg", "sub"):
-        launch_persistent(_fp8_rowcol_sub_kernel, n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"],
-                          (x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc, rows,
-                           cols, n_tc, n_tiles, bc, CONFIG["SUB_ROWS"], fp8_max,
-                           _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2,
-                           fp8_dtype == torch.float8_e5m2, CONFIG["NUM_STAGES_sub"],
-                           CONFIG["PACK_COL"]), num_warps=CONFIG["num_warps_sub"])
+        grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
+        _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),
+                                     sc, rows, cols, n_tc, n_tiles, bc, CONFIG["SUB_ROWS"],
+                                     fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2,
+                                     fp8_dtype == torch.float8_e5m2, CONFIG["NUM_STAGES_sub"],
+                                     CONFIG["PACK_COL"], num_warps=CONFIG["num_warps_sub"])
         return amax
     progs, warps = (CONFIG["PROGS_PER_SM_rowcol"], CONFIG["num_warps_rowcol"]) if col else \
         (CONFIG["PROGS_PER_SM"], CONFIG["num_warps"])
-    launch_persistent(_fp8_block_kernel, n_tiles, x2.device, progs,
-                      (x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc, rows, cols,
-                       n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype], br, bc, fp8_max,
-                       _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2, fp8_dtype == torch.float8_e5m2,
-                       mode, col, CONFIG["NUM_STAGES"]), num_warps=warps)
+    grid = (persistent_grid(n_tiles, x2.device, progs),)
+    _fp8_block_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
+                            rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype], br, bc, fp8_max,
+                            _IN_MAX[IN_DTYPE_CODE[x2.dtype]], pow2,
+                            fp8_dtype == torch.float8_e5m2, mode, col, CONFIG["NUM_STAGES"],
+                            num_warps=warps)
     return amax
 
 
@@ -308,13 +308,14 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
     rows, cols = x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
+    grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
     pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
-    launch_persistent(fp8_rowcol_reg_kernel, n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"],
-                      (x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc, rows, cols,
-                       n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
-                       fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"], CONFIG["NUM_STAGES_reg"],
-                       write_row, x2 if y is None else y, pro, IN_DTYPE_CODE[x2.dtype], write_col),
-                      num_warps=CONFIG["num_warps_reg"])
+    fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
+                                rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
+                                fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
+                                CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
+                                pro, IN_DTYPE_CODE[x2.dtype], write_col,
+                                num_warps=CONFIG["num_warps_reg"])
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):

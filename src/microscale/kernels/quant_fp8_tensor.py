@@ -39,10 +39,10 @@ from ..op_specs import PROLOGUES, apply_prologue
 from ..quant.common import check_given_scalar
 from ..quant.fp8 import FP8_MAX
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, split_nan, tile_coords)
+from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, persistent_grid,
+                     split_nan, tile_coords)
 from .quant_fp8 import _IN_MAX, _fp8_byte, _scale_from_vmax
 from .quant_rowcol_reg import prologue_value
-from ._launch import launch_persistent
 
 __all__ = ["quantize_fp8_tensor_triton", "quantize_rowcol_fp8_tensor_triton", "CONFIG"]
 
@@ -170,9 +170,9 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=None) 
         torch.zeros(1, dtype=torch.float32, device=dev)
     if not here and not given_amax:
         n_blocks = cdiv(n, cfg["AMAX_BLOCK"])
-        launch_persistent(_amax_kernel, n_blocks, dev, cfg["AMAX_PROGS_PER_SM"], (x2, amax, n),
-                          BLOCK=cfg["AMAX_BLOCK"], NUM_STAGES=cfg["NUM_STAGES"],
-                          num_warps=cfg["AMAX_WARPS"])
+        _amax_kernel[(persistent_grid(n_blocks, dev, cfg["AMAX_PROGS_PER_SM"]),)](
+            x2, amax, n, BLOCK=cfg["AMAX_BLOCK"], NUM_STAGES=cfg["NUM_STAGES"],
+            num_warps=cfg["AMAX_WARPS"])
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
     off = (False, 448.0, False, False, False)
@@ -181,13 +181,12 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=None) 
         bufs += [amax, amax, amax] if v is None else \
             [v.given if v.given is not None else amax, v.data.view(torch.uint8), v.scale_inv]
     (gr, qr, sr), (gc, qc, sc) = bufs[:3], bufs[3:]
-    launch_persistent(
-        _cast_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
-        (x2, amax, gr, gc, qr, sr, qc, sc, rows, cols, n_tc, n_tiles,
-         _IN_MAX[IN_DTYPE_CODE[x2.dtype]], *(row.constexprs() if row else off),
-         *(col.constexprs() if col else off), cfg["BR"], cfg["BC"], cfg["NUM_STAGES"], here,
-         x2 if prologue is None or prologue[1] is None else prologue[1],
-         0 if prologue is None else PROLOGUES[prologue[0]][2], IN_DTYPE_CODE[x2.dtype]),
+    _cast_kernel[(persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)](
+        x2, amax, gr, gc, qr, sr, qc, sc, rows, cols, n_tc, n_tiles,
+        _IN_MAX[IN_DTYPE_CODE[x2.dtype]], *(row.constexprs() if row else off),
+        *(col.constexprs() if col else off), cfg["BR"], cfg["BC"], cfg["NUM_STAGES"], here,
+        x2 if prologue is None or prologue[1] is None else prologue[1],
+        0 if prologue is None else PROLOGUES[prologue[0]][2], IN_DTYPE_CODE[x2.dtype],
         num_warps=cfg["num_warps"])
     return amax.reshape(())
 

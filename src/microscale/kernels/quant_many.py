@@ -32,9 +32,8 @@ import triton.language as tl
 from ..backend import KernelUnsupported, register_kernel
 from ..ops_many import flat_offsets
 from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take a parameter of that name
-from ._utils import IN_DTYPE_CODE, split_nan
+from ._utils import IN_DTYPE_CODE, persistent_grid, split_nan
 from .quant_fp8 import _IN_MAX, _options, _quant_128x128
-from ._launch import launch_persistent
 
 __all__ = ["quantize_rowcol_many_fp8_block_triton", "CONFIG"]
 
@@ -128,11 +127,12 @@ def quantize_rowcol_many_fp8_block_triton(xs: list[torch.Tensor], row, col) -> l
     sr, sc = (torch.empty(ns, dtype=torch.float32, device=dev) for _ in range(2))
     amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)
     n_tiles = tiles.shape[0]
-    launch_persistent(fp8_block_many_kernel, n_tiles, dev, CONFIG["PROGS_PER_SM"],
-                      (tab, tiles, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc, amax,
-                       n_tiles, IN_DTYPE_CODE[xs[0].dtype], FP8_MAX_OF[fp8_dtype],
-                       _IN_MAX[IN_DTYPE_CODE[xs[0].dtype]], pow2,
-                       fp8_dtype == torch.float8_e5m2), num_warps=CONFIG["num_warps"])
+    grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM"]),)
+    fp8_block_many_kernel[grid](tab, tiles, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
+                                amax, n_tiles, IN_DTYPE_CODE[xs[0].dtype],
+                                FP8_MAX_OF[fp8_dtype],
+                                _IN_MAX[IN_DTYPE_CODE[xs[0].dtype]], pow2,
+                                fp8_dtype == torch.float8_e5m2, num_warps=CONFIG["num_warps"])
     return [qr, sr, qc, sc, amax]
 
 

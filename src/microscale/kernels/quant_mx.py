@@ -48,9 +48,8 @@ from ..tensor import QFormat, QuantizedTensor
 from .quant_mx_col import RHT_SIGN_MASK_32, mx4_col_view_reg
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
-                     kernel_seed, rht_matrix_on, tile_coords)
+                     kernel_seed, persistent_grid, rht_matrix_on, tile_coords)
 from .quant_mx_views import mx_col_view, mx_row_view
-from ._launch import launch_persistent
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 
@@ -184,14 +183,14 @@ def _run(x: torch.Tensor, row: _View | None, col: _View | None) -> torch.Tensor:
     cfg = CONFIG
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
-    launch_persistent(_mx_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
-                      (x2, amax, seed, rows, cols, n_tc, n_tiles,
-                       *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),
-                       IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
-                       *(row.flags() if row else off), *(col.flags() if col else off),
-                       cfg["NUM_STAGES"], cfg["PACK_COL"], bool(row and row.expanded),
-                       bool(col and col.expanded), _col_reg(col), RHT_SIGN_MASK_32),
-                      num_warps=cfg["num_warps"])
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+    _mx_kernel[grid](x2, amax, seed, rows, cols, n_tc, n_tiles,
+                     *(row.args(x2) if row else dummy), *(col.args(x2) if col else dummy),
+                     IN_DTYPE_CODE[x.dtype], cfg["BR"], cfg["BC"],
+                     *(row.flags() if row else off), *(col.flags() if col else off),
+                     cfg["NUM_STAGES"], cfg["PACK_COL"], bool(row and row.expanded),
+                     bool(col and col.expanded), _col_reg(col), RHT_SIGN_MASK_32,
+                     num_warps=cfg["num_warps"])
     return amax
 
 
@@ -216,11 +215,11 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
     rows, cols = x2.shape
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
-    launch_persistent(mx8_rowcol_reg_kernel, n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"],
-                      (x2, amax, row.out, row.scale, col.out, col.scale, rows, cols, n_tc,
-                       n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil", _ELEM[col.fmt],
-                       col.scale_rounding == "ceil", CONFIG["NAN_SEL"], CONFIG["NUM_STAGES_reg"]),
-                      num_warps=CONFIG["num_warps_reg"])
+    grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
+    mx8_rowcol_reg_kernel[grid](x2, amax, row.out, row.scale, col.out, col.scale, rows,
+                                cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
+                                _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
+                                CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])
     return amax
 
 

@@ -45,8 +45,7 @@ from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
-                     kernel_seed, placeholder, rht_matrix_on)
-from ._launch import launch_persistent
+                     kernel_seed, persistent_grid, placeholder, rht_matrix_on)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -62,7 +61,10 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
 # "REG": the reg pass's tile [16·NI, BC] and launch (maxnreg: ptxas's register cap, None =
 # its own choice), and whether it takes stochastically rounded row views (ROW_SR: off, the rows
-# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's. SPLIT: a
+# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's, 3 programs
+# an SM because that is what fits: 152 registers a thread, 3 CTAs of 4 warps (Nsight Compute,
+# H100, Triton 3.6, session 18 call 1: 4 asked ran as 1.33 waves); 3 ran the x pair 3.5% and the
+# 8192-wide pairs 2.3-2.7% faster, graph-replayed (call 2). SPLIT: a
 # pair the reg pass refuses only for its SR row view (dy) runs as two reg-pass launches, the
 # column view and then the row view alone, whose SR fits the registers without the column
 # view beside it (same bits). Offline SASS (Triton 3.6) counts 55 + 50 instructions an
@@ -91,7 +93,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
-          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 4, "NUM_STAGES": 2},
+          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2},
           "SPLIT": True, "SPLIT_MIN_COLS": 4097, "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
@@ -171,20 +173,21 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
         br, bc = 16 * cfg["NI"], cfg["BC"]
         n_tc = cdiv(cols, bc)
         n_tiles = cdiv(rows, br) * n_tc
-        launch_persistent(nvfp4_amax_reg_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
-                          (x2, amax_buf, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
-                           cfg["NI"], bc, rows % br == 0 and cols % bc == 0, need[0], need[1],
-                           bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"]),
-                          num_warps=cfg["num_warps"])
+        grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
+        nvfp4_amax_reg_kernel[grid](x2, amax_buf, rows, cols, n_tc, n_tiles,
+                                    IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
+                                    rows % br == 0 and cols % bc == 0, need[0], need[1],
+                                    bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
+                                    num_warps=cfg["num_warps"])
     elif any(need):
         cfg = CONFIG
         n_tc = cdiv(cols, cfg["AMAX_BC"])
         n_tiles = cdiv(rows, cfg["AMAX_BR"]) * n_tc
-        launch_persistent(nvfp4_amax_kernel, n_tiles, dev, cfg["AMAX_PROGS_PER_SM"],
-                          (x2, amax_buf, m, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
-                           cfg["AMAX_BR"], cfg["AMAX_BC"], need[0], bool(row and row.rht),
-                           need[1], bool(col and col.rht), cfg["NUM_STAGES"]),
-                          num_warps=cfg["AMAX_WARPS"])
+        grid = (persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)
+        nvfp4_amax_kernel[grid](x2, amax_buf, m, rows, cols, n_tc, n_tiles,
+                                 IN_DTYPE_CODE[x2.dtype], cfg["AMAX_BR"], cfg["AMAX_BC"],
+                                 need[0], bool(row and row.rht), need[1], bool(col and col.rht),
+                                 cfg["NUM_STAGES"], num_warps=cfg["AMAX_WARPS"])
     amaxes = []
     for i, v in enumerate((row, col)):
         if v is not None and v.amax is not None:
@@ -251,15 +254,15 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     br, bc = 16 * cfg["NI"], cfg["BC"]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     (qr, sr, br_), (qc, sc, bc_) = [(c if c.dtype == torch.bfloat16 else c.view(torch.int32),
                                      sb, b) for c, sb, b in bufs]   # bf16: an expanded view
-    launch_persistent(
-        nvfp4_rowcol_reg_kernel, n_tiles, x2.device, cfg["PROGS_PER_SM"],
-        (x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
-         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
-         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
-         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-         bool(row and row.expanded), bool(col and col.expanded)), num_warps=cfg["num_warps"],
+    nvfp4_rowcol_reg_kernel[grid](
+        x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
+        IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
+        row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
+        col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
+        bool(row and row.expanded), bool(col and col.expanded), num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
@@ -272,18 +275,18 @@ def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
     cfg = CONFIG if rows_pass else {**CONFIG, **CONFIG["V3"]}
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     kernel = nvfp4_rows_kernel if rows_pass else nvfp4_v3_kernel
     bufs = [(v.codes if rows_pass else v.codes.view(torch.int32), v.scale.view(torch.uint8),
              v.bits if v.bits is not None else x2) for v in views]
-    launch_persistent(
-        kernel, n_tiles, x2.device, cfg["PROGS_PER_SM"],
-        (x2, amax_buf, m, seed, *bufs[0], *bufs[1], rows, cols, n_tc, n_tiles,
-         IN_DTYPE_CODE[x2.dtype], cfg["BR"], cfg["BC"],
-         row is not None, bool(row and row.rht), bool(row and row.block_2d),
-         row.sr_mode if row else 0,
-         col is not None, bool(col and col.rht), bool(col and col.block_2d),
-         col.sr_mode if col else 0, cfg["NUM_STAGES"],
-         *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ())),
+    kernel[grid](
+        x2, amax_buf, m, seed, *bufs[0], *bufs[1], rows, cols, n_tc, n_tiles,
+        IN_DTYPE_CODE[x2.dtype], cfg["BR"], cfg["BC"],
+        row is not None, bool(row and row.rht), bool(row and row.block_2d),
+        row.sr_mode if row else 0,
+        col is not None, bool(col and col.rht), bool(col and col.block_2d),
+        col.sr_mode if col else 0, cfg["NUM_STAGES"],
+        *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ()),
         num_warps=cfg["num_warps"])
 
 

@@ -39,12 +39,12 @@ from ._rht import rht_tile
 from ._utils import (
     IN_DTYPE_CODE,
     cdiv,
+    persistent_grid,
     rht_matrix_on,
     split_nan,
     tile_coords,
 )
 from .quant_nvfp4_rows import quantize_rows
-from ._launch import launch_persistent
 
 __all__ = ["CONFIG", "quantize_nvfp4_segments_triton"]
 
@@ -149,12 +149,11 @@ def quantize_nvfp4_segments_triton(src: torch.Tensor, seg: torch.Tensor, n_seg: 
     bits = rand_bits.contiguous() if rand_bits is not None else codes     # codes: never read
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     code = IN_DTYPE_CODE[src.dtype]
-    launch_persistent(_amax_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
-                      (src, seg32, amax, m, rows, cols, n_tc, n_tiles, code, cfg["BR"], cfg["BC"],
-                       col, rht), num_warps=cfg["num_warps"])
-    launch_persistent(_quant_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
-                      (src, seg32, amax, m, bits, codes, scale.view(torch.uint8), rows, cols,
-                       n_tc, n_tiles, code, cfg["BR"], cfg["BC"], col, rht,
-                       1 if rand_bits is not None else 0, two_d), num_warps=cfg["num_warps"])
+    _amax_kernel[grid](src, seg32, amax, m, rows, cols, n_tc, n_tiles, code, cfg["BR"],
+                       cfg["BC"], col, rht, num_warps=cfg["num_warps"])
+    _quant_kernel[grid](src, seg32, amax, m, bits, codes, scale.view(torch.uint8), rows, cols,
+                        n_tc, n_tiles, code, cfg["BR"], cfg["BC"], col, rht,
+                        1 if rand_bits is not None else 0, two_d, num_warps=cfg["num_warps"])
     return codes, scale, amax

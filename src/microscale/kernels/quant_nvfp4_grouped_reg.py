@@ -44,12 +44,11 @@ import triton
 import triton.language as tl
 
 from ..quant.grouped import padded_bound
-from ._host import IN_DTYPE_CODE, cdiv
+from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
 from ._utils import nvfp4_global_scales, tile_coords
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import (_row_tile, _row_view, _row_words, _store_row_scales,
                                     col_tile, tile_maxima)
-from ._launch import launch_persistent
 
 __all__ = ["CONFIG", "group_tables", "nvfp4_grouped_amax_kernel", "nvfp4_grouped_reg_kernel",
            "nvfp4_reg_views", "quantize_nvfp4_grouped_views"]
@@ -252,23 +251,23 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
     cfg, code, col_rht = CONFIG, IN_DTYPE_CODE[x.dtype], bool(col is not None and col[0])
     n_tc = cdiv(cols, cfg["AMAX_BC"])
     n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
-    launch_persistent(nvfp4_grouped_amax_kernel, n_tiles, dev, cfg["AMAX_PROGS_PER_SM"],
-                      (x, tab, amax_r, amax_c, bound, cols, n_seg, n_tc, n_tiles, code, cfg["NI"],
-                       cfg["AMAX_BC"], row is not None, col is not None, col_rht, RHT_SIGN_MASK,
-                       cfg["AMAX_STAGES"]), num_warps=cfg["num_warps"])
+    nvfp4_grouped_amax_kernel[(persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)](
+        x, tab, amax_r, amax_c, bound, cols, n_seg, n_tc, n_tiles, code, cfg["NI"],
+        cfg["AMAX_BC"], row is not None, col is not None, col_rht, RHT_SIGN_MASK,
+        cfg["AMAX_STAGES"], num_warps=cfg["num_warps"])
     # a stochastically rounded row view beside the column view: two launches (the split)
     split = row is not None and col is not None and row[1] > 0
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(bound, 16 * cfg["NI"]) * n_tc
+    grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
     (qr, sr, br, seed_r), (qc, sc, bc, seed_c) = bufs
     for lr, lc in ([(None, col), (row, None)] if split else [(row, col)]):
-        launch_persistent(
-            nvfp4_grouped_reg_kernel, n_tiles, dev, cfg["PROGS_PER_SM"],
-            (x, tab, amax_r, amax_c, seed_r, seed_c, qr, sr.view(torch.uint8), br, qc,
-             sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
-             cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
-             lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-             lr is not None and expand_row), num_warps=cfg["num_warps"])
+        nvfp4_grouped_reg_kernel[grid](
+            x, tab, amax_r, amax_c, seed_r, seed_c, qr, sr.view(torch.uint8), br, qc,
+            sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
+            cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
+            lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
+            lr is not None and expand_row, num_warps=cfg["num_warps"])
     return [None if v is None else (b[0] if b[0].dtype == torch.bfloat16 else
                                     b[0].view(torch.uint8), b[1], a)
             for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]
