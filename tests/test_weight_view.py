@@ -93,18 +93,19 @@ def _step(recipe: str, one: bool, device: str, monkeypatch, shape=(48, 64), toke
             torch.cuda.set_sync_debug_mode("error")
         try:
             y = layer(x)
+            fprop_path = ms.explain().get(("scaled_mm", "nvfp4xnvfp4"), "")
             y.backward(dy)
         finally:
             if checked:
                 torch.cuda.set_sync_debug_mode(0)
-    return y.detach(), x.grad, layer.weight.grad, taken[-1]
+    return y.detach(), x.grad, layer.weight.grad, (*taken[-1], fprop_path)
 
 
 @pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr"])
 def test_layer_with_one_view_equals_two(recipe, monkeypatch):
-    *one, (q_w, q_wt) = _step(recipe, True, "cpu", monkeypatch)
+    *one, (q_w, q_wt, _) = _step(recipe, True, "cpu", monkeypatch)
     assert q_w.expanded and q_wt.expanded and q_wt.data.data_ptr() == q_w.data.data_ptr()
-    *two, (p_w, p_wt) = _step(recipe, False, "cpu", monkeypatch)
+    *two, (p_w, p_wt, _) = _step(recipe, False, "cpu", monkeypatch)
     assert not p_w.expanded and not p_wt.expanded
     for a, b in zip(one, two):
         assert torch.equal(a, b)
@@ -117,9 +118,10 @@ def test_gpu_layer_with_one_view_equals_two(recipe, monkeypatch):
     """At a training shape on the GPU: one view taken (and no dequantize pass for B), the same
     bits as two views, no host sync."""
     shape, tokens = (1024, 768), 4096
-    *one, (q_w, q_wt) = _step(recipe, True, "cuda", monkeypatch, shape, tokens, True)
+    *one, (q_w, q_wt, fprop_path) = _step(recipe, True, "cuda", monkeypatch, shape, tokens,
+                                          True)
     assert q_w.expanded and q_wt.data.stride(0) == 1
-    assert "B given expanded" in ms.explain()[("scaled_mm", "nvfp4xnvfp4")]
+    assert "A and B given expanded" in fprop_path, fprop_path     # no dequantize pass for W
     *two, _ = _step(recipe, False, "cuda", monkeypatch, shape, tokens, True)
     for a, b in zip(one, two):
         assert torch.equal(a, b)
