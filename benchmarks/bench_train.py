@@ -118,6 +118,9 @@ KERNEL_SETS = {
     # session 18: an NVFP4 layer's W and Wᵀ as two 16×16 code views, each decoded by its GEMM,
     # instead of one expanded view whose transpose dgrad reads (nn.function "one weight view")
     "w-two-views": {"nn.function": {"ONE_WEIGHT_VIEW": False}},
+    # session 18: the MoE experts' NVFP4 W and Wᵀ as two code views, each decoded by its
+    # grouped GEMM, instead of one expanded view whose transposes dgrad reads (nn.grouped)
+    "grp-w-two-views": {"nn.grouped": {"ONE_WEIGHT_VIEW": False}},
     # session 18: the NVFP4 amax pass with 4 programs an SM asked where 3 fit (the default
     # before call 2)
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,

@@ -372,10 +372,14 @@ def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkey
              for op in (recipe.fprop.b, recipe.dgrad.b)]
     stacked = ops_experts._stackable(w, *views, (None, None), backend)
     assert stacked == (name != "nvfp4" or backend == "triton")   # NVFP4: the segment kernel
-    if name == "nvfp4":            # finiteness checks or expanded codes asked: the loop
-        for extra in ({"check_finite": True}, {"expand": True}):
-            assert not ops_experts._stackable(w, (views[0][0], {**views[0][1], **extra}),
-                                              views[1], (None, None), backend)
+    if name == "nvfp4":            # finiteness checks or an expanded column view: the loop
+        assert not ops_experts._stackable(w, (views[0][0], {**views[0][1], "check_finite": True}),
+                                          views[1], (None, None), backend)
+        assert not ops_experts._stackable(w, views[0], (views[1][0], {**views[1][1],
+                                                                      "expand": True}),
+                                          (None, None), backend)
+        assert ops_experts._stackable(w, (views[0][0], {**views[0][1], "expand": True}),
+                                      views[1], (None, None), backend) == stacked
     monkeypatch.setattr(ops_experts, "triton_available", lambda: False)     # no Triton: loop
     assert ops_experts._stackable(w, *views, (None, None), backend) == (name != "nvfp4")
     monkeypatch.undo()

@@ -24,7 +24,8 @@ from .ops import quantize_views
 from .ops_grouped import GroupedQ, _spec
 from .tensor import QFormat
 
-__all__ = ["quantize_experts", "quantize_nvfp4_experts"]
+__all__ = ["quantize_experts", "quantize_experts_one_view", "quantize_nvfp4_experts",
+           "transpose_experts"]
 
 
 def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = None,
@@ -62,6 +63,28 @@ _BLOCK_LOCAL = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QForm
 _PER_EXPERT_OPTS = ("stochastic", "rht", "scale", "amax", "rand_bits", "seed", "generator")
 
 
+def quantize_experts_one_view(w: Tensor, view, backend: str):
+    """W's row view and Wᵀ's from one quantization: every expert's ``[N, K]`` with 16×16 NVFP4
+    tiles written expanded (bf16 ``value · tile_scale``), and the column view its experts'
+    transposes, a view of the same data (:func:`transpose_experts`; SPEC §3: a 16×16-tiled
+    quantization commutes with the transpose), as ``nn.function``'s one weight view does for
+    a dense layer."""
+    fmt, opts = view
+    q_w = quantize_experts(w, (fmt, {**opts, "expand": True}), None, backend)[0]
+    return q_w, transpose_experts(q_w)
+
+
+def transpose_experts(q: GroupedQ) -> GroupedQ:
+    """The experts' transposes of an expanded 16×16-tiled ``q`` (data ``[E, N, K]``): data a
+    transposed view ``[E, K, N]``, tile scales transposed like the codes', the same amaxes."""
+    if q.data.dtype != torch.bfloat16 or not q.spec.startswith("nvfp4,16,16,"):
+        raise ValueError(f"transpose_experts: an expanded NVFP4 16x16 operand, got {q.spec} "
+                         f"{q.data.dtype}")
+    tiles = q.scale[:, ::16]                                       # [E, N/16, K/16]
+    scale = tiles.transpose(1, 2).repeat_interleave(16, dim=1).contiguous()
+    return GroupedQ(q.fmt, q.spec, q.data.transpose(1, 2), scale, q.amax)
+
+
 def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -> bool:
     """Whether quantizing ``w [E, N, K]`` as one ``[E·N, K]`` matrix (and its transpose as
     ``[E·K, N]``) gives every expert's own views: only per-block scales (no per-tensor amax;
@@ -76,10 +99,11 @@ def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -
         if any(opts.get(k) for k in _PER_EXPERT_OPTS):
             return False
         if fmt == QFormat.NVFP4:
-            # the kernel writes codes and checks nothing, as the grouped layer asks
-            # (check_finite=False, no expand); anything else keeps the loop
+            # the kernel checks nothing, as the grouped layer asks (check_finite=False), and
+            # writes codes, or a row view expanded; anything else keeps the loop
             if not (_nvfp4_kernel(w, backend) and inner_rows % 16 == 0
-                    and opts.get("check_finite") is False and not opts.get("expand")):
+                    and opts.get("check_finite") is False
+                    and not (opts.get("expand") and v is col)):
                 return False
             continue
         if fmt not in _BLOCK_LOCAL:
@@ -102,25 +126,29 @@ def _nvfp4_stacked(x2: Tensor, rows: int, n_experts: int, opts: dict):
     global amax: one per-segment kernel call (``quant_nvfp4_grouped``), 16x16 tiles or 1x16,
     as the op :func:`quantize_nvfp4_experts` (traced code never calls the kernel itself)."""
     return torch.ops.microscale.quantize_nvfp4_experts(x2, rows, n_experts,
-                                                       bool(opts.get("block_2d")))
+                                                       bool(opts.get("block_2d")),
+                                                       bool(opts.get("expand")))
 
 
 @torch.library.custom_op("microscale::quantize_nvfp4_experts", mutates_args=())
-def quantize_nvfp4_experts(x2: Tensor, rows: int, n_experts: int,
-                           two_d: bool) -> tuple[Tensor, Tensor, Tensor]:
+def quantize_nvfp4_experts(x2: Tensor, rows: int, n_experts: int, two_d: bool,
+                           expand: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """``(codes uint8 [E·rows, cols/2], E4M3 scales [E·rows, cols/16], amax fp32 [E])`` of the
-    stacked experts ``x2``, expert e owning rows ``[e·rows, (e+1)·rows)``."""
+    stacked experts ``x2``, expert e owning rows ``[e·rows, (e+1)·rows)``; ``expand``: bf16
+    ``value · block_scale [E·rows, cols]`` in place of the codes."""
     from .kernels.quant_nvfp4_grouped import quantize_nvfp4_segments_triton
     seg = torch.arange(x2.shape[0], device=x2.device, dtype=torch.int32) // rows
     note_path("quantize_experts", "nvfp4", "triton per-segment kernel (quant_nvfp4_grouped): "
-              "every expert in one call, each with its own amax")
-    return quantize_nvfp4_segments_triton(x2, seg, n_experts, False, False, None, two_d)
+              "every expert in one call, each with its own amax"
+              + (", written expanded" if expand else ""))
+    return quantize_nvfp4_segments_triton(x2, seg, n_experts, False, False, None, two_d, expand)
 
 
 @quantize_nvfp4_experts.register_fake
-def _(x2, rows, n_experts, two_d):
+def _(x2, rows, n_experts, two_d, expand=False):
     r, c = x2.shape
-    return (x2.new_empty((r, c // 2), dtype=torch.uint8),
+    return (x2.new_empty((r, c), dtype=torch.bfloat16) if expand else
+            x2.new_empty((r, c // 2), dtype=torch.uint8),
             x2.new_empty((r, c // 16), dtype=torch.float8_e4m3fn),
             x2.new_empty((n_experts,), dtype=torch.float32))
 

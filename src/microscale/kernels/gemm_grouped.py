@@ -4,6 +4,8 @@ Two shapes of grouping, both with the group *ends* ``offs [E]`` (int, cumulative
 group e spans ``[offs[e-1], offs[e])``, ``offs[-1]`` may stop short of the full extent)::
 
     "tokens":  a [R, K] rows grouped, b [E·N, K]   ->  y [R, N],     y[g_e] = a[g_e] · b_eᵀ
+               (bf16 b may also come as [E, N, K] with any strides, e.g. the transposed view
+               [E, K, N]ᵀ of one expanded 16×16 expert weight, read in place)
     "reduce":  a [M, Kb], b [N, Kb], K grouped      ->  y [E, M, N],  y[e] = a[:, g_e] · b[:, g_e]ᵀ
 
 (fprop and dgrad of an expert layer are "tokens", wgrad is "reduce"). Rows of a "tokens" result
@@ -61,10 +63,10 @@ _MODES = ("tokens", "reduce")
 
 @triton.jit
 def _operand(ptr, rows, rmask, cols, cmask, stride, FP8: tl.constexpr, E5M2: tl.constexpr,
-             DOT_F32: tl.constexpr):
+             DOT_F32: tl.constexpr, stride_c):
     """A [len(rows), len(cols)] tile as the dot's operand (fp8 codes bit-cast; fp32 in the
     interpreter, whose tl.dot reads bf16 as integers and fp8 NaN codes as numbers)."""
-    t = tl.load(ptr + rows.to(tl.int64)[:, None] * stride + cols[None, :],
+    t = tl.load(ptr + rows.to(tl.int64)[:, None] * stride + cols[None, :] * stride_c,
                 mask=rmask[:, None] & cmask[None, :], other=0)
     if FP8:
         raw = t
@@ -81,17 +83,20 @@ def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, 
               stride_a, stride_b, stride_sa, stride_sb, BR_A: tl.constexpr, BR_B: tl.constexpr,
               FP8: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
               BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
-              DOT_F32: tl.constexpr):
+              DOT_F32: tl.constexpr, b_data_rows, stride_bk):
     """fp32 ``Σ_k a[offs_m, k] · b[b_rows, k]`` over ``k_lo <= k < k_hi``, scaled per chunk.
     ``B_TILE_SCALE``: the tile's ``b_rows`` lie in one scale block of b (128×128 weight
     tiles, BN dividing 128, experts' rows a multiple of 128): one scalar ``sb`` a chunk, so
-    the chunk is scaled by one multiply-add an element instead of an outer product."""
+    the chunk is scaled by one multiply-add an element instead of an outer product.
+    ``b_data_rows`` / ``stride_bk``: b's data rows from ``b_ptr`` and its K stride (a bf16
+    expert's ``[N, K]`` read through any strides from its own base; else ``b_rows``, 1)."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BK):
         offs_k = k0 + tl.arange(0, BK)
         kmask = offs_k < k_hi
-        a = _operand(a_ptr, offs_m, mmask, offs_k, kmask, stride_a, FP8, A_E5M2, DOT_F32)
-        b = _operand(b_ptr, b_rows, nmask, offs_k, kmask, stride_b, FP8, B_E5M2, DOT_F32)
+        a = _operand(a_ptr, offs_m, mmask, offs_k, kmask, stride_a, FP8, A_E5M2, DOT_F32, 1)
+        b = _operand(b_ptr, b_data_rows, nmask, offs_k, kmask, stride_b, FP8, B_E5M2, DOT_F32,
+                     stride_bk)
         if FP8:
             kb = k0 // BK                                          # BK == 128: one chunk
             sa = tl.load(sa_ptr + (offs_m // BR_A) * stride_sa + kb, mask=mmask, other=0.0)
@@ -108,7 +113,7 @@ def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, 
 
 @triton.jit
 def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K, E,
-                   stride_a, stride_b, stride_y, stride_sa, stride_sb,
+                   stride_a, stride_be, stride_b, stride_bk, stride_y, stride_sa, stride_sb,
                    BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
                    A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                    BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
@@ -138,11 +143,13 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K
     mmask = offs_m < hi                   # idle programs: group -1, lo = hi = 0, no row
     offs_n = tile_n * BN + tl.arange(0, BN)
     nmask = offs_n < N
-    b_rows = tl.minimum(group, E - 1) * N + offs_n
+    expert = tl.minimum(tl.maximum(group, 0), E - 1)
+    b_rows = expert * N + offs_n                               # the scales' rows
     k_hi = tl.where((group >= 0) & (group < E), K, 0)          # tail rows and idle programs: 0
-    acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, 0, k_hi,
-                    stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
-                    BM, BN, BK, B_TILE_SCALE, DOT_F32)
+    acc = _mainloop(a_ptr, b_ptr + expert.to(tl.int64) * stride_be, sa_ptr, sb_ptr, offs_m,
+                    mmask, b_rows, nmask, 0, k_hi, stride_a, stride_b, stride_sa, stride_sb,
+                    BR_A, BR_B, FP8, A_E5M2, B_E5M2, BM, BN, BK, B_TILE_SCALE, DOT_F32,
+                    offs_n, stride_bk)
     if HAS_F:             # the group's epilogue factor; tail rows (group E) stay exact zeros
         f = tl.load(f_ptr + tl.minimum(tl.maximum(group, 0), E - 1))
         acc = acc * tl.where(group < E, f, 1.0)
@@ -177,7 +184,7 @@ def _reduce_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, M, N,
     mmask, nmask = offs_m < M, offs_n < N
     acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, offs_n, nmask, k_lo, k_hi,
                     stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
-                    BM, BN, BK, False, DOT_F32)
+                    BM, BN, BK, False, DOT_F32, offs_n, 1)
     tl.store(y_ptr + e.to(tl.int64) * M * N + offs_m[:, None] * stride_y + offs_n[None, :], acc,
              mask=mmask[:, None] & nmask[None, :])
 
@@ -187,18 +194,22 @@ def _check(a, b, offs, mode, sa, sb, br_a, br_b) -> bool:
     """Validate the call; True for FP8 operands."""
     if mode not in _MODES:
         raise ValueError(f"grouped_gemm: mode must be one of {_MODES}, got {mode!r}")
-    if a.dim() != 2 or b.dim() != 2 or offs.dim() != 1:
-        raise ValueError(f"grouped_gemm: a and b must be 2-D and offs 1-D, got {tuple(a.shape)}, "
-                         f"{tuple(b.shape)}, {tuple(offs.shape)}")
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"grouped_gemm: a and b must share K, got {a.shape[1]} and {b.shape[1]}")
+    b3 = b.dim() == 3 and mode == "tokens" and b.dtype not in _FP8
+    if a.dim() != 2 or (b.dim() != 2 and not b3) or offs.dim() != 1:
+        raise ValueError(f"grouped_gemm: a and b must be 2-D (b also 3-D [E, N, K], bf16, "
+                         f"'tokens') and offs 1-D, got {tuple(a.shape)}, {tuple(b.shape)}, "
+                         f"{tuple(offs.shape)}")
+    if a.shape[1] != b.shape[-1]:
+        raise ValueError(f"grouped_gemm: a and b must share K, got {a.shape[1]} and {b.shape[-1]}")
+    if b3 and b.shape[0] != offs.numel():
+        raise ValueError(f"grouped_gemm: b holds {b.shape[0]} experts, offs {offs.numel()}")
     if offs.numel() == 0 or offs.dtype not in (torch.int32, torch.int64):
         raise ValueError("grouped_gemm: offs must be a non-empty int32/int64 tensor of group ends")
     fp8 = a.dtype in _FP8
     if fp8 != (b.dtype in _FP8) or (not fp8 and a.dtype != b.dtype):
         raise ValueError(f"grouped_gemm: a and b must both be FP8 or both {a.dtype}, got "
                          f"{a.dtype} and {b.dtype}")
-    if mode == "tokens" and b.shape[0] % offs.numel():
+    if mode == "tokens" and b.dim() == 2 and b.shape[0] % offs.numel():
         raise ValueError(f"grouped_gemm: b's {b.shape[0]} rows do not split into "
                          f"{offs.numel()} experts")
     if fp8:
@@ -236,8 +247,16 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     cfg = _config(fp8, mode, config, a.device)
     if fp8 and cfg["BK"] != 128:
         raise ValueError("grouped_gemm: FP8 operands need BK = 128 (one scale chunk per step)")
-    a, b = a.contiguous(), b.contiguous()
     E = offs.numel()
+    a = a.contiguous()
+    if b.dim() == 3:            # [E, N, K] through its strides: a transposed view stays a view
+        if b.shape[1] * b.shape[2] >= 2 ** 31:
+            raise ValueError("grouped_gemm: a 3-D b needs fewer than 2^31 elements an expert")
+        b = b if b.stride(2) == 1 or b.stride(1) == 1 else b.contiguous()
+        b_strides = b.stride()
+    else:
+        b = b.contiguous()
+        b_strides = (b.shape[0] // E * b.stride(0), b.stride(0), 1)
     if fp8:
         sa, sb = sa.contiguous(), sb.contiguous()
         a_arg, b_arg = a.view(torch.uint8), b.view(torch.uint8)
@@ -253,14 +272,15 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     if mode == "tokens":
         R, K = a.shape
-        N = b.shape[0] // E
+        N = b.shape[1] if b.dim() == 3 else b.shape[0] // E
         y = torch.empty((R, N), dtype=out_dtype, device=a.device)
         grid = ((cdiv(R, cfg["BM"]) + E + 1) * cdiv(N, cfg["BN"]),)
         # one b scale block per tile: 128-row blocks that neither straddle experts nor tiles
         tile_scale = fp8 and br_b >= cfg["BN"] and br_b % cfg["BN"] == 0 and N % br_b == 0
         f = sa if factor is None else factor.float().contiguous()
         _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, f, R, N, K, E, a.stride(0),
-                             b.stride(0), y.stride(0), *s_strides, **flags,
+                             b_strides[0], b_strides[1], b_strides[2], y.stride(0), *s_strides,
+                             **flags,
                              B_TILE_SCALE=tile_scale, HAS_F=factor is not None, **tiles)
         return y
     M, N = a.shape[0], b.shape[0]
@@ -309,6 +329,7 @@ def grouped_gemm_reference(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1
         raise ValueError("grouped_gemm: factor / out_dtype are for mode='tokens'")
     fp8 = _check(a, b, offs, mode, sa, sb, br_a, br_b)
     k_align = _k_align(fp8, k_align)
+    b = b.reshape(-1, b.shape[-1])              # a 3-D [E, N, K] b: its experts stacked
     if fp8:      # per-chunk scaling equals scaling the values: every product is exact in fp32
         a_hp, b_hp = _values(a, sa, br_a), _values(b, sb, br_b)
     else:

@@ -356,7 +356,11 @@ def grouped_mm_out_fast(a_data, a_scale, a_spec, b_data, b_scale, b_spec, offs, 
     """``ops_grouped.grouped_mm_out_reference`` without reading ``offs``: the Triton kernel
     with the factor in its epilogue, else the fp32 sum times each row's expert factor (tail
     rows past the last group stay zero) and the cast."""
-    (a2, sa2), (b2, sb2) = _as_2d(a_data, a_scale, a_spec), _as_2d(b_data, b_scale, b_spec)
+    a2, sa2 = _as_2d(a_data, a_scale, a_spec)
+    if b_data.dim() == 3 and b_data.dtype == torch.bfloat16 and not b_data.is_contiguous():
+        b2, sb2 = b_data, b_scale   # the experts' transposes of one expanded view: in place
+    else:
+        b2, sb2 = _as_2d(b_data, b_scale, b_spec)
     key = mm_key(a_spec.split(",")[0], b_spec.split(",")[0])
     y = _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, "tokens", key, factor,
                         out_dtype, op="grouped_scaled_mm_out")

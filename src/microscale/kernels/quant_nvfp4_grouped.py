@@ -109,7 +109,7 @@ def _amax_kernel(x_ptr, seg_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
 def _quant_kernel(x_ptr, seg_ptr, amax_ptr, m_ptr, bits_ptr, q_ptr, s_ptr, rows, cols, n_tc,
                   n_tiles, IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
                   COL: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr,
-                  TWO_D: tl.constexpr = False):
+                  TWO_D: tl.constexpr = False, EXP: tl.constexpr = False):
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
         r0, c0 = tile_coords(t, n_tc, BR, BC)
         x, seg, offs_r, offs_c = _load(x_ptr, seg_ptr, r0, c0, rows, cols, BR, BC)
@@ -123,30 +123,34 @@ def _quant_kernel(x_ptr, seg_ptr, amax_ptr, m_ptr, bits_ptr, q_ptr, s_ptr, rows,
         else:
             quantize_rows(x.to(tl.float32), s_enc6[:, None], s_dec[:, None], m_ptr, 0, q_ptr,
                           s_ptr, bits_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, RHT, TWO_D,
-                          SR)
+                          SR, EXP)
 
 
 def quantize_nvfp4_segments_triton(src: torch.Tensor, seg: torch.Tensor, n_seg: int, col: bool,
                                    rht: bool, rand_bits: torch.Tensor | None,
-                                   two_d: bool = False):
+                                   two_d: bool = False, expand: bool = False):
     """``(codes, E4M3 scales, amax [n_seg])`` of the row view of ``src`` (``col=False``) or of
     ``srcᵀ`` (``col=True``), one amax per expert ``seg[row of src]``; ``rand_bits`` (uint8, one
     per element of the view) switches stochastic rounding on. ``two_d`` (row view only): 16x16
     scale tiles, as expert weights use (every expert's rows a multiple of 16: a tile never
-    spans two experts)."""
+    spans two experts). ``expand`` (row view only): the codes written as the expanded bf16
+    ``value · block_scale`` (``tensor.py``) instead."""
     if two_d and (col or rht or src.shape[0] % 16):
         raise ValueError("quantize_nvfp4_segments_triton: 16x16 tiles take a row view without "
                          "the RHT, rows a multiple of 16")
+    if expand and col:
+        raise ValueError("quantize_nvfp4_segments_triton: expand is for the row view")
     src = src.contiguous()
     rows, cols = src.shape
     vr, vc = (cols, rows) if col else (rows, cols)
     dev, cfg = src.device, CONFIG
     seg32 = seg.to(torch.int32).contiguous()
     amax = torch.zeros(n_seg, dtype=torch.float32, device=dev)
-    codes = torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
+    codes = torch.empty((vr, vc), dtype=torch.bfloat16, device=dev) if expand else \
+        torch.empty((vr, vc // 2), dtype=torch.uint8, device=dev)
     scale = torch.empty((vr, vc // 16), dtype=torch.float8_e4m3fn, device=dev)
     m = rht_matrix_on(16, dev)
-    bits = rand_bits.contiguous() if rand_bits is not None else codes     # codes: never read
+    bits = rand_bits.contiguous() if rand_bits is not None else scale.view(torch.uint8)  # unread
     n_tc = cdiv(cols, cfg["BC"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
     grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
@@ -155,5 +159,6 @@ def quantize_nvfp4_segments_triton(src: torch.Tensor, seg: torch.Tensor, n_seg: 
                        cfg["BC"], col, rht, num_warps=cfg["num_warps"])
     _quant_kernel[grid](src, seg32, amax, m, bits, codes, scale.view(torch.uint8), rows, cols,
                         n_tc, n_tiles, code, cfg["BR"], cfg["BC"], col, rht,
-                        1 if rand_bits is not None else 0, two_d, num_warps=cfg["num_warps"])
+                        1 if rand_bits is not None else 0, two_d, expand,
+                        num_warps=cfg["num_warps"])
     return codes, scale, amax

@@ -35,6 +35,7 @@ Delayed FP8 scaling keeps one history per expert and role (:class:`GroupedLinear
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
@@ -48,10 +49,10 @@ from ..ops_grouped import (
     hp_grouped_mm,
     quantize_grouped,
 )
-from ..ops_experts import quantize_experts
+from ..ops_experts import quantize_experts, quantize_experts_one_view
 from ..quant.fp8 import FP8_MAX
 from ..quant.grouped import group_layout
-from ..recipe import Recipe
+from ..recipe import Recipe, Rounding
 from ..tensor import QFormat
 from ..validate import SUPPORTED_DTYPES
 from .function import ROLES, Plan
@@ -112,7 +113,20 @@ def _update(plan: Plan, state: dict, pairs, active) -> None:
 # grouped GEMM, which multiplies bf16 value · block scale) is quantized straight into that
 # expanded form (tensor.py), as ms.Linear does for its A operands, instead of codes the GEMM
 # then decodes in a pass of its own. The same values reach the GEMM either way.
-CONFIG = {"EXPAND_ROWS": True}
+# CONFIG["ONE_WEIGHT_VIEW"]: the experts' W and Wᵀ from one expanded 16×16 NVFP4 quantization,
+# Wᵀ a view of it (ops_experts.quantize_experts_one_view, as nn.function does for a dense W):
+# the grouped GEMMs multiply bf16 value · tile scale anyway, so no second view and no decode
+# pass of either. Off: two code views (bench label @grp-w-two-views); the same bits.
+CONFIG = {"EXPAND_ROWS": True,
+          "ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0"}
+
+
+def one_expert_view(plan: Plan) -> bool:
+    """Whether fprop's W and dgrad's Wᵀ are the same NVFP4 16×16 RNE quantization (the grouped
+    GEMMs always decode NVFP4 to bf16: there is no native grouped FP4 GEMM here)."""
+    w, wt = plan.operand("fprop.b"), plan.operand("dgrad.b")
+    return CONFIG["ONE_WEIGHT_VIEW"] and w == wt and w.format == QFormat.NVFP4 \
+        and w.square_tiles and w.rounding == Rounding.RNE and not w.rht
 
 
 def _tokens(t2d, offs, plan, state, row_role, col_role, seeds, active):
@@ -134,7 +148,11 @@ def _experts(w, plan, state, row_role, col_role, seeds, active):
     (row, r_scale), (col, c_scale) = _view(plan, state, row_role), _view(plan, state, col_role)
     if row is None and col is None:
         return None, None
-    q_row, q_col = quantize_experts(w, row, col, plan.recipe.backend, seeds, (r_scale, c_scale))
+    if row is not None and col is not None and one_expert_view(plan):
+        q_row, q_col = quantize_experts_one_view(w, row, plan.recipe.backend)
+    else:
+        q_row, q_col = quantize_experts(w, row, col, plan.recipe.backend, seeds,
+                                        (r_scale, c_scale))
     _update(plan, state, ((row_role, q_row), (col_role, q_col)), active)
     return q_row, q_col
 
