@@ -121,6 +121,9 @@ KERNEL_SETS = {
     # session 18: the MoE experts' NVFP4 W and Wᵀ as two code views, each decoded by its
     # grouped GEMM, instead of one expanded view whose transposes dgrad reads (nn.grouped)
     "grp-w-two-views": {"nn.grouped": {"ONE_WEIGHT_VIEW": False}},
+    # session 18: the MoE experts' FP8 128x128 column view quantized again from a transposed
+    # copy of w instead of transposing the row view's codes and tile scales
+    "grp-fp8-w-requant": {"ops_experts": {"TILE_TRANSPOSE": False}},
     # session 18: the NVFP4 amax pass with 4 programs an SM asked where 3 fit (the default
     # before call 2)
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
@@ -136,8 +139,9 @@ GROUP_WEIGHTS = [True]           # --no-group-weights: one weight quantization p
 @contextlib.contextmanager
 def kernel_settings(recipe: str):
     """Apply ``KERNEL_SETS[name]`` for ``recipe@name`` (nothing for a plain recipe); restore.
-    A key names a module of ``microscale.kernels`` (or ``nn.X``: ``microscale.nn.X``); with
-    ``module:NAME`` that module's dict ``NAME`` is updated instead of its ``CONFIG``."""
+    A key names a module of ``microscale.kernels`` (or ``nn.X`` and ``ops*``: modules of
+    ``microscale`` itself); with ``module:NAME`` that module's dict ``NAME`` is updated
+    instead of its ``CONFIG``."""
     name = recipe.partition("@")[2]
     if not name:
         yield
@@ -146,7 +150,7 @@ def kernel_settings(recipe: str):
     saved = []
     for key, entries in KERNEL_SETS[name].items():
         module, _, attr = key.partition(":")
-        path = f"microscale.{module}" if module.startswith("nn.") else \
+        path = f"microscale.{module}" if module.startswith(("nn.", "ops")) else \
             f"microscale.kernels.{module}"
         cfg = getattr(importlib.import_module(path), attr or "CONFIG")
         saved.append((cfg, dict(cfg)))

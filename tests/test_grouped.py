@@ -383,7 +383,12 @@ def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkey
     monkeypatch.setattr(ops_experts, "triton_available", lambda: False)     # no Triton: loop
     assert ops_experts._stackable(w, *views, (None, None), backend) == (name != "nvfp4")
     monkeypatch.undo()
+    calls, real = [], ops_experts.quantize_views
+    monkeypatch.setattr(ops_experts, "quantize_views", lambda *a: calls.append(1) or real(*a))
     got = ops_experts.quantize_experts(w, *views, backend)
+    monkeypatch.undo()
+    if name == "fp8_blockwise":     # 128x128 both ways: the column view is the row's transpose
+        assert len(calls) == 1
     if stacked and name == "nvfp4":             # the path is visible
         assert "per-segment" in ms.explain()[("quantize_experts", "nvfp4")]
     monkeypatch.setattr(ops_experts, "_stackable", lambda *a: False)

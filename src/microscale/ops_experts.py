@@ -153,19 +153,41 @@ def _(x2, rows, n_experts, two_d, expand=False):
             x2.new_empty((n_experts,), dtype=torch.float32))
 
 
+# TILE_TRANSPOSE: FP8 128x128 experts' column view as the row view transposed (off: quantized
+# again from a transposed copy of w, the same bits; bench label @grp-fp8-w-requant)
+CONFIG = {"TILE_TRANSPOSE": True}
+
+
+def _tile_transpose(row, col) -> bool:
+    """Whether the column view is exactly the row view transposed: the same FP8 128×128
+    quantization on both (a row view ``[N, K]`` of tiles, their transposes for ``[K, N]``)."""
+    return CONFIG["TILE_TRANSPOSE"] and row[0] == col[0] == QFormat.FP8_BLOCK \
+        and row[1] == col[1] \
+        and tuple(row[1].get("block", (1, 128))) == (128, 128)
+
+
 def _experts_stacked(w: Tensor, row, col, backend: str):
     """:func:`quantize_experts` for block-local formats: the row view of ``w`` as ``[E·N, K]``
     and the column view as the row view of the experts' transposes ``[E·K, N]`` (a bf16
     transposing copy), two quantizer calls in all instead of one per expert. Blocks never
     straddle experts (``_stackable``), so each expert's codes and scales are its own call's;
     ``amax [E]`` is each expert's ``max |w|`` as the per-tensor quantizer measures it (not
-    consumed by these formats: their GEMM factor is 1)."""
+    consumed by these formats: their GEMM factor is 1).
+
+    FP8 128×128 tiles on both views (``fp8_blockwise``'s weights): the column view is the
+    row view's codes and tile scales transposed (SPEC §8, exact), a 1-byte transposing copy
+    instead of a transposed copy of ``w`` and a second quantization."""
     E, N, K = w.shape
     out, amaxes = [], {}
     for v, x2, rows in ((row, lambda: w.reshape(E * N, K), N),
                         (col, lambda: w.transpose(1, 2).reshape(E * K, N), K)):
         if v is None:
             out.append(None)
+            continue
+        if v is col and out[0] is not None and _tile_transpose(row, col):
+            q = out[0]
+            out.append(GroupedQ(q.fmt, q.spec, q.data.transpose(1, 2).contiguous(),
+                                q.scale.transpose(1, 2).contiguous(), q.amax))
             continue
         if v[0] == QFormat.NVFP4:                 # per-expert amax inside the kernel
             data, scale, amax = _nvfp4_stacked(x2(), rows, E, v[1])
