@@ -50,6 +50,10 @@ read it back. The older dict form still loads. A plain ``nn.Linear`` state dict 
 ``bias`` only, e.g. pretrained weights loaded into a converted model) loads strictly too: the
 layer keeps its recipe, switches and delayed state.
 
+The helpers behind this section (delayed roles and buffer names, seeds from a layer-owned
+generator, the ``_extra_state`` codec, the recipe's size check) are in
+:mod:`microscale.nn.linear_state`.
+
 Degenerate sizes behave like ``nn.Linear``: with ``in_features = 0`` the output is the bias
 broadcast (zeros without bias), with ``out_features = 0`` it is empty; nothing is quantized. On
 ``device="meta"`` (no values) forward gives the output's shape and dtype, as ``nn.Linear`` does.
@@ -66,40 +70,26 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
-from ..quant.common import SUPPORTED_DTYPES, draw_seed
+from ..quant.common import SUPPORTED_DTYPES
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
 from .function import N_SEEDS, ROLES, Plan, linear, weight_pair_views, weight_views
+# the state helpers (private names re-exported too: integrations.transformers imports here)
+from .linear_state import (  # noqa: F401
+    _MAGIC,
+    _buffer_name,
+    _check_dims,
+    _decode_state,
+    _delayed_roles,
+    _parse_state,
+    _seeds_from,
+)
 from .recompute import RecomputedInputLinearFn, recompute_applies
 from .saved import saved_activation_bytes
 
 __all__ = ["Linear", "saved_activation_bytes"]
 
 log = logging.getLogger(__name__)
-
-_MAGIC = b"MSQ1"
-
-
-def _delayed_roles(recipe: Recipe) -> dict[str, object]:
-    """Role -> OperandConfig for the roles that use delayed scaling."""
-    out = {}
-    for role in ROLES:
-        gemm, operand = role.split(".")
-        cfg = getattr(recipe, gemm)
-        op = getattr(cfg, operand)
-        if cfg.quantized and op.delayed:
-            out[role] = op
-    return out
-
-
-def _buffer_name(role: str, what: str) -> str:
-    return f"delayed_{role.replace('.', '_')}_{what}"
-
-
-@torch.compiler.disable
-def _seeds_from(generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """Seeds from a layer-owned generator (dynamo cannot trace a Generator: a graph break)."""
-    return torch.cat([draw_seed(generator, device) for _ in range(N_SEEDS)])
 
 
 # ============================================================================ the module
@@ -355,49 +345,3 @@ class Linear(nn.Module):
         extra = "" if self.precision == "quantized" else f", precision={self.precision}"
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, recipe={self._recipe.name}{extra}")
-
-
-def _decode_state(state, label: str) -> tuple[dict, dict]:
-    """``_extra_state`` (the uint8 tensor, or the older dict) -> (header, {role: (hist, scale)})."""
-    if isinstance(state, dict):                      # the dict form written before the tensor
-        values = {role: (s["amax_history"].float(), s["scale"].float())
-                  for role, s in state.get("delayed", {}).items()}
-        return {k: state[k] for k in state if k != "delayed"}, values
-    if not (isinstance(state, torch.Tensor) and state.dtype == torch.uint8 and state.dim() == 1
-            and bytes(state[:4].tolist()) == _MAGIC):
-        raise ValueError(f"{label}: _extra_state is not a microscale layer state "
-                         f"(got {type(state).__name__}); was the checkpoint written by another "
-                         "library or truncated?")
-    try:
-        return _parse_state(state.cpu(), label)
-    except (KeyError, TypeError, RuntimeError, ValueError) as err:  # a truncated or edited file
-        raise ValueError(f"{label}: _extra_state is damaged ({type(err).__name__}: {err})") \
-            from None
-
-
-def _parse_state(raw: torch.Tensor, label: str) -> tuple[dict, dict]:
-    n = int.from_bytes(bytes(raw[4:8].tolist()), "little")
-    header = json.loads(bytes(raw[8:8 + n].tolist()).decode())
-    body = raw[8 + n:].clone().view(torch.float32)
-    recipe = Recipe.from_json(header["recipe"])
-    values, offset = {}, 0
-    for role in header.get("delayed", []):
-        length = _delayed_roles(recipe)[role].history_len
-        values[role] = (body[offset:offset + length], body[offset + length:offset + length + 1])
-        offset += length + 1
-    if offset != body.numel():
-        raise ValueError(f"{label}: _extra_state payload has {body.numel()} values, the header "
-                         f"describes {offset}")
-    return header, values
-
-
-def _check_dims(recipe: Recipe, in_features: int, out_features: int, name: str | None) -> None:
-    need = recipe.required_multiples()
-    for dim, size in (("in", in_features), ("out", out_features)):
-        if size % need[dim]:
-            who = f"layer {name!r}" if name else f"ms.Linear({in_features}, {out_features})"
-            raise ValueError(
-                f"{who}: {dim}_features={size} is not a multiple of {need[dim]}, the block the "
-                f"{recipe.name!r} recipe quantizes `{dim}` with; keep this layer in high "
-                f"precision (convert(..., keep_high_precision=[{(name or '<name>')!r}]) or "
-                f"on_error='skip') or pad the feature size to a multiple of {need[dim]}")
