@@ -250,10 +250,11 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     E = offs.numel()
     a = a.contiguous()
     if b.dim() == 3:            # [E, N, K] through its strides: a transposed view stays a view
-        if b.shape[1] * b.shape[2] >= 2 ** 31:
-            raise ValueError("grouped_gemm: a 3-D b needs fewer than 2^31 elements an expert")
         b = b if b.stride(2) == 1 or b.stride(1) == 1 else b.contiguous()
         b_strides = b.stride()
+        if (b.shape[1] - 1) * b_strides[1] + (b.shape[2] - 1) * b_strides[2] >= 2 ** 31:
+            raise ValueError("grouped_gemm: a 3-D b's expert must span fewer than 2^31 "
+                             "elements (the kernel's in-expert offsets are int32)")
     else:
         b = b.contiguous()
         b_strides = (b.shape[0] // E * b.stride(0), b.stride(0), 1)
