@@ -22,7 +22,7 @@ from torch import Tensor
 from .backend import _interpreting, note_path, triton_available, wants_kernel
 from .ops import quantize_views
 from .ops_grouped import GroupedQ, _spec
-from .tensor import QFormat
+from .tensor import QFormat, transpose_tile_scales
 
 __all__ = ["quantize_experts", "quantize_experts_one_view", "quantize_nvfp4_experts",
            "transpose_experts"]
@@ -80,9 +80,8 @@ def transpose_experts(q: GroupedQ) -> GroupedQ:
     if q.data.dtype != torch.bfloat16 or not q.spec.startswith("nvfp4,16,16,"):
         raise ValueError(f"transpose_experts: an expanded NVFP4 16x16 operand, got {q.spec} "
                          f"{q.data.dtype}")
-    tiles = q.scale[:, ::16]                                       # [E, N/16, K/16]
-    scale = tiles.transpose(1, 2).repeat_interleave(16, dim=1).contiguous()
-    return GroupedQ(q.fmt, q.spec, q.data.transpose(1, 2), scale, q.amax)
+    return GroupedQ(q.fmt, q.spec, q.data.transpose(1, 2), transpose_tile_scales(q.scale, 16),
+                    q.amax)
 
 
 def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -> bool:

@@ -49,7 +49,15 @@ import torch
 from .formats import e2m1_decode, e8m0_decode, unpack_fp4
 from .validate import check_bool, check_float_dtype
 
-__all__ = ["QFormat", "QuantizedTensor"]
+__all__ = ["QFormat", "QuantizedTensor", "transpose_tile_scales"]
+
+
+def transpose_tile_scales(scale: torch.Tensor, tile: int) -> torch.Tensor:
+    """The scale bytes of the transposed tensor for square ``tile``-tiled scales stored one per
+    row and block (``[..., rows, cols/tile]``, each tile's byte on its ``tile`` rows, SPEC §3):
+    ``[..., cols, rows/tile]``, over the last two dims (stacked experts too)."""
+    tiles = scale[..., ::tile, :]                                  # [..., rows/t, cols/t]
+    return tiles.transpose(-1, -2).repeat_interleave(tile, dim=-2).contiguous()
 
 
 class QFormat(str, Enum):
@@ -189,8 +197,7 @@ class QuantizedTensor:
         rows, cols = self.shape
         if self.fmt == QFormat.NVFP4:
             from .formats import pack_nibbles
-            tiles = self.scale[:: self.block[0]]                       # [rows/16, cols/16]
-            scale = tiles.t().repeat_interleave(self.block[0], dim=0).contiguous()
+            scale = transpose_tile_scales(self.scale, self.block[0])
             data = self.data.t() if self.expanded else \
                 pack_nibbles(unpack_fp4(self.data).t().contiguous())
         elif self.fmt == QFormat.FP8_BLOCK:

@@ -178,13 +178,19 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
     return q_row, q_col
 
 
+def same_tiled_weight(plan: Plan) -> bool:
+    """Whether fprop's W and dgrad's Wᵀ are one NVFP4 16×16 RNE quantization (SPEC §3: then
+    Wᵀ's is the transpose of W's), what a one-view weight needs (dense or experts)."""
+    w, wt = plan.operand("fprop.b"), plan.operand("dgrad.b")
+    return w == wt and w.format == QFormat.NVFP4 and w.square_tiles \
+        and w.rounding == Rounding.RNE and not w.rht
+
+
 def one_weight_view(plan: Plan, tokens: int, shape, device: torch.device) -> bool:
     """Whether W and Wᵀ come from one expanded 16×16 quantization (the module docstring's "one
-    weight view"): the same NVFP4 16×16 RNE operand for both, and both GEMMs (``tokens`` rows
-    of x and dy, W ``shape``) decoding it to bf16."""
-    w, wt = plan.operand("fprop.b"), plan.operand("dgrad.b")
-    if not (CONFIG["ONE_WEIGHT_VIEW"] and w == wt and w.format == QFormat.NVFP4
-            and w.square_tiles and w.rounding == Rounding.RNE and not w.rht):
+    weight view"): :func:`same_tiled_weight`, and both GEMMs (``tokens`` rows of x and dy, W
+    ``shape``) decoding it to bf16."""
+    if not (CONFIG["ONE_WEIGHT_VIEW"] and same_tiled_weight(plan)):
         return False
     n_out, n_in = shape
     return _expand_a(plan, "fprop", tokens, n_out, n_in, device) \

@@ -52,10 +52,10 @@ from ..ops_grouped import (
 from ..ops_experts import quantize_experts, quantize_experts_one_view
 from ..quant.fp8 import FP8_MAX
 from ..quant.grouped import group_layout
-from ..recipe import Recipe, Rounding
+from ..recipe import Recipe
 from ..tensor import QFormat
 from ..validate import SUPPORTED_DTYPES
-from .function import ROLES, Plan
+from .function import ROLES, Plan, same_tiled_weight
 
 __all__ = [
     "N_SEEDS",
@@ -122,11 +122,10 @@ CONFIG = {"EXPAND_ROWS": True,
 
 
 def one_expert_view(plan: Plan) -> bool:
-    """Whether fprop's W and dgrad's Wᵀ are the same NVFP4 16×16 RNE quantization (the grouped
-    GEMMs always decode NVFP4 to bf16: there is no native grouped FP4 GEMM here)."""
-    w, wt = plan.operand("fprop.b"), plan.operand("dgrad.b")
-    return CONFIG["ONE_WEIGHT_VIEW"] and w == wt and w.format == QFormat.NVFP4 \
-        and w.square_tiles and w.rounding == Rounding.RNE and not w.rht
+    """Whether the experts' W and Wᵀ come from one expanded quantization
+    (``nn.function.same_tiled_weight``; the grouped GEMMs always decode NVFP4 to bf16: there
+    is no native grouped FP4 GEMM here)."""
+    return CONFIG["ONE_WEIGHT_VIEW"] and same_tiled_weight(plan)
 
 
 def _tokens(t2d, offs, plan, state, row_role, col_role, seeds, active):
