@@ -22,8 +22,7 @@ to ``±L(d)`` and saturates its result to the input dtype (``hadamard.rht``), an
 that may meet a NaN is a ``tl.where`` (``tl.minimum`` drops NaN on the GPU, keeps it in the
 interpreter).
 
-E2M1 codes use the same threshold comparisons as ``formats.e2m1_encode`` and the SR recipe
-of ``formats.e2m1_stochastic_encode`` (SPEC §5); codes are packed two per byte, even
+E2M1 rounding (codes and values) lives in ``_e2m1``; codes are packed two per byte, even
 element in the low nibble. The RHT of a tile lives in ``_rht``.
 """
 
@@ -183,78 +182,6 @@ def nvfp4_block_scales(vmax, s_enc6, s_dec):
     return scale_byte, enc
 
 
-# --------------------------------------------------------------------------- E2M1
-@triton.jit
-def e2m1_mag_code(a):
-    """RNE E2M1 magnitude code (int32 0..7) of ``a`` in [0, 6].
-
-    Within a binade the grid is uniform (step 0.5 below 2, 1 below 4, 2 above), so the code
-    is ``rint(a / step) + offset``; rint is the ``+1.5*2^23`` trick, whose integer is read
-    straight off the fp32 bits. Ties go to the even integer, which is the even code, as
-    SPEC §1 asks (0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4).
-    """
-    inv_step = tl.where(a < 2.0, 2.0, tl.where(a < 4.0, 1.0, 0.5))
-    off = tl.where(a < 2.0, 0, tl.where(a < 4.0, 2, 4))
-    t = a * inv_step + 12582912.0                      # exact product; one RNE rounding
-    return t.to(tl.int32, bitcast=True) - 0x4B400000 + off
-
-
-@triton.jit
-def e2m1_sr_mag_code(a, rbyte):
-    """Stochastic E2M1 magnitude code from a random byte (int32 0..255), SPEC §5."""
-    u = rbyte.to(tl.float32) * 0.00390625
-    t = a + u * tl.where(a < 2.0, 0.5, tl.where(a < 4.0, 1.0, 2.0))   # u*step is exact
-    inv_step = tl.where(t < 2.0, 2.0, tl.where(t < 4.0, 1.0, 0.5))
-    off = tl.where(t < 2.0, 0, tl.where(t < 4.0, 2, 4))
-    n = tl.floor(t * inv_step) + 12582912.0            # t < 8, so the code never passes 7
-    return n.to(tl.int32, bitcast=True) - 0x4B400000 + off
-
-
-@triton.jit
-def sign_nibble(x):
-    """E2M1 sign bit (8 or 0) of fp32 ``x``; -0.0 keeps it."""
-    return (x.to(tl.int32, bitcast=True) >> 28) & 8
-
-
-@triton.jit
-def e2m1_code(y):
-    """RNE E2M1 code (int32 0..15) of fp32 ``y``, as ``formats.e2m1_encode``."""
-    return e2m1_mag_code(tl.minimum(tl.abs(y), 6.0)) | sign_nibble(y)
-
-
-@triton.jit
-def e2m1_sr_code(y, rbyte):
-    """Stochastic E2M1 code (int32 0..15) of fp32 ``y``."""
-    return e2m1_sr_mag_code(tl.minimum(tl.abs(y), 6.0), rbyte) | sign_nibble(y)
-
-
-@triton.jit
-def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
-    """NVFP4 step 5: the E2M1 code of ``clamp(v·enc, ±6)``, RNE or (SR) stochastic with the
-    random byte ``rbyte`` (ignored for RNE)."""
-    if SR:
-        code = e2m1_sr_code(v * enc, rbyte)
-    else:
-        code = e2m1_code(v * enc)
-    return code
-
-
-@triton.jit
-def e2m1_value(code):
-    """fp32 value of E2M1 codes (int32 0..15), exact: the 3 magnitude bits at bits 11..9 of an
-    fp16 (sign at 15) make ``value · 2^-14``."""
-    h = ((code & 7) << 9) | ((code & 8) << 12)
-    return h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
-
-
-@triton.jit
-def nvfp4_expanded(code, scale_byte):
-    """The expanded NVFP4 element (``tensor.py``): ``value(code) · e4m3(scale_byte)`` in fp32,
-    exact (≤ 6 significant bits: a bf16 number); NaN where the block's scale is the NaN byte."""
-    s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
-    return e2m1_value(code) * s
-
-
 @triton.jit
 def abs_nan0(v):
     """``|v|`` with NaN read as 0, what every NVFP4 maximum sees (the GPU's max drops NaN,
@@ -294,9 +221,11 @@ def bits_byte(w0, w1, w2, w3, K: tl.constexpr):
 @triton.jit
 def bf16_pair(lo, hi):
     """One int32 word holding the bf16 bits of fp32 ``lo`` (low half) and ``hi`` (high half),
-    exact bf16 numbers: the bytes of the two consecutive bf16 in memory."""
-    lo16 = lo.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
-    return lo16 | (hi.to(tl.bfloat16).to(tl.int16, bitcast=True).to(tl.int32) << 16)
+    exact bf16 numbers: the bytes of the two consecutive bf16 in memory. A number exact in bf16
+    has 16 zero low bits in fp32, so its bf16 bits are the fp32 word's top half: two integer
+    ops (a byte permute), not two conversions on the slow F2F pipe."""
+    lo16 = lo.to(tl.uint32, bitcast=True) >> 16
+    return (lo16 | (hi.to(tl.uint32, bitcast=True) & 0xFFFF0000)).to(tl.int32, bitcast=True)
 
 
 @triton.jit

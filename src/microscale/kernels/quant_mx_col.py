@@ -32,8 +32,8 @@ import triton.language as tl
 
 from ..hadamard import rht_signs
 from ._rht import rht_butterfly
-from ._utils import (bf16_pair, bits_byte, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value,
-                     exp2_int, mx_exponent, sign_nibble, stack_last)
+from ._e2m1 import e2m1_mag_code, e2m1_round_value, e2m1_sr_mag_code, sign_nibble
+from ._utils import bf16_pair, bits_byte, exp2_int, mx_exponent, stack_last
 
 __all__ = ["RHT_SIGN_MASK_32", "mx4_col_view_reg"]
 
@@ -81,32 +81,35 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
     pairs = ()
     for j in tl.static_range(32):
         v = tl.where(xs[j] != xs[j], 0.0, xs[j]) * inv
-        a = tl.minimum(tl.abs(v), 6.0)
         if SR == 1:
             rb = tl.load(bits_ptr + offs_c * rows + grp * 32 + j, mask=ok, other=0).to(tl.int32)
-            code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
         elif SR == 2:
             if j < 16:                         # bytes 0-15: counter base, 16-31: base + 1
                 rb = bits_byte(a0, a1, a2, a3, j)
             else:
                 rb = bits_byte(b0, b1, b2, b3, j - 16)
-            code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
         else:
-            code = e2m1_mag_code(a) | sign_nibble(v)
+            rb = 0
         if EXP:                                # bf16 bits, two neighbouring rows a word
-            val = e2m1_value(code) * scale
+            val = e2m1_round_value(v, rb, SR > 0) * scale      # a value, no code (_e2m1)
             if j % 2 == 0:
                 lo = val
             else:
                 pairs = pairs + (bf16_pair(lo, val),)
-        elif j < 8:
-            w0 = w0 | (code << (4 * (j % 8)))
-        elif j < 16:
-            w1 = w1 | (code << (4 * (j % 8)))
-        elif j < 24:
-            w2 = w2 | (code << (4 * (j % 8)))
         else:
-            w3 = w3 | (code << (4 * (j % 8)))
+            a = tl.minimum(tl.abs(v), 6.0)
+            if SR > 0:
+                code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
+            else:
+                code = e2m1_mag_code(a) | sign_nibble(v)
+            if j < 8:
+                w0 = w0 | (code << (4 * (j % 8)))
+            elif j < 16:
+                w1 = w1 | (code << (4 * (j % 8)))
+            elif j < 24:
+                w2 = w2 | (code << (4 * (j % 8)))
+            else:
+                w3 = w3 | (code << (4 * (j % 8)))
     if EXP:
         out = stack_last(pairs, 16)            # [G, BC, 16] words: rows 32g .. 32g + 31
         widx = (offs_c * (rows // 2) + grp * 16)[:, :, None] + tl.arange(0, 16)[None, None, :]

@@ -9,7 +9,7 @@
 
 The per-block arithmetic (``quant_mx``'s module docstring) is shared: :func:`mx_elements`
 (codes or FP8 bytes), :func:`mx_scale_bytes` (UE8M0 bytes, 0xFF for an MXFP4 NaN block),
-:func:`mx4_expanded` (bf16 ``value(code)·2^k``) and :func:`mx4_words` (32 E2M1 codes -> four
+:func:`mx4_expanded` (bf16 ``value·2^k``, rounded as a value: ``_e2m1``) and :func:`mx4_words` (32 E2M1 codes -> four
 uint32 words).
 """
 
@@ -19,9 +19,9 @@ import triton
 import triton.language as tl
 
 from ._rht import rht_cols, rht_tile
-from ._utils import (block_flag, e2m1_mag_code, e2m1_sr_mag_code, e2m1_value, e4m3_byte,
-                     e5m2_byte, exp2_int, mx_exponent, pack16, select_byte, sign_nibble,
-                     split_nan)
+from ._e2m1 import e2m1_mag_code, e2m1_round_value, e2m1_sr_mag_code, sign_nibble
+from ._utils import (block_flag, e4m3_byte, e5m2_byte, exp2_int, mx_exponent, pack16,
+                     select_byte, split_nan)
 
 __all__ = ["mx_row_view", "mx_col_view", "mx_elements", "mx_scale_bytes", "mx4_expanded",
            "mx4_words"]
@@ -53,10 +53,12 @@ def mx_scale_bytes(k, nan, AXIS: tl.constexpr, ELEM: tl.constexpr):
 
 
 @triton.jit
-def mx4_expanded(codes, k, scale_byte):
-    """Expanded MXFP4 elements, fp32: ``value(code) · 2^k`` (NaN where the scale byte is the
-    NaN byte 0xFF), the products ``QuantizedTensor.block_values`` forms; ``k`` broadcasts."""
-    return e2m1_value(codes) * tl.where(scale_byte == 255, float("nan"), exp2_int(k))
+def mx4_expanded(y, bits, SR: tl.constexpr, k, scale_byte):
+    """Expanded MXFP4 elements of the scaled fp32 ``y`` (``v · 2^-k``), fp32: ``value(code) ·
+    2^k`` (NaN where the scale byte is the NaN byte 0xFF), the products
+    ``QuantizedTensor.block_values`` forms, rounded as values (``_e2m1``: no codes); ``k``
+    broadcasts."""
+    return e2m1_round_value(y, bits, SR) * tl.where(scale_byte == 255, float("nan"), exp2_int(k))
 
 
 @triton.jit
@@ -104,19 +106,21 @@ def mx_row_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, co
                            tl.where(lo, a3[:, :, None], b3[:, :, None]), (e % 16)[None, None, :])
     else:
         bits = 0
-    out = mx_elements(v * exp2_int(-k)[:, :, None], bits, ELEM, SR > 0, nan)
     sbyte = mx_scale_bytes(k, nan, 2, ELEM)
+    y = v * exp2_int(-k)[:, :, None]
     if ELEM == 2 and EXP:
-        val = mx4_expanded(out, k[:, :, None], sbyte[:, :, None])
+        val = mx4_expanded(y, bits, SR > 0, k[:, :, None], sbyte[:, :, None])
         tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], val.to(tl.bfloat16),
                  mask=ok[:, :, None])
     elif ELEM == 2:
         w = tl.arange(0, 2)
         idx = (offs_r[:, None] * (cols // 8) + blk[None, :] * 4)[:, :, None, None] + \
             (w[:, None] + 2 * w[None, :])[None, None, :, :]   # [word, half]
-        tl.store(q_ptr + idx, mx4_words(out, e[None, None, :], 2), mask=ok[:, :, None, None])
+        tl.store(q_ptr + idx, mx4_words(mx_elements(y, bits, ELEM, SR > 0, nan), e[None, None, :],
+                                        2), mask=ok[:, :, None, None])
     else:
-        tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :], out, mask=ok[:, :, None])
+        tl.store(q_ptr + offs_r[:, None, None] * cols + col[None, :, :],
+                 mx_elements(y, bits, ELEM, SR > 0, nan), mask=ok[:, :, None])
     tl.store(s_ptr + offs_r[:, None] * (cols // 32) + blk[None, :], sbyte, mask=ok)
     return vmax                                       # block maxima, for the amax
 
@@ -159,10 +163,12 @@ def mx_col_view(x_ptr, m_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, co
                            tl.where(lo, a3[:, None, :], b3[:, None, :]), (j % 16)[None, :, None])
     else:
         bits = 0
-    out = mx_elements(v * exp2_int(-k)[:, None, :], bits, ELEM, SR > 0, nan)
+    y = v * exp2_int(-k)[:, None, :]
     sbyte = mx_scale_bytes(k, nan, 1, ELEM)
+    if not (ELEM == 2 and EXP):
+        out = mx_elements(y, bits, ELEM, SR > 0, nan)
     if ELEM == 2 and EXP:
-        val = mx4_expanded(out, k[:, None, :], sbyte[:, None, :])
+        val = mx4_expanded(y, bits, SR > 0, k[:, None, :], sbyte[:, None, :])
         tl.store(q_ptr + offs_c[None, None, :] * rows + row[:, :, None], val.to(tl.bfloat16),
                  mask=ok[:, None, :])
     elif ELEM == 2:

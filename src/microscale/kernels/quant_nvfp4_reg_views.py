@@ -28,8 +28,9 @@ import triton
 import triton.language as tl
 
 from ._rht import rht_butterfly
-from ._utils import (abs_nan0, bf16_pair, bits_byte, nvfp4_block_scales, nvfp4_expanded,
-                     scaled_e2m1_code, split_nan, stack_last)
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
+from ._utils import (abs_nan0, bf16_pair, bits_byte, nvfp4_block_scales, split_nan,
+                     stack_last)
 
 __all__ = ["col_tile", "tile_maxima"]
 
@@ -130,9 +131,9 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
         rb = ((w >> ((k % 4) * 8).to(tl.uint32)) & 255).to(tl.int32)
     else:
         rb = 0
-    codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0)    # [NI, BC/16, 2, 8]
-    if EXP:
-        val = nvfp4_expanded(codes, scale_byte[:, :, None, None])
+    if EXP:                                     # the values alone: no codes (_e2m1)
+        val = nvfp4_expanded_value(v4, enc[:, :, None, None], rb, scale_byte[:, :, None, None],
+                                   SR > 0)
         val = tl.reshape(val, (NI, BC)).to(tl.bfloat16)
         ecol = c0 + tl.arange(0, BC)[None, :]
         if EVEN:
@@ -140,6 +141,7 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
         else:
             tl.store(q_ptr + r * cols + ecol, val, mask=(r < rows) & (ecol < cols))
         return scale_byte
+    codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0)    # [NI, BC/16, 2, 8]
     words = tl.reshape(tl.sum(codes << (4 * k), axis=3), (NI, BC // 8))
     wcol = c0 // 8 + tl.arange(0, BC // 8)[None, :]
     if EVEN:
@@ -196,7 +198,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
         else:
             rb = 0
         if EXP:                                # NaN where the scale is the NaN byte
-            vals = vals + (nvfp4_expanded(scaled_e2m1_code(v, enc, rb, SR > 0), scale_byte),)
+            vals = vals + (nvfp4_expanded_value(v, enc, rb, scale_byte, SR > 0),)
         elif j < 8:
             lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * j))
         else:

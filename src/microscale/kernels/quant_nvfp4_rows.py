@@ -30,8 +30,9 @@ import triton
 import triton.language as tl
 
 from ._rht import rht_tile
-from ._utils import (block_flag, nvfp4_block_scales, nvfp4_expanded, nvfp4_global_scales,
-                     scaled_e2m1_code, select_byte, split_nan, tile_coords)
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
+from ._utils import (block_flag, nvfp4_block_scales, nvfp4_global_scales, select_byte, split_nan,
+                     tile_coords)
 
 __all__ = ["quantize_rows", "nvfp4_rows_kernel"]
 
@@ -77,13 +78,14 @@ def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r,
                            e[None, None, :])
     else:
         bits = 0
-    codes3 = scaled_e2m1_code(v3, enc[:, :, None], bits, SR > 0)      # [R, C/16, 16]
-    if EXP:
-        val = tl.reshape(nvfp4_expanded(codes3, scale_byte[:, :, None]), (R, C))
+    if EXP:                                 # the values alone: no codes (_e2m1)
+        val = nvfp4_expanded_value(v3, enc[:, :, None], bits, scale_byte[:, :, None], SR > 0)
+        val = tl.reshape(val, (R, C))
         ecol = c0 + tl.arange(0, C)
         tl.store(q_ptr + offs_r[:, None] * ncols + ecol[None, :], val.to(tl.bfloat16),
                  mask=(offs_r < nrows)[:, None] & (ecol < ncols)[None, :])
     else:
+        codes3 = scaled_e2m1_code(v3, enc[:, :, None], bits, SR > 0)  # [R, C/16, 16]
         codes = tl.reshape(codes3, (R, C // 2, 2))
         lo, hi = tl.split(codes)                                       # elements 2j, 2j+1
         byte = (lo | (hi << 4)).to(tl.uint8)

@@ -28,8 +28,9 @@ import triton.language as tl
 
 from .quant_nvfp4_rows import _tile_max
 from ._rht import rht_cols, rht_tile
+from ._e2m1 import scaled_e2m1_code
 from ._utils import (abs_nan0, block_flag, nvfp4_block_scales, nvfp4_global_scales, pack16,
-                     scaled_e2m1_code, select_byte, split_nan, tile_coords)
+                     select_byte, split_nan, tile_coords)
 
 __all__ = ["nvfp4_amax_kernel", "nvfp4_v3_kernel"]
 

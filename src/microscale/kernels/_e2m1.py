@@ -1,0 +1,164 @@
+"""E2M1 rounding in Triton: codes for the packed views, values for the expanded ones.
+
+The E2M1 grid is ``0, 0.5, 1, 1.5, 2, 3, 4, 6``: below 2 a uniform step of 0.5 (the subnormal
+0.5 included), then one mantissa bit per binade (step 1 in [2, 4), 2 in [4, 8)). So within
+the binade of ``a`` (``binade = 2^max(floor(log2 a), 0)``: 1, 2 or 4) the grid is the
+multiples of ``step = binade / 2``, and rounding to it is rounding to an integer count of steps.
+
+**Codes** (:func:`e2m1_mag_code`, :func:`e2m1_sr_mag_code`) use the threshold comparisons of
+``formats.e2m1_encode`` and the SR recipe of ``formats.e2m1_stochastic_encode`` (SPEC §5):
+``rint(a / step) + offset`` with the ``+1.5·2^23`` trick, read off the fp32 bits.
+
+**Values** (:func:`e2m1_rne_mag`, :func:`e2m1_sr_mag`) are what an expanded view stores
+(``value · block scale``, ``tensor.py``): the code is never needed, so the value is rounded
+in floating point straight away, with the binade read off ``a``'s exponent bits:
+
+* RNE: ``m = 1.5 · 2^22 · binade`` has an ulp of ``step`` and stays in its binade when ``a``
+  (≤ 6) is added, so ``(a + m) - m`` is ``a`` rounded to a multiple of ``step``, ties to the
+  even multiple. Even multiples of the step are the even codes at every binade (1 = 2·0.5 is
+  code 2, 2 = 4·0.5 code 4, 4 = 2·2 code 6), so this is SPEC §1's rounding; ``a`` at a binade's
+  top (1.75, 3.5, 5 → 2, 4, 4) rounds into the next binade's first grid value, as it should.
+* SR: ``t = a + u · step(a)`` exactly as the code path computes it, then
+  ``floor(t / step(a)) · step(a)``. The spec floors with ``step(t)``; the two agree because
+  ``t < a + step(a)``: t lies below the grid value after ``a``'s upper neighbour, and when t
+  crosses into the next binade that neighbour is the binade's first value, a multiple of both
+  steps. ``a`` ≤ 6 keeps ``t < 8`` and the result ≤ 6 (no clamp needed).
+
+Both take ~5 fp32/integer instructions an element where code-then-decode took ~20
+(thresholds, selects, the fp16 decode trick); the sign is OR-ed back from the input (so
+``-0`` stays ``-0``, as code 8 decodes). ``tests/test_e2m1_values.py`` checks the values
+against the codes' decode over every bf16 input and random bytes, in the interpreter.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._utils import e4m3_value
+
+__all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
+           "scaled_e2m1_code", "e2m1_value", "nvfp4_expanded", "e2m1_rne_mag", "e2m1_sr_mag",
+           "e2m1_round_value", "nvfp4_expanded_value"]
+
+
+# --------------------------------------------------------------------------- codes
+@triton.jit
+def e2m1_mag_code(a):
+    """RNE E2M1 magnitude code (int32 0..7) of ``a`` in [0, 6].
+
+    Within a binade the grid is uniform (step 0.5 below 2, 1 below 4, 2 above), so the code
+    is ``rint(a / step) + offset``; rint is the ``+1.5*2^23`` trick, whose integer is read
+    straight off the fp32 bits. Ties go to the even integer, which is the even code, as
+    SPEC §1 asks (0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4).
+    """
+    inv_step = tl.where(a < 2.0, 2.0, tl.where(a < 4.0, 1.0, 0.5))
+    off = tl.where(a < 2.0, 0, tl.where(a < 4.0, 2, 4))
+    t = a * inv_step + 12582912.0                      # exact product; one RNE rounding
+    return t.to(tl.int32, bitcast=True) - 0x4B400000 + off
+
+
+@triton.jit
+def e2m1_sr_mag_code(a, rbyte):
+    """Stochastic E2M1 magnitude code from a random byte (int32 0..255), SPEC §5."""
+    u = rbyte.to(tl.float32) * 0.00390625
+    t = a + u * tl.where(a < 2.0, 0.5, tl.where(a < 4.0, 1.0, 2.0))   # u*step is exact
+    inv_step = tl.where(t < 2.0, 2.0, tl.where(t < 4.0, 1.0, 0.5))
+    off = tl.where(t < 2.0, 0, tl.where(t < 4.0, 2, 4))
+    n = tl.floor(t * inv_step) + 12582912.0            # t < 8, so the code never passes 7
+    return n.to(tl.int32, bitcast=True) - 0x4B400000 + off
+
+
+@triton.jit
+def sign_nibble(x):
+    """E2M1 sign bit (8 or 0) of fp32 ``x``; -0.0 keeps it."""
+    return (x.to(tl.int32, bitcast=True) >> 28) & 8
+
+
+@triton.jit
+def e2m1_code(y):
+    """RNE E2M1 code (int32 0..15) of fp32 ``y``, as ``formats.e2m1_encode``."""
+    return e2m1_mag_code(tl.minimum(tl.abs(y), 6.0)) | sign_nibble(y)
+
+
+@triton.jit
+def e2m1_sr_code(y, rbyte):
+    """Stochastic E2M1 code (int32 0..15) of fp32 ``y``."""
+    return e2m1_sr_mag_code(tl.minimum(tl.abs(y), 6.0), rbyte) | sign_nibble(y)
+
+
+@triton.jit
+def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
+    """NVFP4 step 5: the E2M1 code of ``clamp(v·enc, ±6)``, RNE or (SR) stochastic with the
+    random byte ``rbyte`` (ignored for RNE)."""
+    if SR:
+        code = e2m1_sr_code(v * enc, rbyte)
+    else:
+        code = e2m1_code(v * enc)
+    return code
+
+
+@triton.jit
+def e2m1_value(code):
+    """fp32 value of E2M1 codes (int32 0..15), exact: the 3 magnitude bits at bits 11..9 of an
+    fp16 (sign at 15) make ``value · 2^-14``."""
+    h = ((code & 7) << 9) | ((code & 8) << 12)
+    return h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
+
+
+@triton.jit
+def nvfp4_expanded(code, scale_byte):
+    """The expanded NVFP4 element (``tensor.py``): ``value(code) · e4m3(scale_byte)`` in fp32,
+    exact (≤ 6 significant bits: a bf16 number); NaN where the block's scale is the NaN byte."""
+    s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
+    return e2m1_value(code) * s
+
+
+# --------------------------------------------------------------------------- values
+@triton.jit
+def _binade(a):
+    """``2^max(floor(log2 a), 0)`` for ``a`` in [0, 6]: 1.0, 2.0 or 4.0 (exponent bits kept,
+    mantissa cleared; zero and subnormals read 0, raised to 1)."""
+    return tl.maximum((a.to(tl.int32, bitcast=True) & 0x7F800000).to(tl.float32, bitcast=True),
+                      1.0)
+
+
+@triton.jit
+def e2m1_rne_mag(a):
+    """RNE E2M1 magnitude of ``a`` in [0, 6], as an fp32 value (module docstring)."""
+    m = _binade(a) * 6291456.0                          # 1.5·2^22·binade: ulp = step
+    return (a + m) - m
+
+
+@triton.jit
+def e2m1_sr_mag(a, rbyte):
+    """Stochastic E2M1 magnitude of ``a`` in [0, 6] from a random byte (int32 0..255), as an
+    fp32 value: the value of :func:`e2m1_sr_mag_code`'s code (module docstring)."""
+    b = _binade(a)
+    step = b * 0.5
+    u = rbyte.to(tl.float32) * 0.00390625
+    t = a + u * step                                    # as e2m1_sr_mag_code: u*step exact
+    inv = (0x7F800000 - b.to(tl.int32, bitcast=True)).to(tl.float32, bitcast=True)  # 2/b
+    return tl.floor(t * inv) * step
+
+
+@triton.jit
+def e2m1_round_value(y, rbyte, SR: tl.constexpr):
+    """The signed fp32 value of the E2M1 code of ``clamp(y, ±6)`` (:func:`e2m1_code`, or
+    :func:`e2m1_sr_code` with the random byte ``rbyte`` if SR); the sign bit is ``y``'s."""
+    a = tl.minimum(tl.abs(y), 6.0)
+    if SR:
+        mag = e2m1_sr_mag(a, rbyte)
+    else:
+        mag = e2m1_rne_mag(a)
+    sign = y.to(tl.int32, bitcast=True) & -2147483648
+    return (mag.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def nvfp4_expanded_value(v, enc, rbyte, scale_byte, SR: tl.constexpr):
+    """The expanded NVFP4 element of ``v`` (``tensor.py``): what
+    ``nvfp4_expanded(scaled_e2m1_code(v, enc, rbyte, SR), scale_byte)`` gives, without the
+    code. Exact (≤ 6 significant bits: a bf16 number); NaN where the scale is the NaN byte."""
+    s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
+    return e2m1_round_value(v * enc, rbyte, SR) * s

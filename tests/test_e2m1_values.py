@@ -1,0 +1,102 @@
+"""E2M1 values rounded in floating point (``kernels/_e2m1``) against the codes they stand for.
+
+The expanded views never form a code: they round ``clamp(y, ±6)`` to the E2M1 grid with a
+binade-sized magic add (RNE) or a floor at ``step(a)`` (SR). These tests hold that to the
+library's encoders (``formats.e2m1_encode`` / ``e2m1_stochastic_encode``, SPEC §1 and §5) and to
+the kernels' own code path, over every finite bf16 bit pattern scaled into and around the
+grid, the grid's ties and their fp32 neighbours, with random bytes and the extreme bytes 0 and
+255. Bits are compared, so a -0 that came out +0 fails. Runs in Triton's interpreter (CI) and,
+marked ``gpu``, compiled, where the compiler must not fold ``(a + m) - m`` away.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+from microscale import formats  # noqa: E402
+from microscale.kernels._e2m1 import (e2m1_code, e2m1_round_value, e2m1_sr_code,  # noqa: E402
+                                      e2m1_value)
+
+BLOCK = 1024
+
+
+@triton.jit
+def _values_kernel(y_ptr, b_ptr, val_ptr, dec_ptr, n, SR: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    y = tl.load(y_ptr + offs, mask=ok, other=0.0)
+    rb = tl.load(b_ptr + offs, mask=ok, other=0).to(tl.int32)
+    tl.store(val_ptr + offs, e2m1_round_value(y, rb, SR), mask=ok)
+    if SR:
+        code = e2m1_sr_code(y, rb)
+    else:
+        code = e2m1_code(y)
+    tl.store(dec_ptr + offs, e2m1_value(code), mask=ok)
+
+
+def _inputs(device) -> torch.Tensor:
+    """fp32 inputs: every finite bf16 pattern (whole range, so ±6 saturation and subnormals are
+    in), the same scaled into [-8, 8], the grid's midpoints and binade edges with their fp32
+    neighbours, and random fp32 in [-7, 7]."""
+    b = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).float()
+    b = b[torch.isfinite(b)]
+    inside = b[b.abs() <= 8.0]
+    grid = torch.tensor([0, .25, .5, .75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8])
+    grid = torch.cat((grid, -grid))
+    near = torch.cat((grid, torch.nextafter(grid, grid + 1), torch.nextafter(grid, grid - 1)))
+    rnd = (torch.rand(1 << 16, generator=torch.Generator().manual_seed(0)) - 0.5) * 14
+    y = torch.cat((b, inside * (1 / 32), near, rnd, torch.tensor([-0.0, 0.0, 1e-45, -1e-45])))
+    return y.to(device)
+
+
+def _run(y: torch.Tensor, rbytes: torch.Tensor, sr: bool):
+    val, dec = torch.empty_like(y), torch.empty_like(y)
+    _values_kernel[(triton.cdiv(y.numel(), BLOCK),)](y, rbytes, val, dec, y.numel(), SR=sr,
+                                                     BLOCK=BLOCK)
+    return val, dec
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.cpu().view(torch.int32)
+
+
+def _check(y: torch.Tensor, rbytes: torch.Tensor, sr: bool):
+    val, dec = _run(y, rbytes, sr)
+    yc = y.cpu()
+    codes = (formats.e2m1_stochastic_encode(yc, rbytes.cpu()) if sr
+             else formats.e2m1_encode(yc))
+    want = formats.e2m1_decode(codes)
+    assert torch.equal(_bits(val), _bits(want)), "value path differs from the library encoder"
+    assert torch.equal(_bits(val), _bits(dec)), "value path differs from the kernels' codes"
+
+
+def _sr_bytes(y: torch.Tensor, fill) -> torch.Tensor:
+    if fill == "random":
+        g = torch.Generator().manual_seed(1)
+        return torch.randint(0, 256, y.shape, generator=g, dtype=torch.uint8).to(y.device)
+    return torch.full(y.shape, fill, dtype=torch.uint8, device=y.device)
+
+
+def test_rne_values_equal_codes():
+    y = _inputs(torch.device("cpu"))
+    _check(y, torch.zeros(y.shape, dtype=torch.uint8), sr=False)
+
+
+@pytest.mark.parametrize("fill", ["random", 0, 255])
+def test_sr_values_equal_codes(fill):
+    y = _inputs(torch.device("cpu"))
+    _check(y, _sr_bytes(y, fill), sr=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_values_equal_codes():
+    """Compiled: ptxas must keep ``(a + m) - m`` and the floor as written."""
+    y = _inputs(torch.device("cuda"))
+    _check(y, torch.zeros(y.shape, dtype=torch.uint8, device=y.device), sr=False)
+    for fill in ("random", 0, 255):
+        _check(y, _sr_bytes(y, fill), sr=True)
