@@ -269,8 +269,8 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
 def test_gpu_expanded_views_match_reference(pair):
     """Every expanded view on the GPU (written by the NVFP4 passes and the MXFP4 kernel, or
     decoded after the MXFP8 kernels), against the CPU reference's codes decoded, NaN, Inf and
-    a huge value included. ``nvfp4_dy_wide``: a dy pair wider than 4096 columns, which the
-    defaults split into two reg-pass launches (``SPLIT_MIN_COLS``)."""
+    a huge value included. ``nvfp4_dy_wide``: a dy pair wider than 4096 columns; the defaults
+    split every SR dy pair into two reg-pass launches (``SPLIT_MIN_COLS`` 0 since session 19)."""
     shape = (256, 8192) if pair == "nvfp4_dy_wide" else (4096, 768)
     x = _x(shape, seed=4)
     if pair in ("mxfp8_e4m3", "mxfp4"):

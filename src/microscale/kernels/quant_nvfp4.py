@@ -75,9 +75,11 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # (H100, graph-replayed, 16384 rows, bench_quant nvfp4/rowcol_dy): the rows pass is faster up
 # to 2048 columns (116 against 134 µs at 768, 278 against 290 at 2048), level at 3072, the
 # split 2.3% faster at 6144 and 3.9% at 8192; 1b nvfp4 step 0.772x (rows) -> 0.774x (split at
-# every width) -> 0.776x (split above 4096 columns, now the default; call 11). So SPLIT is on
-# for inputs wider than 4096 columns only (125m's dy pairs, at most 3072 wide, keep the rows
-# pass).
+# every width) -> 0.776x (split above 4096 columns; call 11). Session 19 rounds the expanded
+# views' E2M1 values in floating point (``_e2m1``: 55 -> 38.5 and 50 -> 35 SASS instructions
+# an element for the two launches, against 193 -> 162 for the rows pass), and the split now
+# wins at every width (H100, graph-replayed: 768 92 against 95 µs, 2048 204 against 219, 8192
+# 708; call 1): so 0, every SR dy pair splits.
 # EXP_COL_ROWS_MAX_COLS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
 # wgrad operand) and whose input is at most this wide goes to the rows pass, which writes that
 # view expanded, instead of the reg pass plus a decode pass (0: never). Session 16, H100,
@@ -94,7 +96,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2},
-          "SPLIT": True, "SPLIT_MIN_COLS": 4097, "EXP_COL_ROWS_MAX_COLS": 4096,
+          "SPLIT": True, "SPLIT_MIN_COLS": 0, "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
