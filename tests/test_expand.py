@@ -60,8 +60,9 @@ def _check_pair(x, row, col, expand, backend, path=""):
 @pytest.mark.parametrize("reg_col_exp", [False, True])
 def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
     """x pair (reg pass: its row view expanded in the kernel, and its column view with
-    ``REG['COL_EXP']``) and dy pair (rows pass: both views), in-kernel Philox and caller
-    bits; a partial tile (48 x 80) included."""
+    ``REG['COL_EXP']``) and dy pair (split into two reg-pass launches, the default; the rows
+    pass is held to the same bits below), in-kernel Philox and caller bits; a partial tile
+    (48 x 80) included."""
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"],
                                                      "COL_EXP": reg_col_exp})
