@@ -128,6 +128,10 @@ KERNEL_SETS = {
     # before call 2)
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
                                                "PROGS_PER_SM": 4, "NUM_STAGES": 2}}},
+    # session 19: nvfp4_no_sr's dy pairs (column view wanted expanded) on the rows pass up to
+    # 4096 columns and the reg pass + a decode pass above, instead of split into two reg-pass
+    # launches that each write their view expanded (quant_nvfp4.CONFIG['SPLIT_EXP_COL'])
+    "nv-nosplit-expcol": {"quant_nvfp4": {"SPLIT_EXP_COL": False}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

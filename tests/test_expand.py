@@ -84,17 +84,29 @@ def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
 
 @pytest.mark.parametrize("expand", [(True, True), (False, True)])
 def test_nvfp4_expanded_column_to_rows_pass(expand, monkeypatch):
-    """``EXP_COL_ROWS_MAX_COLS``: a pair whose column view is asked expanded runs the rows pass
-    up to that input width, the reg pass (+ decode) above it (ms.explain says which), with the
-    same bits either way; an x pair (column view as codes) stays on the reg pass."""
+    """``EXP_COL_ROWS_MAX_COLS`` (``SPLIT_EXP_COL`` off): a pair whose column view is asked
+    expanded runs the rows pass up to that input width, the reg pass (+ decode) above it
+    (ms.explain says which); with ``SPLIT_EXP_COL`` it splits into two reg-pass launches at
+    every width. The same bits every way; an x pair (column view as codes) stays on the reg
+    pass."""
     from microscale.kernels import quant_nvfp4
     x = _x((256, 128), seed=5)
     pair = ((N, NF), (N, {**NF, "rht": True}))
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_EXP_COL", False)
     monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_ROWS_MAX_COLS", 128)
-    _check_pair(x, *pair, expand, "triton", path="rows pass")
+    rows = _check_pair(x, *pair, expand, "triton", path="rows pass")
     _check_pair(x, *pair, (True, False), "triton", path="reg pass")
     monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_ROWS_MAX_COLS", 127)
     _check_pair(x, *pair, expand, "triton", path="reg pass")
+    # SPLIT_EXP_COL (the default): such a pair splits at any width, same bits
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_EXP_COL", True)
+    for bound in (127, 128):
+        monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_ROWS_MAX_COLS", bound)
+        split = _check_pair(x, *pair, expand, "triton", path="pair split")
+        for q, w in zip(split, rows):
+            assert q.expanded == w.expanded and _same(q.data, w.data)
+            assert torch.equal(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
+    _check_pair(x, *pair, (True, False), "triton", path="reg pass")    # x: column codes
 
 
 @pytest.mark.parametrize("shape", [(256, 128), (48, 80)])
@@ -266,12 +278,14 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy", "nvfp4_dy_wide"])
+@pytest.mark.parametrize("pair", ["mxfp8_e4m3", "mxfp4", "nvfp4_x", "nvfp4_dy", "nvfp4_dy_wide",
+                                  "nvfp4_dy_nosr"])
 def test_gpu_expanded_views_match_reference(pair):
     """Every expanded view on the GPU (written by the NVFP4 passes and the MXFP4 kernel, or
     decoded after the MXFP8 kernels), against the CPU reference's codes decoded, NaN, Inf and
     a huge value included. ``nvfp4_dy_wide``: a dy pair wider than 4096 columns; the defaults
-    split every SR dy pair into two reg-pass launches (``SPLIT_MIN_COLS`` 0 since session 19)."""
+    split every SR dy pair into two reg-pass launches (``SPLIT_MIN_COLS`` 0 since session 19),
+    and an RNE one whose column view is expanded (``nvfp4_dy_nosr``, ``SPLIT_EXP_COL``)."""
     shape = (256, 8192) if pair == "nvfp4_dy_wide" else (4096, 768)
     x = _x(shape, seed=4)
     if pair in ("mxfp8_e4m3", "mxfp4"):
@@ -279,7 +293,7 @@ def test_gpu_expanded_views_match_reference(pair):
         row, col = (fmt, NF), (fmt, NF)
     else:
         g = torch.Generator().manual_seed(6)
-        sr = pair.startswith("nvfp4_dy")
+        sr = pair.startswith("nvfp4_dy") and pair != "nvfp4_dy_nosr"
         bits = [{"stochastic": True, "rand_bits": torch.randint(0, 256, s, dtype=torch.uint8,
                                                                  generator=g)} if sr else {}
                 for s in (shape, shape[::-1])]
@@ -288,7 +302,7 @@ def test_gpu_expanded_views_match_reference(pair):
               for f, o in (row, col)]
     got = quantize_views(x.cuda(), (on_gpu[0][0], {**on_gpu[0][1], "expand": True}),
                          (on_gpu[1][0], {**on_gpu[1][1], "expand": True}), "triton")
-    if pair == "nvfp4_dy_wide":
+    if pair in ("nvfp4_dy", "nvfp4_dy_wide", "nvfp4_dy_nosr"):
         assert "pair split" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
     ref = quantize_views(x, row, col, "reference")
     for q, r in zip(got, ref):

@@ -80,6 +80,11 @@ __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 # an element for the two launches, against 193 -> 162 for the rows pass), and the split now
 # wins at every width (H100, graph-replayed: 768 92 against 95 µs, 2048 204 against 219, 8192
 # 708; call 1): so 0, every SR dy pair splits.
+# SPLIT_EXP_COL: a pair whose column view is asked for expanded (nvfp4_no_sr's dy, RNE) splits
+# too (both launches write their view expanded), instead of going to the rows pass (at most
+# EXP_COL_ROWS_MAX_COLS wide) or to the reg pass plus a decode pass (wider). Session 19,
+# offline SASS: 28.6 + 24.1 instructions an element for the two launches, against 50.6 and a
+# 56-byte spill for the reg pass writing both views (REG['COL_EXP'] below).
 # EXP_COL_ROWS_MAX_COLS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
 # wgrad operand) and whose input is at most this wide goes to the rows pass, which writes that
 # view expanded, instead of the reg pass plus a decode pass (0: never). Session 16, H100,
@@ -96,7 +101,8 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2},
-          "SPLIT": True, "SPLIT_MIN_COLS": 0, "EXP_COL_ROWS_MAX_COLS": 4096,
+          "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True,
+          "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
@@ -217,13 +223,17 @@ def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) ->
     return None
 
 
-def _splits(row: _View | None, col: _View | None) -> bool:
+def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool:
     """Whether a pair goes as two launches (``CONFIG['SPLIT']``): the reg pass refuses it
-    only for its stochastically rounded row view, and takes its column view."""
-    return bool(CONFIG["SPLIT"]) and row is not None and col is not None \
-        and row.stochastic and not row.rht and not row.block_2d \
-        and col.shape[0] >= CONFIG["SPLIT_MIN_COLS"] \
-        and not CONFIG["REG"]["ROW_SR"] and _reg_refusal(None, col) is None
+    only for its stochastically rounded row view (dy) or, with ``SPLIT_EXP_COL``, for its
+    column view asked for expanded (nvfp4_no_sr's dy), and takes each view alone."""
+    if not (CONFIG["SPLIT"] and row is not None and col is not None) or row.rht \
+            or row.block_2d or col.block_2d or col.shape[0] < CONFIG["SPLIT_MIN_COLS"]:
+        return False
+    sr_row = row.stochastic and not CONFIG["REG"]["ROW_SR"]
+    exp_col = bool(expand[1]) and CONFIG["SPLIT_EXP_COL"] \
+        and not CONFIG["REG"].get("COL_EXP", False)
+    return sr_row or exp_col
 
 
 def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False)) -> str:
@@ -234,9 +244,9 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
                          f"{_PASSES}, got {want!r}")
     key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
     why = _reg_refusal(row, col, expand) if want == "reg" else None
-    if want == "reg" and why is not None and _splits(row, col):
+    if want == "reg" and _splits(row, col, expand):
         note_path(op, key, "triton (NVFP4 pair split: two reg-pass launches, the column view, "
-                  "then the SR row view alone)")
+                  "then the row view alone)")
         return "split"
     if want == "reg" and why is None:
         note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers)")
