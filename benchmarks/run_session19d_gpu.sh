@@ -12,7 +12,7 @@ BASE="env PYTHONPATH=$PWD/.base/src:/tmp/site"
 pack() { tar czf "$REAL_OUT/session19d.tgz" -C "$OUT" .; }
 TAIL=8 step 200 gpu_tests.log python3 -m pytest -q -m gpu -p no:cacheprovider --tb=short \
   "tests/test_expand.py::test_gpu_expanded_views_match_reference" tests/test_grouped_gpu.py \
-  -k "match or nvfp4"
+  -k "match or nvfp4 or mxfp4"
 pack
 T="benchmarks/bench_train.py --models moe-1b --batch 8 --seq 2048 --graph step --steps 6
    --warmup 2 --recipes bf16,nvfp4"
