@@ -89,6 +89,14 @@ PRESETS = {
     "mx_reg": (quant_rowcol_reg.mx8_rowcol_reg_kernel, MX_ROWCOL,
                dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False,
                     NUM_STAGES=1), 4, 1, 128 * 128),
+    # its views written expanded (bf16 value · 2^k): x's row view, and dy's both
+    "mx_reg_x_exp": (quant_rowcol_reg.mx8_rowcol_reg_kernel, MX_ROWCOL | {"qr_ptr": "*bf16"},
+                     dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False,
+                          NUM_STAGES=1, ROW_EXP=True), 4, 1, 128 * 128),
+    "mx_reg_dy_exp": (quant_rowcol_reg.mx8_rowcol_reg_kernel,
+                      MX_ROWCOL | {"qr_ptr": "*bf16", "qc_ptr": "*bf16"},
+                      dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False,
+                           NUM_STAGES=1, ROW_EXP=True, COL_EXP=True), 4, 1, 128 * 128),
     "mx_old": (quant_mx._mx_kernel, MX_OLD, _MX_OLD_CONSTS, 4, 2, 32 * 128),
     # NVFP4 pairs: x (row RNE, column RHT RNE) and dy (row SR, column RHT + SR, Philox)
     "nv_reg_x": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG, _NV_REG, 4, 1, 256 * 64),

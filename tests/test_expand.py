@@ -1,9 +1,9 @@
 """Expanded operands: quantizers that write bf16 ``value · block_scale`` instead of codes.
 
 On GPUs without FP4/MX tensor cores the GEMM decodes both operands to that form; the layer has
-the FP4 operands it consumes at once (x for fprop, dy for dgrad and wgrad) quantized straight
-into it (the NVFP4 passes and the MXFP4 kernel write it; MXFP8's kernels write codes, which the
-op decodes). Everything
+the FP4 and MXFP8 operands it consumes at once (x for fprop, dy for dgrad and wgrad) quantized straight
+into it (the NVFP4 passes, the MXFP4 kernel and the MXFP8 register pair kernel write it; the
+other MXFP8 kernels write codes, which the op decodes). Everything
 here is bit for bit: the expanded data equal the codes decoded
 (``QuantizedTensor.expand``), kernel against reference, and a layer with expansion equals a
 layer without it (outputs and gradients).
@@ -177,10 +177,38 @@ def test_mxfp4_pairs_expanded(shape, expand, monkeypatch):
         assert torch.isinf(got[0].data.float()).any()
 
 
+@pytest.mark.parametrize("shape", [(256, 128), (128, 384)])
+@pytest.mark.parametrize("fmts", [(E4, E4), (E5, E4)])
+@pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
+def test_mxfp8_pairs_expanded(shape, fmts, expand, monkeypatch):
+    """The MXFP8 register pair kernel writes expanded views itself (bf16 RNE of ``value ·
+    2^k``): against the same views as codes decoded, bf16 and fp32 input; NaN, Inf, a value
+    near bf16's max, and (fp32) a block at the smallest scale whose subnormal elements times
+    2^-127 are finer than bf16, where the rounding shows."""
+    from microscale import ops
+    decoded = []
+    real = ops.dispatch
+    monkeypatch.setattr(ops, "dispatch", lambda op, *a, **k: (
+        decoded.append(op) if op == "expand" else None) or real(op, *a, **k))
+    x = _x(shape, seed=9)
+    x[5, 6] = -3.3e38
+    for xin in (x, x.float()):
+        if xin.dtype == torch.float32:
+            tiny = torch.tensor([2.0 ** -119, 3 * 2.0 ** -136, 5 * 2.0 ** -137, 2.0 ** -135])
+            xin[9, 32:64] = tiny.repeat(8)             # one 1x32 row block, k = -127
+            xin[32:64, 7] = tiny.repeat(8)             # one 32x1 column block
+        got = _check_pair(xin, (fmts[0], NF), (fmts[1], NF), expand, "triton",
+                          "tile in registers")
+        if xin.dtype == torch.float32 and expand[0]:  # the RNE case is really there
+            exact = quantize_views(xin, (fmts[0], NF), None, "reference")[0].block_values()
+            assert not torch.equal(got[0].data.float()[9, 32:64], exact[9, 32:64])
+    assert "expand" not in decoded                    # the kernel wrote them, no decode pass
+
+
 @pytest.mark.parametrize("fmts", [(QFormat.MXFP4, QFormat.MXFP4), (E4, E4), (E5, E4)])
 def test_reference_and_fallback_expand(fmts, monkeypatch):
     """The reference backend, and kernel passes that write codes (the op then decodes them:
-    MXFP8's kernels, and MXFP4's with ``quant_mx.CONFIG['EXPAND']`` off); NaN, Inf and a huge
+    MXFP8's and MXFP4's with ``quant_mx.CONFIG['EXPAND']`` off); NaN, Inf and a huge
     value (scale byte >= 241) included."""
     from microscale.kernels import quant_mx
     monkeypatch.setitem(quant_mx.CONFIG, "EXPAND", False)
@@ -221,7 +249,7 @@ def _train_step(recipe: str, expand: bool, monkeypatch):
     return y.detach(), x.grad, layer.weight.grad
 
 
-@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp4"])
+@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp4", "mxfp8"])
 def test_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
     """The layer asks for expanded x / dy views on CPU (the reference GEMM decodes anyway);
     outputs and both gradients are bit-identical to the codes path."""
@@ -236,14 +264,15 @@ def test_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
         assert torch.equal(a, b)
 
 
-def test_expand_decision():
-    """Off CUDA the A operands of FP4 GEMMs are expanded; MXFP8 and FP8 never (MXFP8's
-    register pass is near the copy rate: bf16 stores cost it more than the pass they save)."""
+def test_expand_decision(monkeypatch):
+    """Off CUDA the A operands of FP4 and MXFP8 GEMMs are expanded (MXFP8: with
+    ``CONFIG["EXPAND_MXFP8"]``, on by default); FP8 never."""
     cpu = torch.device("cpu")
-    for name in ("nvfp4", "mxfp4"):
+    for name in ("nvfp4", "mxfp4", "mxfp8"):
         plan = function.Plan(ms.Recipe.from_name(name))
         assert all(function._expand_a(plan, g, 256, 64, 128, cpu)
                    for g in ("fprop", "dgrad", "wgrad"))
+    monkeypatch.setitem(function.CONFIG, "EXPAND_MXFP8", False)
     for name in ("mxfp8", "fp8_blockwise"):
         plan = function.Plan(ms.Recipe.from_name(name))
         assert not any(function._expand_a(plan, g, 256, 64, 128, cpu)
@@ -251,14 +280,13 @@ def test_expand_decision():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp4"])
+@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp4", "mxfp8"])
 def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
     """On the GPU at a training shape: the expanded path is taken (the quantizer writes x's
     and dy's views expanded) and equals the codes path bit for bit."""
     from microscale.kernels.gemm_paths import takes_expanded
-    fmt = recipe
+    fmt = "mxfp8_e4m3" if recipe == "mxfp8" else recipe
     assert takes_expanded(fmt, fmt, 4096, 768, 768, torch.device("cuda"))
-    assert not takes_expanded("mxfp8_e4m3", "mxfp8_e4m3", 4096, 768, 768, torch.device("cuda"))
     outs = []
     for expand in (True, False):
         if not expand:

@@ -157,13 +157,13 @@ def choose_path(family: str, m: int, n: int, k: int,
 
 def takes_expanded(fmt_a: str, fmt_b: str, m, n, k, device: torch.device) -> bool:
     """Whether the kernels' ``scaled_mm`` of an ``[m, k]`` A in ``fmt_a`` and an ``[n, k]`` B
-    in ``fmt_b`` decodes its FP4 operands to bf16 ``value · block_scale`` (the ``dequant``
-    path), so the layer may have A quantized straight into that form (the layer itself decides
-    off CUDA, where the reference GEMM runs: ``nn.function._expand_a``). Blackwell's native
-    GEMM reads codes: False there; MXFP8: False (see the module docstring). Shapes that are not
-    plain ints (dynamic shapes under a compiler): False."""
+    in ``fmt_b`` decodes its FP4 or MXFP8 operands to bf16 ``value · block_scale`` (the
+    ``dequant`` path), so the layer may have A quantized straight into that form (the layer
+    itself decides off CUDA, where the reference GEMM runs, and whether MXFP8 does:
+    ``nn.function._expand_a``). Blackwell's native GEMM reads codes: False there. Shapes that
+    are not plain ints (dynamic shapes under a compiler): False."""
     family = family_of(fmt_a, fmt_b)
-    if family != "fp4" or not all(type(v) is int for v in (m, n, k)):
+    if family not in ("fp4", "mxfp8") or not all(type(v) is int for v in (m, n, k)):
         return False
     return _takes_expanded_cuda(family, m, n, k, str(device))
 

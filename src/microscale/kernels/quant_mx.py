@@ -32,6 +32,10 @@ subnormal, exact) and is a bf16 number whenever it is finite (a code has two sig
 and ``k ≥ -127`` keeps it above bf16's smallest subnormal); a block of ``vmax`` near bf16's
 maximum overflows to ±Inf exactly as the dequantize pass does, and a NaN block (scale byte 0xFF)
 expands to NaN. 2 bytes written per element instead of 0.53.
+
+An MXFP8 view is written expanded by the register pair kernel (``quant_rowcol_reg``, shapes
+that tile by 128) when asked: bf16 RNE of ``value(byte) · 2^k`` (``mx8_expanded``), what
+``QuantizedTensor.expand`` gives; other MXFP8 calls write codes, which the op decodes.
 """
 
 from __future__ import annotations
@@ -58,9 +62,9 @@ __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 # slower, 88.8 vs 52.2 µs at 16384x768). ROWCOL "reg" (the default): an MXFP8 row + column pair
 # on shapes that tile by 128 runs ``quant_rowcol_reg``'s kernel (the tile in registers, see
 # there; H100, 16384x768 / 16384x3072: 36.4 / 108.8 µs against 52.2 / 163.1 µs here); "mx"
-# keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides. EXPAND: MXFP4
-# views the layer asks for expanded are written so by the kernel (False: codes, which the op
-# then decodes in a pass of its own, as before session 14). COL_REG: MXFP4 column views with
+# keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides. EXPAND: views
+# the layer asks for expanded are written so by the kernel (MXFP4: every MX kernel; MXFP8: the
+# register pair kernel; False: codes, which the op then decodes in a pass of its own). COL_REG: MXFP4 column views with
 # a 32-row block in one thread (quant_mx_col; interpreter-tested, not yet timed on a GPU).
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
@@ -116,7 +120,7 @@ class _View:
     """Validated options and output buffers of one MX view of ``x2`` ([rows, cols])."""
 
     def __init__(self, x2: torch.Tensor, fmt: QFormat, opts: dict, transposed: bool,
-                 expand: bool = False):
+                 expand: bool = False, reg_pair: bool = False):
         if fmt not in _ELEM:
             raise KernelUnsupported(f"{fmt.value} is not an MX format")
         unknown = set(opts) - set(_OPTS)
@@ -138,7 +142,8 @@ class _View:
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
         dev = x2.device
-        self.expanded = bool(expand) and fmt == QFormat.MXFP4     # MXFP8 keeps codes (gemm_paths)
+        # MXFP4: any kernel writes it expanded; MXFP8: the register pair kernel (reg_pair)
+        self.expanded = bool(expand) and (fmt == QFormat.MXFP4 or reg_pair)
         # self.out: the data as the kernel writes it (bf16, uint32 words or bytes)
         if self.expanded:
             self.data = self.out = torch.empty((vr, vc), dtype=torch.bfloat16, device=dev)
@@ -199,15 +204,15 @@ def _col_reg(col: _View | None) -> bool:
     return bool(CONFIG["COL_REG"]) and col is not None and col.fmt == QFormat.MXFP4
 
 
-def _reg_applies(x2: torch.Tensor, row: _View | None, col: _View | None) -> bool:
-    """An MXFP8 pair (no RHT) on a shape of whole [128, 128] tiles, with ROWCOL "reg"."""
+def _reg_applies(x2: torch.Tensor, row, col) -> bool:
+    """An MXFP8 pair (no RHT; views as ``(format, options)``) on a shape of whole [128, 128]
+    tiles, with ROWCOL "reg"."""
     mode = CONFIG["ROWCOL"]
     if mode not in ("mx", "reg"):
         raise ValueError(f"quant_mx.CONFIG['ROWCOL'] (MICROSCALE_MX_ROWCOL) must be 'mx' or "
                          f"'reg', got {mode!r}")
-    views = (row, col)
-    return mode == "reg" and all(v is not None and v.fmt != QFormat.MXFP4 and not v.rht
-                                 for v in views) \
+    return mode == "reg" and all(v is not None and v[0] in _ELEM and v[0] != QFormat.MXFP4
+                                 and not v[1].get("rht", False) for v in (row, col)) \
         and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
 
 
@@ -219,7 +224,8 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
     mx8_rowcol_reg_kernel[grid](x2, amax, row.out, row.scale, col.out, col.scale, rows,
                                 cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
                                 _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
-                                CONFIG["NUM_STAGES_reg"], num_warps=CONFIG["num_warps_reg"])
+                                CONFIG["NUM_STAGES_reg"], row.expanded, col.expanded,
+                                num_warps=CONFIG["num_warps_reg"])
     return amax
 
 
@@ -237,17 +243,21 @@ def _single(fmt: QFormat):
 
 def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False)):
     """Kernel twin of ``ops.rowcol_reference`` for MX views (either may be None); ``expand``
-    (a dispatch hint): MXFP4 views to write expanded (MXFP8 views stay codes)."""
+    (a dispatch hint): views to write expanded (MXFP4; MXFP8 where the register pair kernel
+    runs, else they stay codes and the op decodes them)."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (32, 1))
     check_kernel_input(x)
     expand = expand if CONFIG["EXPAND"] else (False, False)
-    rv = _View(x2, row[0], row[1], False, expand[0]) if row else None
-    cv = _View(x2, col[0], col[1], True, expand[1]) if col else None
-    if _reg_applies(x2, rv, cv):
+    reg = _reg_applies(x2, row, col)
+    rv = _View(x2, row[0], row[1], False, expand[0], reg) if row else None
+    cv = _View(x2, col[0], col[1], True, expand[1], reg) if col else None
+    if reg:
         amax = _run_reg(x2, rv, cv)
+        done = [n for n, v in (("row", rv), ("column", cv)) if v.expanded]
         note_path("quantize_rowcol", rowcol_key(row[0].value, col[0].value),
-                  "triton (MXFP8 pair: tile in registers, quant_rowcol_reg)")
+                  "triton (MXFP8 pair: tile in registers, quant_rowcol_reg"
+                  + (f"; {' and '.join(done)} view written expanded" if done else "") + ")")
     else:
         amax = _run(x, rv, cv)
         note_path("quantize_rowcol", rowcol_key(row and row[0].value, col and col[0].value),

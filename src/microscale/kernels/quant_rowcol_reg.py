@@ -58,11 +58,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import (NATIVE_CASTS, e4m3_byte, e5m2_byte, exp2_int, mx_exponent,
+from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, mx_exponent,
                      round_to_input_dtype, tile_coords)
 
-__all__ = ["fp8_byte", "pow2_scale", "prologue_value", "fp8_rowcol_reg_kernel",
-           "mx8_rowcol_reg_kernel", "pow2_exponents"]
+__all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_value",
+           "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents"]
 
 
 def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
@@ -182,14 +182,56 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
 
 
 @triton.jit
+def fp8_value(byte, E5M2: tl.constexpr):
+    """The exact fp32 value of FP8 bytes (uint8; NaN for the NaN codes): E5M2 is the top byte
+    of an fp16; E4M3 through the hardware conversion, or (interpreter, whose fp8 casts read the
+    NaN code as a number) from its bits."""
+    if E5M2:
+        out = (byte.to(tl.int16) << 8).to(tl.float16, bitcast=True).to(tl.float32)
+    elif NATIVE_CASTS:
+        out = byte.to(tl.float8e4nv, bitcast=True).to(tl.float32)
+    else:
+        mag = byte & 0x7F
+        v = tl.where(byte >= 128, -e4m3_value(mag), e4m3_value(mag))
+        out = tl.where(mag == 0x7F, float("nan"), v)
+    return out
+
+
+@triton.jit
+def mx8_expanded(byte, k, E5M2: tl.constexpr):
+    """Expanded MXFP8 elements (``tensor.py``): ``value(byte) · 2^k`` (exact in fp32, ``k``
+    broadcast) rounded to bf16 as ``QuantizedTensor.expand`` does (RNE: the product of a
+    subnormal element and a tiny scale can be finer than bf16), returned as bf16."""
+    v = fp8_value(byte, E5M2) * exp2_int(k)
+    if not NATIVE_CASTS:                    # the interpreter's cast truncates: round first
+        v = round_to_input_dtype(v, 1)
+    return v.to(tl.bfloat16)
+
+
+@triton.jit
+def _store_col_bf16(qc_ptr, v, r0, c0, rows, NI: tl.constexpr, G: tl.constexpr):
+    """Column-view bf16 values ``v`` [NI, G, 128] -> ``data[c, r0 + ...]`` (bf16 ``[cols,
+    rows]``) as uint32 words of two consecutive rows, joined inside the thread (G in-thread)."""
+    b = v.to(tl.int16, bitcast=True).to(tl.uint32) & 0xFFFF
+    shift = (tl.arange(0, 2) * 16).to(tl.uint32)[None, None, :, None]
+    words = tl.sum(tl.reshape(b, (NI, G // 2, 2, 128)) << shift, axis=2)   # [NI, G/2, 128]
+    offs_w = (c0 + tl.arange(0, 128))[None, None, :] * (rows // 2) + r0 // 2 \
+        + (G // 2) * tl.arange(0, NI)[:, None, None] + tl.arange(0, G // 2)[None, :, None]
+    tl.store(qc_ptr.to(tl.pointer_type(tl.uint32)) + offs_w, words)
+
+
+@triton.jit
 def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
                           n_tiles, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
                           COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
-                          NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr):
+                          NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr,
+                          ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[128, 128]`` tile; the amax of
     each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for
-    E4M3 elements, 1 for E5M2 (``quant_mx``'s codes)."""
+    E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP: that view written
+    expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``, :func:`mx8_expanded`;
+    the scale bytes are written either way)."""
     G: tl.constexpr = 4
     NI: tl.constexpr = 128 // G
     acc = tl.zeros((NI, G), dtype=tl.float32)
@@ -202,7 +244,11 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         acc = tl.maximum(acc, tl.max(rmax, axis=2))
         k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
         y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None], (NI, G, 128))
-        tl.store(qr_ptr + offs, fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL))
+        qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
+        if ROW_EXP:
+            qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, 4, 32)), k[:, :, :, None],
+                                         ROW_ELEM == 1), (NI, G, 128))
+        tl.store(qr_ptr + offs, qr)
         rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
         sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
         tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
@@ -211,7 +257,13 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
         yc = tl.reshape(tl.reshape(x, (4, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
                         (NI, G, 128))
-        _store_col_words(qc_ptr, fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL), r0, c0, rows, G)
+        qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
+        if COL_EXP:
+            qc = mx8_expanded(tl.reshape(qc, (4, 8, G, 128)), kc[:, None, None, :],
+                              COL_ELEM == 1)
+            _store_col_bf16(qc_ptr, tl.reshape(qc, (NI, G, 128)), r0, c0, rows, NI, G)
+        else:
+            _store_col_words(qc_ptr, qc, r0, c0, rows, G)
         cidx = (c0 + tl.arange(0, 128))[None, :] * (rows // 32) + r0 // 32 \
             + tl.arange(0, 4)[:, None]
         tl.store(sc_ptr + cidx, (kc + 127).to(tl.uint8))

@@ -81,7 +81,12 @@ __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pa
            "saved_activation_bytes"]      # saved_activation_bytes: re-exported from .saved
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
-CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0"}
+# EXPAND_MXFP8: MXFP8 A operands (x for fprop, dy for dgrad and wgrad) quantized straight into
+# the expanded form where the GEMM decodes them (the dequant path), as FP4's are; the register
+# pair kernel writes them so (quant_mx), saving the GEMM's dequantize pass of each (session 19).
+CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
+          "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0"}
+_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -116,10 +121,12 @@ class Plan:
 
 def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
     """Whether ``gemm``'s A operand (consumed at once) is quantized straight into the expanded
-    form, bf16 ``value · block_scale`` (``tensor.py``): FP4 operands, where that GEMM decodes
-    them to it anyway (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
+    form, bf16 ``value · block_scale`` (``tensor.py``): FP4 operands, and MXFP8 ones with
+    ``CONFIG["EXPAND_MXFP8"]``, where that GEMM decodes them to it anyway
+    (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
     fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
-    if not (fmt_a.is_fp4 and fmt_b == fmt_a):
+    mx8 = fmt_a in _MX8 and fmt_b in _MX8 and CONFIG["EXPAND_MXFP8"]
+    if not ((fmt_a.is_fp4 and fmt_b == fmt_a) or mx8):
         return False
     if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
         return True
