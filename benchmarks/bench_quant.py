@@ -94,6 +94,11 @@ VARIANTS = {
     "mxfp4/rht_sr": (_q("mxfp4", rht=True, stochastic=True), 1),
     # the mxfp4 recipe's pairs as a layer asks for them: x (row RNE written expanded, column
     # RHT 32 as codes, saved for backward) and dy (row SR, column RHT 32 + SR, both expanded)
+    # the MXFP8 pairs a layer asks for since session 19: x (row view expanded, column codes)
+    # and dy (both expanded); "mxfp8_e4m3/rowcol" is the same pair as codes
+    "mxfp8/rowcol_x": (_views(("mxfp8_e4m3", {**NF, "expand": True}), ("mxfp8_e4m3", NF)), 1),
+    "mxfp8/rowcol_dy": (_views(("mxfp8_e4m3", {**NF, "expand": True}),
+                               ("mxfp8_e4m3", {**NF, "expand": True})), 1),
     "mxfp4/rowcol_x": (_views(("mxfp4", {**NF, "expand": True}), ("mxfp4", {**NF, "rht": True})),
                        1),
     "mxfp4/rowcol_dy": (_views(("mxfp4", {**NF, "stochastic": True, "expand": True,

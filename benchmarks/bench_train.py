@@ -132,6 +132,9 @@ KERNEL_SETS = {
     # 4096 columns and the reg pass + a decode pass above, instead of split into two reg-pass
     # launches that each write their view expanded (quant_nvfp4.CONFIG['SPLIT_EXP_COL'])
     "nv-nosplit-expcol": {"quant_nvfp4": {"SPLIT_EXP_COL": False}},
+    # session 19: MXFP8 A operands (x, dy) as codes that the GEMM's dequantize pass decodes,
+    # instead of written expanded by the register pair kernel (nn.function EXPAND_MXFP8)
+    "mx8-codes": {"nn.function": {"EXPAND_MXFP8": False}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }
