@@ -31,12 +31,16 @@ Expanded operands: where the chosen path is ``dequant``, the GEMM decodes both o
 the layer then asks the quantizer for that form directly (``expand``, ``tensor.py``) for the
 operands it consumes at once (x for fprop, dy for dgrad and wgrad): no codes written, read back
 and decoded in a pass of their own. Operands saved for backward (xᵀ) and weights stay codes.
-FP4 only: the NVFP4 passes are ALU-bound, so their extra bf16 stores cost less than the
-dequantize pass they replace (125m step, H100: dequantize 6.8 → 2.2 ms, quantize 22.4 → 24.9
-ms, 0.546x → 0.563x of bf16); the MXFP4 kernel likewise since session 14 (125m mxfp4 0.489x →
-0.547x, 1b 0.673x → 0.734x). The MXFP8 register pass is near the copy rate: writing bf16 made
-it 2.2x slower (8.8 → 19.4 ms), more than the 6.7 ms of dequantize it saved (session 9), so
-MXFP8 keeps codes plus the dequantize pass.
+The NVFP4 passes are ALU-bound, so their extra bf16 stores cost less than the dequantize pass
+they replace (125m step, H100: dequantize 6.8 → 2.2 ms, quantize 22.4 → 24.9 ms, 0.546x →
+0.563x of bf16); the MXFP4 kernel likewise since session 14 (125m mxfp4 0.489x → 0.547x, 1b
+0.673x → 0.734x). MXFP8 since session 19 (``nn.function.CONFIG["EXPAND_MXFP8"]``): session 9's
+attempt made its register pass 2.2x slower (8.8 → 19.4 ms), more than the 6.7 ms of
+dequantize it saved; the register pair kernel now decodes its own bytes with the hardware
+conversions (~8 SASS instructions an element), and the step gained: 125m mxfp8 0.700x →
+0.733x, 1b 0.869x → 0.914x (H100, same process; the dy pair at 16384x2048 119 µs against 76
+for codes, each of the three dequantize passes it saves reading 1 and writing 2 bytes an
+element).
 
 NVFP4's per-tensor factor α: on the ``dequant`` path with a bf16/fp16 output, the GEMM is the
 Triton kernel of ``gemm_alpha`` (α read from the device in its epilogue, the output written in
