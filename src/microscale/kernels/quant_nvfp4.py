@@ -260,15 +260,17 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
                 col: _View | None) -> None:
-    """The "reg" quantize pass (``quant_nvfp4_reg``); codes written as int32 words."""
+    """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
+    quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
+    codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
+    bytes and the caller's random bytes (or x2)."""
     rows, cols = x2.shape
     cfg = CONFIG["REG"]
     br, bc = 16 * cfg["NI"], cfg["BC"]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
     grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
-    (qr, sr, br_), (qc, sc, bc_) = [(c if c.dtype == torch.bfloat16 else c.view(torch.int32),
-                                     sb, b) for c, sb, b in bufs]   # bf16: an expanded view
+    (qr, sr, br_), (qc, sc, bc_) = bufs
     nvfp4_rowcol_reg_kernel[grid](
         x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
@@ -323,16 +325,15 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
-    if pass_ in ("reg", "split"):
-        bufs = [(v.codes, v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
+    if pass_ in ("reg", "split"):             # bf16 codes: an expanded view, written as is
+        bufs = [(v.codes if v.codes.dtype == torch.bfloat16 else v.codes.view(torch.int32),
+                 v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
                 for v in views]
     if pass_ == "reg":
         _launch_reg(x2, amax_buf, seed, bufs, row, col)
     elif pass_ == "split":                     # the column view, then the row view alone
-        blank = _NoView(dev)
-        none = (blank.codes, blank.scale.view(torch.uint8), x2)
-        _launch_reg(x2, amax_buf, seed, [none, bufs[1]], None, col)
-        _launch_reg(x2, amax_buf, seed, [bufs[0], none], row, None)
+        _launch_reg(x2, amax_buf, seed, bufs, None, col)
+        _launch_reg(x2, amax_buf, seed, bufs, row, None)
     else:
         _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_)
     return amaxes
