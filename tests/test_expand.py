@@ -205,6 +205,35 @@ def test_mxfp8_pairs_expanded(shape, fmts, expand, monkeypatch):
     assert "expand" not in decoded                    # the kernel wrote them, no decode pass
 
 
+@pytest.mark.parametrize("counts", [[128, 0, 120], [5, 0, 37, 16]])
+def test_grouped_mxfp8_row_view_expanded(counts, monkeypatch):
+    """MoE: nn.grouped asks for an MXFP8 row view expanded; the pair call on the padded tokens
+    (whole 128-row tiles: ``padded_bound``) runs the register pair kernel, which writes it
+    expanded; with that kernel off (``ROWCOL`` "mx") the op decodes it after. Equal to the
+    reference's expanded view either way, bit for bit, the column view's codes too."""
+    from microscale.kernels import grouped as fast
+    from microscale.kernels import quant_mx
+    from microscale.ops_grouped import quantize_grouped_reference
+    g = torch.Generator().manual_seed(11)
+    x = (torch.randn(sum(counts), 128, generator=g) * 3).to(torch.bfloat16)
+    x[3, 5] = float("nan")
+    offs = torch.tensor(counts).cumsum(0).to(torch.int32)
+    views = [(E4, {"check_finite": False, "expand": True}), (E4, {"check_finite": False})]
+    want = quantize_grouped_reference(x, offs, *views, 32, None, None, None, None, None)
+    for mode, note in (("reg", "written expanded"), ("mx", "MX kernel")):
+        monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", mode)
+        got = fast.quantize_grouped_fast(x, offs, *views, 32, None, None, None, None, None,
+                                         "triton")
+        assert "one row + column kernel call" in \
+            ms.explain()[("quantize_grouped", "mxfp8_e4m3|mxfp8_e4m3")]
+        assert note in ms.explain()[("quantize_rowcol", "mxfp8_e4m3|mxfp8_e4m3")]
+        assert got[0][0].dtype == torch.bfloat16 and got[1][0].dtype == torch.float8_e4m3fn
+        for gv, wv in zip(got, want):
+            for a, b in zip(gv, wv):
+                a8, b8 = [t.view(torch.uint8) if t.dtype.itemsize == 1 else t for t in (a, b)]
+                assert a.shape == b.shape and _same(a8, b8), mode
+
+
 @pytest.mark.parametrize("fmts", [(QFormat.MXFP4, QFormat.MXFP4), (E4, E4), (E5, E4)])
 def test_reference_and_fallback_expand(fmts, monkeypatch):
     """The reference backend, and kernel passes that write codes (the op then decodes them:

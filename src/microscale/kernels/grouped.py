@@ -92,7 +92,7 @@ def quantize_grouped_fast(x, offs, row, col, multiple, seeds, row_bits, col_bits
                 for v in (row, col)]
     return [_expanded(q, v, w) for q, v, w in zip(
         _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_scale,
-                        col_scale, backend, key, want[0]), (row, col), want)]
+                        col_scale, backend, key, tuple(want)), (row, col), want)]
 
 
 def _expanded(q, view, want: bool):
@@ -104,10 +104,11 @@ def _expanded(q, view, want: bool):
 
 
 def _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_scale,
-                    col_scale, backend, key, expand_row: bool):
-    """:func:`quantize_grouped_fast`'s views (no ``"expand"`` option left), the NVFP4 row
-    view written expanded by the register kernels where ``expand_row``."""
-    nv = _nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits, expand_row)
+                    col_scale, backend, key, expand: tuple[bool, bool]):
+    """:func:`quantize_grouped_fast`'s views (no ``"expand"`` option left); ``expand``: the
+    views asked for expanded, which the NVFP4 register kernels (row view) and the pair call's
+    kernel (``quant_mx``'s MXFP8 register pair) write so themselves."""
+    nv = _nvfp4_reg_views(x, offs, multiple, row, col, seeds, row_bits, col_bits, expand[0])
     rest = [v if nv[k] is None else None for k, v in enumerate((row, col))]
     if any(nv):
         note_path("quantize_grouped", key, "sync-free: NVFP4 views in the register layout "
@@ -121,7 +122,7 @@ def _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_
     if _pair_ok(row, col, x, lay):
         note_path("quantize_grouped", key, "sync-free: one row + column kernel call on the "
                   "padded matrix, the row view gathered back (CONFIG['PAIR'])")
-        return _pair(x, lay, row, col, key, backend)
+        return _pair(x, lay, row, col, key, backend, expand)
     if not any(nv):
         note_path("quantize_grouped", key,
                   "sync-free: group layout on the device, one quantizer pass per view")
@@ -172,15 +173,18 @@ def _pair_ok(row, col, x, lay) -> bool:
     return x.shape[1] % 128 == 0 and lay.bound % rows == 0 and x.shape[0] > 0
 
 
-def _pair(x, lay, row, col, key: str, backend: str):
+def _pair(x, lay, row, col, key: str, backend: str, expand=(False, False)):
     """Both views from one ``quantize_rowcol`` dispatch on ``x_pad``; the row view's codes and
     scales gathered at the token rows. Scales come back row-major, as the grouped op's layout
-    says (an FP8 1x128 pair's column-major scales are made contiguous: a few KB)."""
+    says (an FP8 1x128 pair's column-major scales are made contiguous: a few KB). ``expand``:
+    passed on as the dispatch hint (a kernel that takes it writes those views expanded; else
+    :func:`_expanded` decodes them after)."""
     from ..ops import rowcol_reference
     views = [(v[0], dict(v[1], check_finite=False)) for v in (row, col)]
     rows = lay.padded_rows()
     q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference,
-                            _pad(x, lay), *views)
+                            _pad(x, lay), *views,
+                            hints={"expand": tuple(expand)} if any(expand) else None)
     zeros = torch.zeros(lay.n_groups, dtype=torch.float32, device=x.device)
     return [(q_row.data.index_select(0, rows), q_row.scale.index_select(0, rows).contiguous(),
              zeros), (q_col.data, q_col.scale.contiguous(), zeros.clone())]

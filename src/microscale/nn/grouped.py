@@ -55,6 +55,7 @@ from ..quant.grouped import group_layout
 from ..recipe import Recipe
 from ..tensor import QFormat
 from ..validate import SUPPORTED_DTYPES
+from .function import CONFIG as FUNCTION_CONFIG
 from .function import ROLES, Plan, same_tiled_weight
 
 __all__ = [
@@ -109,16 +110,27 @@ def _update(plan: Plan, state: dict, pairs, active) -> None:
                                             FP8_MAX[op.quantize_kwargs()["fp8_dtype"]], op.margin)
 
 
-# CONFIG["EXPAND_ROWS"]: an NVFP4 row view (fprop's x, dgrad's dy: consumed at once by the
-# grouped GEMM, which multiplies bf16 value · block scale) is quantized straight into that
-# expanded form (tensor.py), as ms.Linear does for its A operands, instead of codes the GEMM
-# then decodes in a pass of its own. The same values reach the GEMM either way.
+# CONFIG["EXPAND_ROWS"]: an NVFP4 (and, since session 19, MXFP8) row view (fprop's x, dgrad's
+# dy: consumed at once by the grouped GEMM, which multiplies bf16 value · block scale) is
+# quantized straight into that expanded form (tensor.py), as ms.Linear does for its A
+# operands, instead of codes the GEMM then decodes in a pass of its own. The same values reach
+# the GEMM either way.
 # CONFIG["ONE_WEIGHT_VIEW"]: the experts' W and Wᵀ from one expanded 16×16 NVFP4 quantization,
 # Wᵀ a view of it (ops_experts.quantize_experts_one_view, as nn.function does for a dense W):
 # the grouped GEMMs multiply bf16 value · tile scale anyway, so no second view and no decode
 # pass of either. Off: two code views (bench label @grp-w-two-views); the same bits.
 CONFIG = {"EXPAND_ROWS": True,
           "ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0"}
+
+
+def _expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
+    """Whether a row view in ``fmt_a`` against experts in ``fmt_b`` is asked for expanded:
+    NVFP4 x NVFP4, and MXFP8 x MXFP8 where ``ms.Linear`` expands it too
+    (``nn.function.CONFIG["EXPAND_MXFP8"]``; the grouped GEMM decodes both to bf16 either way)."""
+    if fmt_a == fmt_b == QFormat.NVFP4:
+        return True
+    mx8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+    return fmt_a in mx8 and fmt_b in mx8 and FUNCTION_CONFIG["EXPAND_MXFP8"]
 
 
 def one_expert_view(plan: Plan) -> bool:
@@ -133,8 +145,8 @@ def _tokens(t2d, offs, plan, state, row_role, col_role, seeds, active):
     if row is None and col is None:
         return None, None
     gemm = row_role and row_role.split(".")[0]
-    if CONFIG["EXPAND_ROWS"] and row is not None and row[0] == QFormat.NVFP4 and \
-            plan.operand(f"{gemm}.b").format == QFormat.NVFP4:
+    if CONFIG["EXPAND_ROWS"] and row is not None and _expands(row[0],
+                                                             plan.operand(f"{gemm}.b").format):
         row = (row[0], dict(row[1], expand=True))
     multiple = token_multiple(plan.recipe)
     q_row, q_col = quantize_grouped(t2d, offs, row, col, multiple, plan.recipe.backend, seeds,

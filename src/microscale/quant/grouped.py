@@ -18,7 +18,7 @@ scale), its own blocks, its own SR seed. Two views per tensor:
   earlier experts' padded counts, a multiple of m. So every block (and every RHT chunk) of
   ``x_padᵀ`` lies inside one expert, a group whose size is not a multiple of m ends in a
   partial block filled with zeros, and an expert with no tokens takes no columns, exactly as
-  ``ms.Linear`` would treat its tensor. ``bound = T + E·(m-1)`` rounded up to a multiple of lcm(16, m) is a static
+  ``ms.Linear`` would treat its tensor. ``bound = T + E·(m-1)`` rounded up to a multiple of lcm(128, m) is a static
   upper bound of the padded length (no host sync needed); the columns after the last group are
   zeros and belong to no expert.
 
@@ -137,8 +137,9 @@ def group_layout(offs: torch.Tensor, tokens: int, multiple: int) -> GroupLayout:
 
 def padded_bound(tokens: int, n_groups: int, multiple: int) -> int:
     """Static length of the padded column layout: ``T + E·(m-1)`` rounded up to a multiple of
-    ``lcm(16, m)`` (at least one such multiple)."""
-    step = math.lcm(16, multiple)
+    ``lcm(128, m)`` (at least one such multiple): whole 128-row tiles, so that the register
+    pair kernels (MXFP8, FP8 1x128) take the padded matrix; the tail is zeros."""
+    step = math.lcm(128, multiple)
     return max(step * math.ceil((tokens + n_groups * (multiple - 1)) / step), step)
 
 
