@@ -64,8 +64,9 @@ __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 # there; H100, 16384x768 / 16384x3072: 36.4 / 108.8 µs against 52.2 / 163.1 µs here); "mx"
 # keeps this module's kernel for every pair. MICROSCALE_MX_ROWCOL overrides. EXPAND: views
 # the layer asks for expanded are written so by the kernel (MXFP4: every MX kernel; MXFP8: the
-# register pair kernel; False: codes, which the op then decodes in a pass of its own). COL_REG: MXFP4 column views with
-# a 32-row block in one thread (quant_mx_col; interpreter-tested, not yet timed on a GPU).
+# register pair kernel; False: codes, which the op then decodes in a pass of its own).
+# COL_REG: MXFP4 column views with a 32-row block in one thread (quant_mx_col; interpreter-
+# tested, not yet timed on a GPU).
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
