@@ -32,8 +32,10 @@ the pair computes one of two neighbouring rows' bits and trades the two words th
 needs (an xor across the pair): one Philox per block, not two. With row SR the combined
 kernel still needs more than 255 registers (ptxas spills, ~180 bytes a thread) and ran the dy
 pair 2.5x slower than the rows pass (H100, session 7), so by default (``quant_nvfp4.CONFIG
-['REG']['ROW_SR']`` off) a stochastically rounded row view goes to the rows pass; the kernel
-keeps the path, tested bit for bit, with each row's scale store as a scheduling fence.
+['REG']['ROW_SR']`` off) a stochastically rounded row view never shares a launch with a
+column view: a dy pair runs as two launches of this kernel, the column view and then the SR
+row view alone (``CONFIG['SPLIT']``, at every width since session 19); the combined path
+stays, tested bit for bit, with each row's scale store as a scheduling fence.
 
 The older passes (``quant_nvfp4``) either transposed the tile through shared memory or put a
 column block on 16 lanes, which made the RHT a tensor-core dot with its layout changes and
