@@ -15,7 +15,7 @@ from microscale.kernels import grouped as fast
 from microscale.nn.function import Plan, linear
 from microscale.ops import quantize_views
 from microscale.ops_grouped import quantize_grouped_reference
-from microscale.quant.grouped import _local_index, group_layout, segment_rand_bits
+from microscale.quant.grouped import _local_index, group_layout, padded_bound, segment_rand_bits
 from microscale.recipe import PRESETS, Recipe
 
 pytestmark = pytest.mark.usefixtures("single_thread")   # chains of small ops: one thread
@@ -243,9 +243,13 @@ def test_ops_fakes_and_fullgraph_trace():
     recipe = Recipe.from_name("nvfp4")
     spec = [ms.ops.view_spec(op.format, op.quantize_kwargs() | {"check_finite": False})
             for op in (recipe.dgrad.a, recipe.wgrad.a)]
+    bound = padded_bound(x.shape[0], len(COUNTS), 16)
     torch.library.opcheck(torch.ops.microscale.quantize_grouped.default,
-                          (x, _offs(), *spec, 16, "reference", seeds[:, 2], None, None, None,
-                           None), test_utils=("test_schema", "test_faketensor"))
+                          (x, _offs(), *spec, 16, bound, "reference", seeds[:, 2], None, None,
+                           None, None), test_utils=("test_schema", "test_faketensor"))
+    with pytest.raises(ValueError, match="bound"):     # the bound is the layout's, or refused
+        torch.ops.microscale.quantize_grouped(x, _offs(), *spec, 16, bound + 16, "reference",
+                                              seeds[:, 2], None, None, None, None)
     layer = ms.GroupedLinear(len(COUNTS), K, N, "nvfp4")
     fn = torch.compile(lambda t, o: layer(t, o).float().square().sum(), backend="aot_eager",
                        fullgraph=True)

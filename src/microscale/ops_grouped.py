@@ -99,9 +99,11 @@ def _placeholder(x):
 
 @torch.library.custom_op("microscale::quantize_grouped", mutates_args=())
 def _quantize_grouped_op(x: Tensor, offs: Tensor, row: str, col: str, multiple: int,
-                         backend: str, seeds: Optional[Tensor], row_rand_bits: Optional[Tensor],
-                         col_rand_bits: Optional[Tensor], row_scale: Optional[Tensor],
-                         col_scale: Optional[Tensor]) -> list[Tensor]:
+                         bound: int, backend: str, seeds: Optional[Tensor],
+                         row_rand_bits: Optional[Tensor], col_rand_bits: Optional[Tensor],
+                         row_scale: Optional[Tensor], col_scale: Optional[Tensor]
+                         ) -> list[Tensor]:
+    _check_bound(x, offs, multiple, bound)
     views = [parse_view_spec(s) if s else None for s in (row, col)]
     key = rowcol_key(*(v[0].value if v else None for v in views))
     outs = dispatch("quantize_grouped", key, backend, x.device, quantize_grouped_reference, x,
@@ -115,10 +117,10 @@ def _quantize_grouped_op(x: Tensor, offs: Tensor, row: str, col: str, multiple: 
 
 
 @_quantize_grouped_op.register_fake
-def _(x, offs, row, col, multiple, backend, seeds, row_rand_bits, col_rand_bits, row_scale,
-      col_scale):
+def _(x, offs, row, col, multiple, bound, backend, seeds, row_rand_bits, col_rand_bits,
+      row_scale, col_scale):
     T, K, n = x.shape[0], x.shape[1], offs.shape[0]
-    bound = padded_bound(T, n, multiple)
+    _check_bound(x, offs, multiple, bound)
     flat = []
     for spec, (rows, cols) in ((row, (T, K)), (col, (K, bound))):
         if spec:
@@ -130,6 +132,18 @@ def _(x, offs, row, col, multiple, backend, seeds, row_rand_bits, col_rand_bits,
         else:
             flat += _placeholder(x)
     return flat
+
+
+def _check_bound(x: Tensor, offs: Tensor, multiple: int, bound: int) -> None:
+    """The padded column layout's length, given explicitly so that it is written in a traced
+    graph (a compiler caches graphs by their text and inputs, not by how a fake kernel computes
+    its shapes: a cached graph then never holds a bound from another version of
+    ``padded_bound``); it must be the one ``padded_bound`` gives."""
+    want = padded_bound(x.shape[0], offs.shape[0], multiple)
+    if bound != want:
+        raise ValueError(f"quantize_grouped: bound {bound} is not the padded layout's length "
+                         f"{want} for {x.shape[0]} tokens, {offs.shape[0]} groups, multiple "
+                         f"{multiple}")
 
 
 # ============================================================================ GEMM
@@ -246,8 +260,8 @@ def quantize_grouped(x: Tensor, offs: Tensor, row, col, multiple: int, backend: 
     """Row and column views (``(fmt, options)`` or None each) of a grouped token matrix."""
     out = torch.ops.microscale.quantize_grouped(
         x.detach(), offs, view_spec(*row) if row else "", view_spec(*col) if col else "",
-        multiple, backend, _seeds_of(seeds, (row, col)), row_rand_bits, col_rand_bits,
-        row_scale, col_scale)
+        multiple, padded_bound(x.shape[0], offs.shape[0], multiple), backend,
+        _seeds_of(seeds, (row, col)), row_rand_bits, col_rand_bits, row_scale, col_scale)
     return tuple(GroupedQ(v[0], _spec(*v), *out[3 * i:3 * i + 3]) if v else None
                  for i, v in enumerate((row, col)))
 
