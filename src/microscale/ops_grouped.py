@@ -2,7 +2,7 @@
 
 The ops (namespace ``microscale``), all shapes static, group sizes only on the device::
 
-    quantize_grouped(x [T, K], offs [E], row, col, multiple, backend, seeds [E],
+    quantize_grouped(x [T, K], offs [E], row, col, multiple, bound, backend, seeds [E],
                      row_rand_bits, col_rand_bits, row_scale [E], col_scale [E])
         -> row (data, scale, amax [E]) in x's layout [T, K]
          + col (data, scale, amax [E]) in the padded column layout [K, bound]
