@@ -38,7 +38,7 @@ import triton.language as tl
 from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
-           "scaled_e2m1_code", "e2m1_value", "nvfp4_expanded", "e2m1_rne_mag", "e2m1_sr_mag",
+           "scaled_e2m1_code", "e2m1_rne_mag", "e2m1_sr_mag",
            "e2m1_round_value", "nvfp4_expanded_value"]
 
 
@@ -98,22 +98,6 @@ def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
     return code
 
 
-@triton.jit
-def e2m1_value(code):
-    """fp32 value of E2M1 codes (int32 0..15), exact: the 3 magnitude bits at bits 11..9 of an
-    fp16 (sign at 15) make ``value · 2^-14``."""
-    h = ((code & 7) << 9) | ((code & 8) << 12)
-    return h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32) * 16384.0
-
-
-@triton.jit
-def nvfp4_expanded(code, scale_byte):
-    """The expanded NVFP4 element (``tensor.py``): ``value(code) · e4m3(scale_byte)`` in fp32,
-    exact (≤ 6 significant bits: a bf16 number); NaN where the block's scale is the NaN byte."""
-    s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
-    return e2m1_value(code) * s
-
-
 # --------------------------------------------------------------------------- values
 @triton.jit
 def _binade(a):
@@ -157,8 +141,8 @@ def e2m1_round_value(y, rbyte, SR: tl.constexpr):
 
 @triton.jit
 def nvfp4_expanded_value(v, enc, rbyte, scale_byte, SR: tl.constexpr):
-    """The expanded NVFP4 element of ``v`` (``tensor.py``): what
-    ``nvfp4_expanded(scaled_e2m1_code(v, enc, rbyte, SR), scale_byte)`` gives, without the
+    """The expanded NVFP4 element of ``v`` (``tensor.py``): the value of
+    ``scaled_e2m1_code(v, enc, rbyte, SR)``'s code times the block's E4M3 scale, without the
     code. Exact (≤ 6 significant bits: a bf16 number); NaN where the scale is the NaN byte."""
     s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
     return e2m1_round_value(v * enc, rbyte, SR) * s
