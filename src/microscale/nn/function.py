@@ -119,14 +119,19 @@ class Plan:
                      and self.operand(r).rounding == Rounding.STOCHASTIC)
 
 
+def mx8_expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
+    """The MXFP8 part of the expansion rule (here and ``nn.grouped``): an MXFP8 x MXFP8 GEMM's
+    A operand is quantized expanded while ``CONFIG["EXPAND_MXFP8"]`` is on."""
+    return fmt_a in _MX8 and fmt_b in _MX8 and CONFIG["EXPAND_MXFP8"]
+
+
 def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
     """Whether ``gemm``'s A operand (consumed at once) is quantized straight into the expanded
     form, bf16 ``value · block_scale`` (``tensor.py``): FP4 operands, and MXFP8 ones with
     ``CONFIG["EXPAND_MXFP8"]``, where that GEMM decodes them to it anyway
     (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
     fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
-    mx8 = fmt_a in _MX8 and fmt_b in _MX8 and CONFIG["EXPAND_MXFP8"]
-    if not ((fmt_a.is_fp4 and fmt_b == fmt_a) or mx8):
+    if not ((fmt_a.is_fp4 and fmt_b == fmt_a) or mx8_expands(fmt_a, fmt_b)):
         return False
     if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
         return True

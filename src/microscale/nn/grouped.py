@@ -55,8 +55,7 @@ from ..quant.grouped import group_layout
 from ..recipe import Recipe
 from ..tensor import QFormat
 from ..validate import SUPPORTED_DTYPES
-from .function import CONFIG as FUNCTION_CONFIG
-from .function import ROLES, Plan, same_tiled_weight
+from .function import ROLES, Plan, mx8_expands, same_tiled_weight
 
 __all__ = [
     "N_SEEDS",
@@ -127,10 +126,7 @@ def _expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
     """Whether a row view in ``fmt_a`` against experts in ``fmt_b`` is asked for expanded:
     NVFP4 x NVFP4, and MXFP8 x MXFP8 where ``ms.Linear`` expands it too
     (``nn.function.CONFIG["EXPAND_MXFP8"]``; the grouped GEMM decodes both to bf16 either way)."""
-    if fmt_a == fmt_b == QFormat.NVFP4:
-        return True
-    mx8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
-    return fmt_a in mx8 and fmt_b in mx8 and FUNCTION_CONFIG["EXPAND_MXFP8"]
+    return fmt_a == fmt_b == QFormat.NVFP4 or mx8_expands(fmt_a, fmt_b)
 
 
 def one_expert_view(plan: Plan) -> bool:
