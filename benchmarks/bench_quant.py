@@ -178,13 +178,17 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
                                (16, 64, 4, 3, 1, 168, True), (16, 64, 4, 2, 2, None, True),
                                (8, 64, 2, 4, 1, None, True), (8, 64, 2, 6, 1, 168, True),
                                (16, 64, 4, 4, 1, 128, True), (32, 32, 4, 2, 1, None, True)])
-    amax_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES")
+    amax_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "REVERSE")
     plans = [
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
-        (quant_nvfp4.CONFIG["REG_AMAX"], "nvfp4/col_rht", cfgs(amax_keys, [
-            (16, 32, 4, 4, 2), (16, 32, 4, 8, 2), (16, 32, 4, 4, 1), (16, 64, 4, 2, 1),
-            (8, 32, 2, 8, 2)])),
+        # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
+        # more programs; REVERSE: the amax pass ends on the tiles the quantize pass starts on
+        *[(quant_nvfp4.CONFIG["REG_AMAX"], name, cfgs(amax_keys, [
+            (16, 32, 4, 3, 2, True), (16, 32, 4, 3, 2, False), (16, 32, 4, 4, 2, True),
+            (16, 32, 4, 6, 2, True), (16, 64, 4, 2, 1, True), (16, 64, 4, 2, 2, True),
+            (16, 64, 4, 3, 2, True), (8, 32, 2, 8, 2, True)]))
+          for name in ("nvfp4/col_rht", "nvfp4/rowcol_x")],
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", rows_cfgs),

@@ -135,6 +135,13 @@ KERNEL_SETS = {
     # session 19: MXFP8 A operands (x, dy) as codes that the GEMM's dequantize pass decodes,
     # instead of written expanded by the register pair kernel (nn.function EXPAND_MXFP8)
     "mx8-codes": {"nn.function": {"EXPAND_MXFP8": False}},
+    # session 20: the NVFP4 reg amax pass walks its tiles forwards (before: backwards, so that
+    # the quantize pass after it starts on tiles still in L2)
+    "nv-amax-fwd": {"quant_nvfp4:REG_AMAX": {"REVERSE": False}},
+    # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles backwards
+    # (the producer's last writes may still be in L2; the GEMM reads the first tiles first)
+    "fp8-rev": {"quant_fp8": {"REVERSE_reg": True}},
+    "mx8-rev": {"quant_mx": {"REVERSE_reg": True}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

@@ -196,6 +196,24 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
         assert_same(k[1], r[1])
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_nvfp4_reg_amax_rounds_the_rotated_maximum(dtype):
+    """The reg amax pass keeps the rotated values unrounded and rounds their maximum once
+    (``_rht.finish_rotated``, valid since the rounding is monotone). On data whose RHT sums are
+    exact in fp32 but not in the input dtype, with no Inf or NaN to dominate the maximum, the
+    column view's amax (and so every scale) equals the reference's; the fp32 maximum would not."""
+    from microscale.hadamard import rht
+    x = sample((512, 128), dtype, exact=True, seed=9)       # a seed whose maximum rounds
+    nf = {"check_finite": False}
+    views = (("nvfp4", nf), ("nvfp4", {**nf, "rht": True}))
+    k = ms.quantize_rowcol(x, *views, backend="triton")
+    assert ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")].startswith("triton (NVFP4 reg pass")
+    r = ms.quantize_rowcol(x, *views, backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+    assert rht(x.float().t().contiguous()).abs().max() != r[1].amax     # the rounding matters
+
+
 @pytest.mark.parametrize("shape,dtype", [((1, 16), torch.float32), ((37, 48), torch.bfloat16),
                                          ((3, 5, 32), torch.float16)])
 def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
@@ -412,6 +430,29 @@ def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
     fp8 = torch.float8_e5m2 if mode.endswith("e5m2") else torch.float8_e4m3fn
     view = ("fp8_block", {"pow2_scales": pow2, "check_finite": False, "fp8_dtype": fp8})
     for row, col in [(view, view), (None, view), (view, None)]:
+        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_register_kernels_exact_in_either_tile_order(reverse, monkeypatch):
+    """The register kernels that can walk their tiles from the last one back (the FP8 1x128
+    and MXFP8 pairs, the NVFP4 amax pass: REVERSE / REVERSE_reg) give the reference's bits
+    either way, on several row and column tiles and fewer programs than tiles."""
+    from microscale.kernels import quant_fp8, quant_mx, quant_nvfp4
+    monkeypatch.setitem(quant_fp8.CONFIG, "REVERSE_reg", reverse)
+    monkeypatch.setitem(quant_mx.CONFIG, "REVERSE_reg", reverse)
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_AMAX",
+                        {**quant_nvfp4.CONFIG["REG_AMAX"], "REVERSE": reverse})
+    monkeypatch.setattr("microscale.kernels.quant_nvfp4.persistent_grid",
+                        lambda n, dev, per_sm: min(n, 3))
+    x = sample((384, 256), torch.bfloat16, spread=20, seed=3)
+    x[300, 200] = 1e4                                   # the maximum in the last row tile
+    nf = {"check_finite": False}
+    for row, col in [(("fp8_block", nf), ("fp8_block", nf)),
+                     (("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf)),
+                     (("nvfp4", nf), ("nvfp4", {**nf, "rht": True}))]:
         k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])

@@ -18,7 +18,7 @@ import triton.language as tl
 
 from ._utils import TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
 
-__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly"]
+__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly", "finish_rotated"]
 
 
 @triton.jit
@@ -107,12 +107,14 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
 
 
 @triton.jit
-def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
+def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                  ROUND: tl.constexpr = True):
     """``y = x_chunk @ M`` for a chunk of D = 16 or 32 same-shaped tiles ``xs`` (element k of
     the chunk in ``xs[k]``), rounded to the input dtype: ``x_j·(±2^-e)`` (``s_j`` from the bit
     mask SIGNS; exact after the clamp to ``±L(D)``), the Walsh-Hadamard butterfly across the
     tiles (Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``), then for D = 32 one multiply by
-    fp32(sqrt 2) (``hadamard.rht_factors``)."""
+    fp32(sqrt 2) (``hadamard.rht_factors``). ``ROUND=False``: the fp32 values before
+    :func:`finish_rotated`."""
     tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
     if D == 16:
         pre = 0.25
@@ -141,7 +143,18 @@ def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constex
         v = u[j]
         if D == 32:                            # fp32(1/sqrt 32)·2^3
             v = v * 1.4142135381698608
-        if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
-            v = clamp_keep_nan(v, 65504.0)
-        y = y + (round_to_input_dtype(v, IN_DTYPE),)   # bf16/fp32 hold every |y| <= 2^127
+        if ROUND:
+            y = y + (finish_rotated(v, IN_DTYPE),)
+        else:
+            y = y + (v,)
     return y
+
+
+@triton.jit
+def finish_rotated(v, IN_DTYPE: tl.constexpr):
+    """A rotated fp32 value as the RHT returns it: rounded to the input dtype (fp16 saturated
+    first). Monotone and odd, so ``max|finish(y)| = finish(max|y|)``: an amax pass may run
+    :func:`rht_butterfly` with ``ROUND=False`` and finish its maximum once."""
+    if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
+        v = clamp_keep_nan(v, 65504.0)
+    return round_to_input_dtype(v, IN_DTYPE)   # bf16/fp32 hold every |y| <= 2^127

@@ -63,6 +63,9 @@ TENSOR_CORE_RHT = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
 NATIVE_CASTS = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1"
                             and os.environ.get("MICROSCALE_NATIVE_CASTS", "1") == "1")
 FLT_MAX_F32 = 3.4028234663852886e38
+# The GPU's fp32 max (PTX max.f32, Triton's default tl.maximum) returns the other operand when
+# one is NaN; Triton 3.6's interpreter returns NaN (np.maximum), so there NaN is selected away.
+GPU_MAXNUM = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
 
 
 # --------------------------------------------------------------------------- fp32 bit helpers
@@ -190,6 +193,16 @@ def abs_nan0(v):
 
 
 @triton.jit
+def max_abs(acc, v):
+    """``max(acc, |v|)`` for a running maximum ``acc >= 0``, NaN in v read as 0: on the GPU one
+    max instruction (it drops NaN), in the interpreter after :func:`abs_nan0`."""
+    if GPU_MAXNUM:
+        return tl.maximum(acc, tl.abs(v))
+    else:
+        return tl.maximum(acc, abs_nan0(v))
+
+
+@triton.jit
 def pack_pairs(codes, R: tl.constexpr, C: tl.constexpr):
     """int32 codes ``[R, C]`` -> uint8 ``[R, C/2]``, element 2j low nibble, 2j+1 high."""
     c3 = tl.reshape(codes, (R, C // 2, 2))
@@ -277,8 +290,11 @@ def select_byte(w0, w1, w2, w3, k):
 
 @triton.jit
 def clamp_keep_nan(v, lim):
-    """``clamp(v, -lim, lim)`` that leaves NaN as NaN on every backend."""
-    return tl.where(v > lim, lim, tl.where(v < -lim, -lim, v))
+    """``clamp(v, -lim, lim)`` that leaves NaN as NaN on every backend: the NaN-propagating
+    min/max (PTX ``min.NaN``/``max.NaN``, one instruction each; ``np.minimum``/``np.maximum`` in
+    the interpreter), not two compares and two selects. ``-0.0`` stays ``-0.0``."""
+    return tl.minimum(tl.maximum(v, -lim, propagate_nan=tl.PropagateNan.ALL), lim,
+                      propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit

@@ -55,7 +55,9 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4,
           "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "reg"), "SUB_ROWS": 64,
           "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1,
-          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False}
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
+          # the register kernel walks its tiles from the last one back (session 20 A/B)
+          "REVERSE_reg": False}
 _ROWCOL_MODES = ("reg", "sub", "tile")
 _KEY = rowcol_key("fp8_block", "fp8_block")
 # what ms.explain() says of a 1x128 pair, by the kernel that ran
@@ -148,7 +150,7 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
                                 fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
-                                pro, IN_DTYPE_CODE[x2.dtype], write_col,
+                                pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
                                 num_warps=CONFIG["num_warps_reg"])
 
 

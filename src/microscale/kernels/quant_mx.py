@@ -70,7 +70,9 @@ __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
-          "EXPAND": True, "COL_REG": True}
+          "EXPAND": True, "COL_REG": True,
+          # the register pair kernel walks its tiles from the last one back (session 20 A/B)
+          "REVERSE_reg": False}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
@@ -226,7 +228,7 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
                                 cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
                                 _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], row.expanded, col.expanded,
-                                num_warps=CONFIG["num_warps_reg"])
+                                CONFIG["REVERSE_reg"], num_warps=CONFIG["num_warps_reg"])
     return amax
 
 

@@ -100,7 +100,10 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
-          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2},
+          # REVERSE: the amax pass walks the tiles backwards, so the quantize pass after it
+          # starts where it ended, on tiles still in L2 (session 20)
+          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
+                       "REVERSE": True},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True,
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
@@ -186,7 +189,7 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
                                     IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
                                     rows % br == 0 and cols % bc == 0, need[0], need[1],
                                     bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
-                                    num_warps=cfg["num_warps"])
+                                    cfg["REVERSE"], num_warps=cfg["num_warps"])
     elif any(need):
         cfg = CONFIG
         n_tc = cdiv(cols, cfg["AMAX_BC"])

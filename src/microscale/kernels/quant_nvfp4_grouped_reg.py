@@ -45,6 +45,7 @@ import triton.language as tl
 
 from ..quant.grouped import padded_bound
 from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
+from ._rht import finish_rotated
 from ._utils import nvfp4_global_scales, tile_coords
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import (_row_tile, _row_view, _row_words, _store_row_scales,
@@ -114,7 +115,7 @@ def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, bound, col
         g_lo = tl.min(tl.where(inb, g, 2147483647))
         g_hi = tl.max(tl.where(inb, g, -1))
         per_r = tl.max(acc_r, axis=1)[:, None]                         # [NI, 1]
-        per_c = tl.max(acc_c, axis=1)[:, None] if COL_RHT else per_r
+        per_c = finish_rotated(tl.max(acc_c, axis=1)[:, None], IN_DTYPE) if COL_RHT else per_r
         if g_lo == g_hi:    # rows come sorted by expert: one atomic a tile and view
             if ROW:
                 tl.atomic_max(amax_r_ptr + g_lo, tl.max(tl.max(per_r, axis=1), axis=0))

@@ -69,6 +69,7 @@ import triton
 import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
+from ._rht import finish_rotated
 from ._utils import nvfp4_global_scales, tile_coords
 from .quant_nvfp4_reg_views import (_load16, _row_tile, _row_view, _row_words,
                                     _store_row_scales, _store_scale_rows, col_tile, tile_maxima)
@@ -138,13 +139,17 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
 def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: tl.constexpr,
                           NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr,
                           ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
-                          SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr):
+                          SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                          REVERSE: tl.constexpr = False):
     """The amax pass in the same layout: ``amax_ptr[0] = max|x|`` (row view), ``[1]`` the
     column view's (after its RHT). NaN is skipped (it reads as 0); elementwise running maxima,
-    one reduction and one atomic per program and view."""
+    one reduction and one atomic per program and view. ``REVERSE``: the tiles from the last
+    one back, so that the quantize pass, which starts at the first, finds them in L2."""
     acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
     acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        if REVERSE:
+            t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
         raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
         acc_r, acc_c = tile_maxima(raw, acc_r, acc_c, IN_DTYPE, NI, BC,
@@ -154,6 +159,7 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
         tl.atomic_max(amax_ptr, amax_r)
     if COL:
         if COL_RHT:
-            tl.atomic_max(amax_ptr + 1, tl.max(tl.max(acc_c, axis=1), axis=0))
+            tl.atomic_max(amax_ptr + 1,
+                          finish_rotated(tl.max(tl.max(acc_c, axis=1), axis=0), IN_DTYPE))
         else:
             tl.atomic_max(amax_ptr + 1, amax_r)

@@ -29,7 +29,7 @@ import triton.language as tl
 
 from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
-from ._utils import (abs_nan0, bf16_pair, bits_byte, nvfp4_block_scales, split_nan,
+from ._utils import (bf16_pair, bits_byte, max_abs, nvfp4_block_scales, split_nan,
                      stack_last)
 
 __all__ = ["col_tile", "tile_maxima"]
@@ -300,16 +300,18 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
 def tile_maxima(raw, acc_r, acc_c, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
                 PLAIN: tl.constexpr, RHT: tl.constexpr, SIGNS: tl.constexpr):
     """Running elementwise maxima ``[NI, BC/2]`` of one tile's 16 raw tiles: ``acc_r`` of
-    ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT); NaN reads as 0."""
+    ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT); NaN reads as 0.
+    ``acc_c`` holds the rotated values before their rounding to the input dtype: the caller
+    applies ``_rht.finish_rotated`` to its reduced maximum (the same value, one rounding)."""
     for hh in tl.static_range(2):
         vs = ()
         for j in tl.static_range(16):
             vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
         if PLAIN:
             for j in tl.static_range(16):
-                acc_r = tl.maximum(acc_r, abs_nan0(vs[j]))
+                acc_r = max_abs(acc_r, vs[j])
         if RHT:
-            ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
+            ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS, False)
             for j in tl.static_range(16):
-                acc_c = tl.maximum(acc_c, abs_nan0(ys[j]))
+                acc_c = max_abs(acc_c, ys[j])
     return acc_r, acc_c

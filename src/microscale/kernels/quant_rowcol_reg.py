@@ -151,18 +151,21 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           IN_EXP: tl.constexpr, E5M2: tl.constexpr, NAN_SEL: tl.constexpr,
                           NUM_STAGES: tl.constexpr, WRITE_ROW: tl.constexpr = True,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
-                          WRITE_COL: tl.constexpr = True):
+                          WRITE_COL: tl.constexpr = True, REVERSE: tl.constexpr = False):
     """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
     The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
     column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
     writes the column view alone (qr/sr untouched): no transposed copy for a column-only call;
     ``WRITE_COL=False`` the row view alone (qc/sc untouched).
     ``PRO`` > 0: the views of ``op(x, y)`` (:func:`prologue_value`; ``nn.recompute``'s input,
-    recomputed from what backward keeps), never written out in bf16."""
+    recomputed from what backward keeps), never written out in bf16. ``REVERSE``: the tiles
+    from the last one back (the producer's last writes may still be in L2)."""
     G: tl.constexpr = 4
     NI: tl.constexpr = 128 // G
     acc = tl.zeros((NI, G), dtype=tl.float32)                   # running row-block maxima
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        if REVERSE:
+            t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 128, 128)
         x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE)
         a = tl.abs(x)
@@ -225,17 +228,20 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           n_tiles, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
                           COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
                           NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr,
-                          ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False):
+                          ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
+                          REVERSE: tl.constexpr = False):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[128, 128]`` tile; the amax of
     each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for
     E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP: that view written
     expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``, :func:`mx8_expanded`;
-    the scale bytes are written either way)."""
+    the scale bytes are written either way). ``REVERSE`` as in :func:`fp8_rowcol_reg_kernel`."""
     G: tl.constexpr = 4
     NI: tl.constexpr = 128 // G
     acc = tl.zeros((NI, G), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        if REVERSE:
+            t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 128, 128)
         x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, x_ptr, 0, 1)
         a = tl.abs(x)
