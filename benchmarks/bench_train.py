@@ -137,7 +137,7 @@ KERNEL_SETS = {
     "mx8-codes": {"nn.function": {"EXPAND_MXFP8": False}},
     # session 20: the NVFP4 reg amax pass walks its tiles forwards (before: backwards, so that
     # the quantize pass after it starts on tiles still in L2)
-    "nv-amax-fwd": {"quant_nvfp4:REG_AMAX": {"REVERSE": False}},
+    "nv-amax-fwd": {"quant_nvfp4:CONFIG.REG_AMAX": {"REVERSE": False}},
     # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles backwards
     # (the producer's last writes may still be in L2; the GEMM reads the first tiles first)
     "fp8-rev": {"quant_fp8": {"REVERSE_reg": True}},
@@ -155,7 +155,7 @@ def kernel_settings(recipe: str):
     """Apply ``KERNEL_SETS[name]`` for ``recipe@name`` (nothing for a plain recipe); restore.
     A key names a module of ``microscale.kernels`` (or ``nn.X`` and ``ops*``: modules of
     ``microscale`` itself); with ``module:NAME`` that module's dict ``NAME`` is updated
-    instead of its ``CONFIG``."""
+    instead of its ``CONFIG`` (``NAME.KEY``: the dict at ``NAME[KEY]``)."""
     name = recipe.partition("@")[2]
     if not name:
         yield
@@ -166,7 +166,10 @@ def kernel_settings(recipe: str):
         module, _, attr = key.partition(":")
         path = f"microscale.{module}" if module.startswith(("nn.", "ops")) else \
             f"microscale.kernels.{module}"
-        cfg = getattr(importlib.import_module(path), attr or "CONFIG")
+        name_, *keys = (attr or "CONFIG").split(".")       # "CONFIG.REG": a nested dict
+        cfg = getattr(importlib.import_module(path), name_)
+        for k in keys:
+            cfg = cfg[k]
         saved.append((cfg, dict(cfg)))
         cfg.update(entries)
     try:
