@@ -139,9 +139,15 @@ KERNEL_SETS = {
     # the quantize pass after it starts on tiles still in L2)
     "nv-amax-fwd": {"quant_nvfp4:CONFIG.REG_AMAX": {"REVERSE": False}},
     # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles backwards
-    # (the producer's last writes may still be in L2; the GEMM reads the first tiles first)
+    # (the producer's last writes may still be in L2; the GEMM reads the first tiles first):
+    # on since call 3; "-fwd" the order before
     "fp8-rev": {"quant_fp8": {"REVERSE_reg": True}},
     "mx8-rev": {"quant_mx": {"REVERSE_reg": True}},
+    "fp8-fwd": {"quant_fp8": {"REVERSE_reg": False}},
+    "mx8-fwd": {"quant_mx": {"REVERSE_reg": False}},
+    # session 20: a split NVFP4 pair's row launch forwards too (before: backwards, from where
+    # the column launch ended)
+    "nv-split-fwd": {"quant_nvfp4": {"SPLIT_REVERSE": False}},
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

@@ -438,11 +438,13 @@ def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 def test_register_kernels_exact_in_either_tile_order(reverse, monkeypatch):
     """The register kernels that can walk their tiles from the last one back (the FP8 1x128
-    and MXFP8 pairs, the NVFP4 amax pass: REVERSE / REVERSE_reg) give the reference's bits
-    either way, on several row and column tiles and fewer programs than tiles."""
+    and MXFP8 pairs, the NVFP4 amax pass and a split NVFP4 pair's row launch: REVERSE,
+    REVERSE_reg, SPLIT_REVERSE) give the reference's bits either way, on several row and
+    column tiles and fewer programs than tiles."""
     from microscale.kernels import quant_fp8, quant_mx, quant_nvfp4
     monkeypatch.setitem(quant_fp8.CONFIG, "REVERSE_reg", reverse)
     monkeypatch.setitem(quant_mx.CONFIG, "REVERSE_reg", reverse)
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_REVERSE", reverse)
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_AMAX",
                         {**quant_nvfp4.CONFIG["REG_AMAX"], "REVERSE": reverse})
     monkeypatch.setattr("microscale.kernels.quant_nvfp4.persistent_grid",
@@ -450,12 +452,20 @@ def test_register_kernels_exact_in_either_tile_order(reverse, monkeypatch):
     x = sample((384, 256), torch.bfloat16, spread=20, seed=3)
     x[300, 200] = 1e4                                   # the maximum in the last row tile
     nf = {"check_finite": False}
+    rb_row = torch.randint(0, 256, (384, 256), dtype=torch.uint8)
+    rb_col = torch.randint(0, 256, (256, 384), dtype=torch.uint8)
+    sr, paths = {**nf, "stochastic": True}, []
     for row, col in [(("fp8_block", nf), ("fp8_block", nf)),
                      (("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf)),
-                     (("nvfp4", nf), ("nvfp4", {**nf, "rht": True}))]:
-        k, r = both(lambda be: ms.quantize_rowcol(x, row, col, backend=be))
+                     (("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
+                     (("nvfp4", {**sr, "rand_bits": rb_row}),
+                      ("nvfp4", {**sr, "rht": True, "rand_bits": rb_col}))]:
+        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        paths.append(ms.explain()[("quantize_rowcol", f"{row[0]}|{col[0]}")])
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+    assert paths[-1].startswith("triton (NVFP4 pair split"), paths[-1]
 
 
 @pytest.mark.parametrize("mode", ["reg", "sub"])
