@@ -145,9 +145,8 @@ KERNEL_SETS = {
     "mx8-rev": {"quant_mx": {"REVERSE_reg": True}},
     "fp8-fwd": {"quant_fp8": {"REVERSE_reg": False}},
     "mx8-fwd": {"quant_mx": {"REVERSE_reg": False}},
-    # session 20: a split NVFP4 pair's row launch forwards too (before: backwards, from where
-    # the column launch ended)
-    "nv-split-fwd": {"quant_nvfp4": {"SPLIT_REVERSE": False}},
+    # (session 20 call 4's "nv-split-fwd" A/B'd a backwards row launch of split NVFP4 pairs,
+    # 1% slower at 1b and reverted: run that call's script at its commit)
     # (session 16 call 2's "nv-amax-nansel" A/B'd an amax-pass switch that was reverted after
     # it, in 4044fa3: run that call's script at ac6ad16)
 }

@@ -438,13 +438,12 @@ def test_fp8_block_rowcol_exact(pow2, shape, mode, monkeypatch):
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 def test_register_kernels_exact_in_either_tile_order(reverse, monkeypatch):
     """The register kernels that can walk their tiles from the last one back (the FP8 1x128
-    and MXFP8 pairs, the NVFP4 amax pass and a split NVFP4 pair's row launch: REVERSE,
-    REVERSE_reg, SPLIT_REVERSE) give the reference's bits either way, on several row and
-    column tiles and fewer programs than tiles."""
+    and MXFP8 pairs, the NVFP4 amax pass: REVERSE_reg, REG_AMAX's REVERSE) give the reference's
+    bits either way, on several row and column tiles and fewer programs than tiles; the split
+    NVFP4 pair (its two launches after the amax pass) too."""
     from microscale.kernels import quant_fp8, quant_mx, quant_nvfp4
     monkeypatch.setitem(quant_fp8.CONFIG, "REVERSE_reg", reverse)
     monkeypatch.setitem(quant_mx.CONFIG, "REVERSE_reg", reverse)
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_REVERSE", reverse)
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_AMAX",
                         {**quant_nvfp4.CONFIG["REG_AMAX"], "REVERSE": reverse})
     monkeypatch.setattr("microscale.kernels.quant_nvfp4.persistent_grid",

@@ -105,9 +105,6 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                        "REVERSE": True},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True,
-          # a split pair's row launch walks the tiles backwards, from where the column launch
-          # (which follows the backwards amax pass forwards) ended: in L2 (session 20)
-          "SPLIT_REVERSE": True,
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
@@ -265,11 +262,11 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
-                col: _View | None, reverse: bool = False) -> None:
+                col: _View | None) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
     quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
-    bytes and the caller's random bytes (or x2). ``reverse``: tiles from the last one back."""
+    bytes and the caller's random bytes (or x2)."""
     rows, cols = x2.shape
     cfg = CONFIG["REG"]
     br, bc = 16 * cfg["NI"], cfg["BC"]
@@ -282,8 +279,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-        bool(row and row.expanded), bool(col and col.expanded), reverse,
-        num_warps=cfg["num_warps"],
+        bool(row and row.expanded), bool(col and col.expanded), num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
@@ -340,7 +336,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
         _launch_reg(x2, amax_buf, seed, bufs, row, col)
     elif pass_ == "split":                     # the column view, then the row view alone
         _launch_reg(x2, amax_buf, seed, bufs, None, col)
-        _launch_reg(x2, amax_buf, seed, bufs, row, None, CONFIG["SPLIT_REVERSE"])
+        _launch_reg(x2, amax_buf, seed, bufs, row, None)
     else:
         _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_)
     return amaxes

@@ -87,22 +87,19 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
-                            COL_EXP: tl.constexpr = False, REVERSE: tl.constexpr = False):
+                            COL_EXP: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
     COL_EXP: that view expanded instead, bf16 ``qr [rows, cols]`` / ``qc [cols, rows]``,
     ``tensor.py``), scale
     bytes ``sr [rows, cols/16]``, ``sc [cols, rows/16]``. SR 1: caller bytes ``br``/``bc``
-    (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``. ``REVERSE``: the
-    tiles from the last one back (a split pair's second launch starts where the first ended)."""
+    (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
     s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
     seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
-        if REVERSE:
-            t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
         raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
         if COL:
