@@ -138,11 +138,9 @@ KERNEL_SETS = {
     # session 20: the NVFP4 reg amax pass walks its tiles forwards (before: backwards, so that
     # the quantize pass after it starts on tiles still in L2)
     "nv-amax-fwd": {"quant_nvfp4:CONFIG.REG_AMAX": {"REVERSE": False}},
-    # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles backwards
-    # (the producer's last writes may still be in L2; the GEMM reads the first tiles first):
-    # on since call 3; "-fwd" the order before
-    "fp8-rev": {"quant_fp8": {"REVERSE_reg": True}},
-    "mx8-rev": {"quant_mx": {"REVERSE_reg": True}},
+    # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles forwards, the
+    # order before (backwards since call 4: the producer's last writes may still be in L2;
+    # calls 2-3 A/B'd it as "fp8-rev" / "mx8-rev", no-ops since it is the default)
     "fp8-fwd": {"quant_fp8": {"REVERSE_reg": False}},
     "mx8-fwd": {"quant_mx": {"REVERSE_reg": False}},
     # (session 20 call 4's "nv-split-fwd" A/B'd a backwards row launch of split NVFP4 pairs,

@@ -29,7 +29,7 @@ import triton.language as tl
 from .quant_nvfp4_rows import _tile_max
 from ._rht import rht_cols, rht_tile
 from ._e2m1 import scaled_e2m1_code
-from ._utils import (abs_nan0, block_flag, nvfp4_block_scales, nvfp4_global_scales, pack16,
+from ._utils import (block_flag, max_abs, nvfp4_block_scales, nvfp4_global_scales, pack16,
                      select_byte, split_nan, tile_coords)
 
 __all__ = ["nvfp4_amax_kernel", "nvfp4_v3_kernel"]
@@ -96,14 +96,14 @@ def nvfp4_amax_kernel(x_ptr, amax_ptr, m_ptr, rows, cols, n_tc, n_tiles,
             if ROW_RHT:
                 v = _rot_rows(_load_rows(x_ptr, r0 + tl.arange(0, BR), c0, rows, cols, BR, BC),
                               m_ptr, BR, BC, IN_DTYPE)
-                acc_rr = tl.maximum(acc_rr, abs_nan0(v))
+                acc_rr = max_abs(acc_rr, v)
             else:
-                acc_r = tl.maximum(acc_r, abs_nan0(xc))
+                acc_r = max_abs(acc_r, xc)
         if COL:
             v = xc
             if COL_RHT:
                 v = _rot_cols(xc, m_ptr, BR, BC, IN_DTYPE)
-            acc_c = tl.maximum(acc_c, abs_nan0(v))
+            acc_c = max_abs(acc_c, v)
     if ROW:
         if ROW_RHT:
             tl.atomic_max(amax_ptr, tl.max(tl.max(tl.max(acc_rr, axis=2), axis=1), axis=0))

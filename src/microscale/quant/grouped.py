@@ -18,9 +18,9 @@ scale), its own blocks, its own SR seed. Two views per tensor:
   earlier experts' padded counts, a multiple of m. So every block (and every RHT chunk) of
   ``x_padᵀ`` lies inside one expert, a group whose size is not a multiple of m ends in a
   partial block filled with zeros, and an expert with no tokens takes no columns, exactly as
-  ``ms.Linear`` would treat its tensor. ``bound = T + E·(m-1)`` rounded up to a multiple of lcm(128, m) is a static
-  upper bound of the padded length (no host sync needed); the columns after the last group are
-  zeros and belong to no expert.
+  ``ms.Linear`` would treat its tensor. ``bound = T + E·(m-1)`` rounded up to a multiple of
+  lcm(128, m) is a static upper bound of the padded length (no host sync needed); the columns
+  after the last group are zeros and belong to no expert.
 
 ::
 
