@@ -12,8 +12,9 @@ codes and scales written) and that rate as % of the measured device-to-device co
 reach. ``ref/*`` rows time the pure-PyTorch reference on the same GPU. Inputs are random
 bf16 (never zeros), ``check_finite=False`` (the training hot path), L2 flushed between calls.
 
-Targets: NVFP4 with the RHT at >= 70% of the copy rate; SR at <= 1.3x the RNE time.
-Prints one table per shape and ends with one JSON line.
+Targets (issue 12, ``TARGETS_1READ``): at 8192² and 16384x4096, counting x once, NVFP4 1x16 RNE
+>= 70% of the copy rate, the RHT or SR alone >= 60%, rows RNE + columns RHT+SR >= 50%, and SR
+at <= 1.15x the RNE time. Prints one table per shape and ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -81,11 +82,19 @@ VARIANTS = {
             ("nvfp4", {**NF, "rht": True, "stochastic": True, "amax": "given"})), 1),
     "nvfp4/rowcol_2d@amax_given": (_rc(("nvfp4", {**NF, "block_2d": True, "amax": "given"}),
                                        ("nvfp4", {**NF, "block_2d": True, "amax": "given"})), 1),
+    # issue 12's pair: rows RNE + columns RHT and SR (x read once by the quantize pass)
+    "nvfp4/rowcol_rne_rhtsr": (_rc(("nvfp4", NF),
+                                   ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
+    "nvfp4/rowcol_rne_rhtsr@amax_given": (
+        _rc(("nvfp4", {**NF, "amax": "given"}),
+            ("nvfp4", {**NF, "rht": True, "stochastic": True, "amax": "given"})), 1),
     "nvfp4/col_rht": (_rc(None, ("nvfp4", {**NF, "rht": True})), 2),
+    "nvfp4/col_rht@amax_given": (_rc(None, ("nvfp4", {**NF, "rht": True, "amax": "given"})), 1),
     "nvfp4/col_rht_sr": (_rc(None, ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
     "nvfp4/1x16": (_q("nvfp4"), 2),
     "nvfp4/1x16@amax_given": (_q("nvfp4", amax="given"), 1),
     "nvfp4/1x16_sr": (_q("nvfp4", stochastic=True), 2),
+    "nvfp4/1x16_sr@amax_given": (_q("nvfp4", stochastic=True, amax="given", seed="given"), 1),
     "nvfp4/1x16_rht": (_q("nvfp4", rht=True), 2),
     "nvfp4/2d_weight": (_q("nvfp4", block_2d=True), 2),
     "mxfp8_e4m3/1x32": (_q("mxfp8_e4m3"), 1),
@@ -158,7 +167,8 @@ def run_variant(name: str, x: torch.Tensor, backend: str, copy_gbs: float,
             "us": ms_ * 1e3, "GB/s": gbs, "%copy": 100 * gbs / copy_gbs,
             "%copy@1read": 100 * ideal / (ms_ * 1e-3) / 1e9 / copy_gbs, "MB_moved": moved / 1e6,
             "us_graph": g_ms * 1e3 if g_ms else None,
-            "%copy_graph": 100 * moved / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None}
+            "%copy_graph": 100 * moved / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None,
+            "%copy@1read_graph": 100 * ideal / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None}
 
 
 def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
@@ -180,6 +190,10 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
                                (16, 64, 4, 4, 1, 128, True), (32, 32, 4, 2, 1, None, True)])
     amax_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "REVERSE")
     plans = [
+        # issue 12's single views and its RNE rows + RHT/SR columns pair (session 21)
+        *[(quant_nvfp4.CONFIG["REG"], name, reg_cfgs)
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/col_rht@amax_given",
+                       "nvfp4/rowcol_rne_rhtsr@amax_given")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
@@ -267,7 +281,7 @@ def main() -> None:
     print(f"# device copy rate (read + written): {copy_gbs:.0f} GB/s")
     names = [n for n in VARIANTS if not args.only or n.startswith(tuple(args.only.split(",")))]
     results, cols = [], ["variant", "pass", "us", "GB/s", "%copy", "%copy@1read", "us_graph",
-                         "%copy_graph"]
+                         "%copy_graph", "%copy@1read_graph"]
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] \
         if args.shapes else ([(8192, 8192)] if args.quick else SHAPES)
     from microscale.kernels import quant_nvfp4
@@ -312,19 +326,32 @@ def main() -> None:
     common.json_line(payload)
 
 
+# issue 12's targets: % of the copy rate counting x read once plus every output written
+# (``%copy@1read``), at 8192² and 16384x4096; "@amax_given" rows time the quantize pass alone,
+# as when the producing op delivers the amax (the plain rows include the amax pass's read)
+TARGETS_1READ = {"nvfp4/1x16": 70, "nvfp4/col_rht": 60, "nvfp4/1x16_rht": 60,
+                 "nvfp4/1x16_sr": 60, "nvfp4/rowcol_rne_rhtsr": 50}
+TARGET_SHAPES = ((8192, 8192), (16384, 4096))
+
+
 def _targets(results: list[dict]) -> dict:
     by = {(r["variant"], r["shape"]): r for r in results}   # with several passes: the last
-    lines, checks = ["", "## targets"], {}
+    lines, checks = ["", "## targets (issue 12, % of copy counting x once)"], {}
     for (name, shape), r in by.items():
-        if name in ("nvfp4/rowcol_rht", "nvfp4/col_rht"):
-            ok = r["%copy"] >= 70
-            checks[f"{name}@{shape}>=70%copy"] = ok
-            lines.append(f"{name} {shape}: {r['%copy']:.0f}% of copy "
-                         f"({r['%copy@1read']:.0f}% counting x once) -> {'ok' if ok else 'MISS'}")
-        if name.endswith("_sr") and (name[:-3], shape) in by:
-            ratio = r["us"] / by[(name[:-3], shape)]["us"]
-            checks[f"{name}@{shape}<=1.3xRNE"] = ratio <= 1.3
-            lines.append(f"{name} {shape}: {ratio:.2f}x RNE -> {'ok' if ratio <= 1.3 else 'MISS'}")
+        base = name.split("@")[0]
+        if base in TARGETS_1READ and shape in TARGET_SHAPES:
+            want = TARGETS_1READ[base]           # graph-replayed where timed so (no host)
+            got = r.get("%copy@1read_graph") or r["%copy@1read"]
+            checks[f"{name}@{shape}>={want}%copy@1read"] = got >= want
+            lines.append(f"{name} {shape}: {got:.0f}% of copy counting x once (target {want}%; "
+                         f"{r['%copy']:.0f}% of bytes moved) -> {'ok' if got >= want else 'MISS'}")
+        if base == "nvfp4/1x16_sr" and (name.replace("_sr", ""), shape) in by:
+            rne = by[(name.replace("_sr", ""), shape)]
+            ratio = (r["us_graph"] / rne["us_graph"] if r.get("us_graph") and rne.get("us_graph")
+                     else r["us"] / rne["us"])
+            checks[f"{name}@{shape}<=1.15xRNE"] = ratio <= 1.15
+            lines.append(f"{name} {shape}: {ratio:.2f}x the RNE time (target 1.15x) -> "
+                         f"{'ok' if ratio <= 1.15 else 'MISS'}")
     return {"lines": lines, "checks": checks}
 
 

@@ -231,15 +231,34 @@ def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
         assert_same(k, ms.quantize(x, "nvfp4", backend="reference", **opts))
 
 
-def test_nvfp4_reg_pass_says_why_not():
+def test_nvfp4_lone_sr_row_view_takes_the_reg_pass():
+    """With REG['ROW_SR'] off (the default), a stochastically rounded row view alone still
+    runs the reg pass (the launch a split SR pair makes second), bit for bit with the
+    reference: caller bits, NaN and Inf, bf16 and a partial tile."""
+    from microscale.kernels import quant_nvfp4
+    assert quant_nvfp4.CONFIG["REG"]["ROW_SR"] is False
+    for shape in [(256, 64), (48, 80)]:
+        x = sample(shape, torch.bfloat16, exact=True, seed=6)
+        x[3, 5], x[7, 9], x[11, 1] = float("nan"), float("inf"), -3e38
+        bits = torch.randint(0, 256, shape, dtype=torch.uint8)
+        opts = {"stochastic": True, "rand_bits": bits, "check_finite": False}
+        k = ms.quantize(x, "nvfp4", backend="triton", **opts)
+        assert ms.explain()[("quantize", "nvfp4")].startswith("triton (NVFP4 reg pass")
+        assert_same(k, ms.quantize(x, "nvfp4", backend="reference", **opts))
+
+
+def test_nvfp4_reg_pass_says_why_not(monkeypatch):
     """Views the reg pass does not take run the rows pass, and ms.explain() says why."""
     from microscale.kernels import quant_nvfp4
     assert quant_nvfp4.CONFIG["REG"]["ROW_SR"] is False          # the default this tests
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", False)       # else the SR pair splits
     x = sample((256, 64), torch.bfloat16, exact=True)
     bits = torch.randint(0, 256, (256, 64), dtype=torch.uint8)
+    bits_t = torch.randint(0, 256, (64, 256), dtype=torch.uint8)
     for row, col, why in [(("nvfp4", {"rht": True}), None, "row view with the RHT"),
-                          (("nvfp4", {"stochastic": True, "rand_bits": bits}), None,
-                           "stochastically rounded row view"),
+                          (("nvfp4", {"stochastic": True, "rand_bits": bits}),
+                           ("nvfp4", {"rht": True, "stochastic": True, "rand_bits": bits_t}),
+                           "stochastically rounded row view beside a column view"),
                           (("nvfp4", {"block_2d": True}), ("nvfp4", {"block_2d": True}),
                            "16x16 (2D) scales")]:
         k = ms.quantize_rowcol(x, row, col, backend="triton")
