@@ -9,7 +9,7 @@ REAL_OUT=${OUT:-gpu_out}; export OUT=/tmp/s21; mkdir -p "$REAL_OUT"
 source "$(dirname "$0")/gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 pack() { tar czf "$REAL_OUT/session21.tgz" -C "$OUT" .; }
-TAIL=6 step 70 gpu_tests_grouped.log python3 -m pytest -q -x -m gpu -p no:cacheprovider \
+TAIL=6 step 70 gpu_tests_grouped.log python3 -m pytest -q -x -p no:cacheprovider \
   "tests/test_grouped_nvfp4_reg.py" -k "expanded_views_equal_the_reference"
 pack
 V=nvfp4/1x16,nvfp4/col_rht,nvfp4/rowcol_rne_rhtsr,nvfp4/rowcol_x,nvfp4/rowcol_dy
