@@ -91,6 +91,8 @@ VARIANTS = {
     "nvfp4/col_rht": (_rc(None, ("nvfp4", {**NF, "rht": True})), 2),
     "nvfp4/col_rht@amax_given": (_rc(None, ("nvfp4", {**NF, "rht": True, "amax": "given"})), 1),
     "nvfp4/col_rht_sr": (_rc(None, ("nvfp4", {**NF, "rht": True, "stochastic": True})), 2),
+    "nvfp4/col_rht_sr@amax_given": (_rc(None, ("nvfp4", {**NF, "rht": True, "stochastic": True,
+                                                         "amax": "given", "seed": "given"})), 1),
     "nvfp4/1x16": (_q("nvfp4"), 2),
     "nvfp4/1x16@amax_given": (_q("nvfp4", amax="given"), 1),
     "nvfp4/1x16_sr": (_q("nvfp4", stochastic=True), 2),
@@ -189,11 +191,17 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
                                (8, 64, 2, 4, 1, None, True), (8, 64, 2, 6, 1, 168, True),
                                (16, 64, 4, 4, 1, 128, True), (32, 32, 4, 2, 1, None, True)])
     amax_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "REVERSE")
+    alone_keys = ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "maxnreg")
     plans = [
-        # issue 12's single views and its RNE rows + RHT/SR columns pair (session 21)
-        *[(quant_nvfp4.CONFIG["REG"], name, reg_cfgs)
-          for name in ("nvfp4/1x16@amax_given", "nvfp4/col_rht@amax_given",
-                       "nvfp4/rowcol_rne_rhtsr@amax_given")],
+        # session 21: the tile of a reg-pass launch with one view (single views, each launch
+        # of a split pair: issue 12's single views, the dy pairs, RNE rows + RHT/SR columns)
+        *[(quant_nvfp4.CONFIG["REG_ALONE"], name, cfgs(alone_keys, [
+            (16, 64, 4, 2, 1, None), (16, 32, 4, 3, 1, None), (16, 32, 4, 4, 1, None),
+            (16, 32, 4, 3, 2, None), (16, 64, 4, 3, 1, 168), (8, 64, 2, 4, 1, None),
+            (32, 32, 4, 2, 1, None)]))
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given",
+                       "nvfp4/col_rht@amax_given", "nvfp4/col_rht_sr@amax_given",
+                       "nvfp4/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
