@@ -195,13 +195,17 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
     plans = [
         # session 21: the tile of a reg-pass launch with one view (single views, each launch
         # of a split pair: issue 12's single views, the dy pairs, RNE rows + RHT/SR columns)
-        *[(quant_nvfp4.CONFIG["REG_ALONE"], name, cfgs(alone_keys, [
+        *[(quant_nvfp4.CONFIG["REG_COL"], name, cfgs(alone_keys, [
             (16, 64, 4, 2, 1, None), (16, 32, 4, 3, 1, None), (16, 32, 4, 4, 1, None),
             (16, 32, 4, 3, 2, None), (16, 64, 4, 3, 1, 168), (8, 64, 2, 4, 1, None),
             (32, 32, 4, 2, 1, None)]))
-          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given",
-                       "nvfp4/col_rht@amax_given", "nvfp4/col_rht_sr@amax_given",
-                       "nvfp4/rowcol_dy")],
+          for name in ("nvfp4/col_rht@amax_given", "nvfp4/col_rht_sr@amax_given")],
+        # a row view alone holds two raw tiles at a time (58-118 registers): more programs
+        *[(quant_nvfp4.CONFIG["REG_ROW"], name, cfgs(alone_keys, [
+            (16, 64, 4, 2, 1, None), (16, 64, 4, 4, 1, None), (16, 64, 4, 6, 1, None),
+            (16, 64, 4, 4, 2, None), (16, 64, 4, 8, 1, None), (8, 64, 2, 8, 1, None),
+            (16, 32, 4, 8, 1, None), (32, 64, 8, 2, 1, None)]))
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

@@ -104,11 +104,17 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # starts where it ended, on tiles still in L2 (session 20)
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                        "REVERSE": True},
-          # REG_ALONE: the tile and launch of a reg-pass launch that carries one view (a row
-          # view alone, a column view alone, each launch of a split pair), which needs fewer
-          # registers than a pair (session 21, below)
-          "REG_ALONE": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
-                        "maxnreg": None},
+          # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
+          # (a row view alone, a column view alone: single views and each launch of a split
+          # pair). A row view alone loads two of its 16 raw tiles at a time (58-118 registers
+          # a thread, against 121-246 with all 16 live), so more programs fit. Session 21
+          # (H100, graph-replayed, 8192², amax given, every config bit-identical, call 2): the
+          # column view alone ran 122 -> 120 µs (RHT) and 202 -> 159 µs (RHT + SR) at
+          # [256, 32] tiles, 3 programs an SM, 2 stages, against the pair's [256, 64], 2, 1.
+          "REG_ROW": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
+                      "maxnreg": None},
+          "REG_COL": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
+                      "maxnreg": None},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
@@ -279,7 +285,8 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2)."""
     rows, cols = x2.shape
-    cfg = CONFIG["REG"] if row is not None and col is not None else CONFIG["REG_ALONE"]
+    cfg = CONFIG["REG"] if row is not None and col is not None else \
+        CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]
     br, bc = 16 * cfg["NI"], cfg["BC"]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc

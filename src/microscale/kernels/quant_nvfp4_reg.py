@@ -71,7 +71,7 @@ import triton.language as tl
 from ..hadamard import RHT_SIGNS_16
 from ._rht import finish_rotated
 from ._utils import nvfp4_global_scales, tile_coords
-from .quant_nvfp4_reg_views import (_load16, _row_tile, _row_view, _row_words,
+from .quant_nvfp4_reg_views import (_load16, _load_one, _row_tile, _row_view, _row_words,
                                     _store_row_scales, _store_scale_rows, col_tile, tile_maxima)
 
 __all__ = ["RHT_SIGN_MASK", "nvfp4_amax_reg_kernel", "nvfp4_rowcol_reg_kernel"]
@@ -101,8 +101,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
-        raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
         if COL:
+            raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
             col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
                      rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP)
         if ROW:
@@ -117,10 +117,16 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                     a0, b0, a1, b1 = _row_words(seed_r, r + 2 * jp, blk, cols)
                 else:
                     a0, b0, a1, b1 = 0, 0, 0, 0
-                s0 = _row_view(_row_tile(raw[2 * jp], IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
+                if COL:
+                    raw0, raw1 = raw[2 * jp], raw[2 * jp + 1]
+                else:               # a row view alone: two raw tiles live at a time, not 16
+                    raw0 = _load_one(x_ptr, r0, c0, 2 * jp, rows, cols, NI, BC, IN_DTYPE, EVEN)
+                    raw1 = _load_one(x_ptr, r0, c0, 2 * jp + 1, rows, cols, NI, BC, IN_DTYPE,
+                                     EVEN)
+                s0 = _row_view(_row_tile(raw0, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
                                b0, qr_ptr, br_ptr, r + 2 * jp, c0, rows, cols, NI, BC, ROW_SR,
                                EVEN, ROW_EXP)
-                s1 = _row_view(_row_tile(raw[2 * jp + 1], IN_DTYPE, NI, BC), s_enc6_r, s_dec_r,
+                s1 = _row_view(_row_tile(raw1, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r,
                                a1, b1, qr_ptr, br_ptr, r + 2 * jp + 1, c0, rows, cols, NI, BC,
                                ROW_SR, EVEN, ROW_EXP)
                 if ROW_SR > 0:      # stored now: each store's layout change (a barrier) also

@@ -7,7 +7,8 @@ bf16/fp16 packed as int32 words, all in one register layout, so that a column's 
 (one group i) lies in one thread (``quant_nvfp4_reg``'s docstring has the layout and the
 numerics). Here:
 
-* loads: :func:`_load16` (the 16 raw tiles of a tensor's rows), :func:`_half` (fp32 even or
+* loads: :func:`_load16` (the 16 raw tiles of a tensor's rows; :func:`_load_one` one of
+  them, as a row view alone loads them), :func:`_half` (fp32 even or
   odd columns), :func:`_row_tile` (one raw tile's fp32 columns in order);
 * the row view: :func:`_row_words` (Philox words, one Philox a block shared by a lane pair),
   :func:`_row_view` (1x16 blocks, codes or expanded values stored, scale bytes returned),
@@ -36,28 +37,34 @@ __all__ = ["col_tile", "tile_maxima"]
 
 
 @triton.jit
-def _load16(x_ptr, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
-            IN_DTYPE: tl.constexpr, EVEN: tl.constexpr):
-    """The 16 raw tiles of rows ``r0 + 16 i + j``: for bf16/fp16 the int32 words
-    ``[NI, BC/2]`` holding columns (2m, 2m+1) (the tile stays packed in registers), for fp32
-    the ``[NI, BC]`` values."""
-    r = r0 + 16 * tl.arange(0, NI)[:, None]
+def _load_one(x_ptr, r0, c0, j, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
+              IN_DTYPE: tl.constexpr, EVEN: tl.constexpr):
+    """Raw tile j of a ``[16·NI, BC]`` tile (rows ``r0 + 16 i + j``): for bf16/fp16 the int32
+    words ``[NI, BC/2]`` holding columns (2m, 2m+1) (the tile stays packed in registers), for
+    fp32 the ``[NI, BC]`` values."""
+    r = r0 + 16 * tl.arange(0, NI)[:, None] + j
     if IN_DTYPE == 0:
         c = c0 + tl.arange(0, BC)[None, :]
         ptr = x_ptr + r * cols + c
         mask = c < cols
-        step = cols
     else:
         m = c0 // 2 + tl.arange(0, BC // 2)[None, :]
         ptr = x_ptr.to(tl.pointer_type(tl.int32)) + r * (cols // 2) + m
         mask = m < cols // 2
-        step = cols // 2
+    if EVEN:
+        out = tl.load(ptr)
+    else:           # a row view alone may have any number of rows
+        out = tl.load(ptr, mask=mask & (r < rows), other=0)
+    return out
+
+
+@triton.jit
+def _load16(x_ptr, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
+            IN_DTYPE: tl.constexpr, EVEN: tl.constexpr):
+    """The 16 raw tiles (:func:`_load_one`) of rows ``r0 + 16 i + j``, j = 0..15."""
     xs = ()
     for j in tl.static_range(16):
-        if EVEN:
-            xs = xs + (tl.load(ptr + j * step),)
-        else:       # row r + j: a row view alone may have any number of rows
-            xs = xs + (tl.load(ptr + j * step, mask=mask & (r + j < rows), other=0),)
+        xs = xs + (_load_one(x_ptr, r0, c0, j, rows, cols, NI, BC, IN_DTYPE, EVEN),)
     return xs
 
 
