@@ -251,6 +251,34 @@ def test_nvfp4_lone_sr_row_view_takes_the_reg_pass():
         assert_same(k, ms.quantize(x, "nvfp4", backend="reference", **opts))
 
 
+@pytest.mark.parametrize("tiles", [
+    ({"NI": 8, "BC": 64, "num_warps": 2, "PROGS_PER_SM": 8}, {"NI": 16, "BC": 64, "num_warps": 4}),
+    ({"NI": 32, "BC": 32, "num_warps": 4}, {"NI": 8, "BC": 32, "num_warps": 2})],
+    ids=["row8x64-col16x64", "row32x32-col8x32"])
+def test_nvfp4_one_view_launch_tiles_exact(tiles, monkeypatch):
+    """Reg-pass launches with one view take their tile from REG_ROW / REG_COL (the row view
+    alone loading two raw tiles at a time): other tiles give the reference's bits for the
+    views alone and for both split pairs (SR rows + RHT/SR columns, RNE rows + RHT/SR
+    columns), partial tiles, NaN and Inf included, and fewer programs than tiles."""
+    from microscale.kernels import quant_nvfp4
+    for key, tile in zip(("REG_ROW", "REG_COL"), tiles):
+        monkeypatch.setitem(quant_nvfp4.CONFIG, key,
+                            {**quant_nvfp4.CONFIG[key], "PROGS_PER_SM": 1, **tile})
+    x = sample((272, 80), torch.bfloat16, exact=True, seed=8)
+    x[5, 7], x[40, 33], x[100, 2] = float("nan"), float("inf"), -3e38
+    nf = {"check_finite": False}
+    rb_r = torch.randint(0, 256, (272, 80), dtype=torch.uint8)
+    rb_c = torch.randint(0, 256, (80, 272), dtype=torch.uint8)
+    sr_row = ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_r})
+    sr_col = ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_c})
+    for row, col in [(sr_row, sr_col), (("nvfp4", nf), sr_col), (sr_row, None),
+                     (("nvfp4", nf), None), (None, ("nvfp4", {**nf, "rht": True}))]:
+        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
 def test_nvfp4_reg_pass_says_why_not(monkeypatch):
     """Views the reg pass does not take run the rows pass, and ms.explain() says why."""
     from microscale.kernels import quant_nvfp4
