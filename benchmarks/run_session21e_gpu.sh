@@ -9,7 +9,7 @@ source "$(dirname "$0")/gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 pack() { tar czf "$REAL_OUT/session21e.tgz" -C "$OUT" .; }
 TAIL=30 step 170 gpu_tests.log python3 -m pytest -v -m gpu -p no:cacheprovider \
-  tests/test_kernels_quant.py tests/test_expand.py -k "nvfp4_reg_pass_matches or split or sr_seeded"
+  tests/test_kernels_quant.py tests/test_expand.py -k "nvfp4_reg_pass_matches or split or sr_seeded or expan"
 pack
 T="benchmarks/bench_train.py --graph step --warmup 2"
 TAIL=4 step 120 train_1b_base.log env PYTHONPATH=$PWD/.base/src:/tmp/site python3 $T --steps 6 \
