@@ -224,6 +224,13 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
             [(64, 64, 4, 4), (64, 128, 4, 4), (32, 128, 4, 8), (64, 64, 4, 8), (128, 64, 8, 2)])),
         (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(q_keys + ("PACK_COL",), [
             (32, 128, 4, 8, 2, False), (32, 128, 4, 8, 2, True), (32, 128, 4, 8, 1, True)])),
+        # session 21: the register pair kernel's tile rows (BR_reg) and launch, for the pairs
+        # a layer asks for (x: row view expanded; dy: both expanded)
+        *[(quant_mx.CONFIG, name, cfgs(
+            ("BR_reg", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg"), [
+                (128, 4, 2, 1), (64, 4, 3, 1), (64, 4, 4, 1), (64, 4, 3, 2), (64, 2, 4, 1),
+                (64, 2, 6, 1), (32, 2, 6, 1), (32, 2, 8, 1)]))
+          for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(
             ("ROWCOL", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg", "NAN_SEL"), [
                 ("reg", 8, 1, 2, True), ("reg", 8, 1, 2, False), ("reg", 8, 1, 1, False),

@@ -429,6 +429,37 @@ def test_mx_rowcol_reg_exact(shape, dtype, monkeypatch):
         ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
+@pytest.mark.parametrize("br", [64, 32])
+def test_mx_rowcol_reg_tile_rows_exact(br, monkeypatch):
+    """The MXFP8 register pair kernel on [BR, 128] tiles (``quant_mx.CONFIG['BR_reg']``):
+    codes against the reference, and the views written expanded against the codes decoded,
+    with +-NaN, +-Inf, a wide exponent spread and fewer programs than tiles."""
+    from microscale.kernels import quant_mx
+    from microscale.ops import quantize_views
+    from microscale.tensor import QFormat
+    monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "reg")
+    monkeypatch.setitem(quant_mx.CONFIG, "BR_reg", br)
+    x = sample((256, 384), torch.bfloat16, spread=30, seed=3)
+    x[5, 7], x[70, 9], x[3, 2], x[99, 100] = float("nan"), -float("nan"), float("inf"), \
+        -float("inf")
+    nf = {"check_finite": False}
+    for row, col in [(("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf)),
+                     (("mxfp8_e5m2", nf), ("mxfp8_e4m3", {**nf, "scale_rounding": "floor"}))]:
+        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        assert "tile in registers" in ms.explain()[("quantize_rowcol", f"{row[0]}|{col[0]}")]
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+    e4 = QFormat.MXFP8_E4M3
+    codes = quantize_views(x, (e4, nf), (e4, nf), "triton")
+    got = quantize_views(x, (e4, {**nf, "expand": True}), (e4, {**nf, "expand": True}), "triton")
+    for q, q0 in zip(got, codes):
+        want = q0.expand().data.float()
+        assert q.expanded and torch.equal(torch.isnan(q.data.float()), torch.isnan(want))
+        assert torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
+        assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+
+
 def test_mxfp4_in_kernel_sr_seeded():
     x = sample((32, 64), torch.float32, seed=5)
     torch.manual_seed(11)

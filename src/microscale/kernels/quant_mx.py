@@ -69,6 +69,10 @@ __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
 # tested, not yet timed on a GPU).
 CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2,
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
+          # BR_reg: the register pair kernel's tile rows (32, 64 or 128; columns 128): fewer
+          # rows hold fewer values a thread (offline SASS, Triton 3.6: 248-255 registers at
+          # 128 rows and 4 warps, 164-168 at 64), so more programs fit an SM
+          "BR_reg": 128,
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
           "EXPAND": True, "COL_REG": True,
           # the register pair kernel walks its tiles from the last one back, where the
@@ -223,13 +227,16 @@ def _reg_applies(x2: torch.Tensor, row, col) -> bool:
 def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
     rows, cols = x2.shape
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
-    n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
+    br = CONFIG["BR_reg"]
+    if br not in (32, 64, 128):
+        raise ValueError(f"quant_mx.CONFIG['BR_reg'] must be 32, 64 or 128, got {br!r}")
+    n_tc, n_tiles = cols // 128, (rows // br) * (cols // 128)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
     mx8_rowcol_reg_kernel[grid](x2, amax, row.out, row.scale, col.out, col.scale, rows,
                                 cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
                                 _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], row.expanded, col.expanded,
-                                CONFIG["REVERSE_reg"], num_warps=CONFIG["num_warps_reg"])
+                                CONFIG["REVERSE_reg"], br, num_warps=CONFIG["num_warps_reg"])
     return amax
 
 

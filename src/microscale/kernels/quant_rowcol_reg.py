@@ -114,10 +114,10 @@ def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.cons
 
 @triton.jit
 def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
-               IN_DTYPE: tl.constexpr):
-    """The ``[128/G, G, 128]`` view of tile (r0, c0) as fp32, its NaN mask, and the offsets;
-    PRO > 0: of ``op(x, y)`` (:func:`prologue_value`) instead of x."""
-    rows3 = G * tl.arange(0, 128 // G)[:, None, None] + tl.arange(0, G)[None, :, None]
+               IN_DTYPE: tl.constexpr, BR: tl.constexpr = 128):
+    """The ``[BR/G, G, 128]`` view of tile (r0, c0) (``BR`` rows) as fp32, its NaN mask, and
+    the offsets; PRO > 0: of ``op(x, y)`` (:func:`prologue_value`) instead of x."""
+    rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
     offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
     x_in = tl.load(x_ptr + offs)
     if PRO > 0:
@@ -136,12 +136,12 @@ def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
 
 
 @triton.jit
-def _store_col_words(qc_ptr, q, r0, c0, rows, G: tl.constexpr):
-    """Column-view bytes ``q`` [128/G, G, 128] -> ``data[c, r0 + ...]`` as uint32 words."""
+def _store_col_words(qc_ptr, q, r0, c0, rows, G: tl.constexpr, BR: tl.constexpr = 128):
+    """Column-view bytes ``q`` [BR/G, G, 128] -> ``data[c, r0 + ...]`` as uint32 words."""
     shift = (tl.arange(0, G) * 8).to(tl.uint32)[None, :, None]
     words = tl.sum(q.to(tl.uint32) << shift, axis=1)               # [NI, 128]: rows G·i..+3
     offs_w = (c0 + tl.arange(0, 128))[None, :] * (rows // 4) + r0 // 4 \
-        + tl.arange(0, 128 // G)[:, None]
+        + tl.arange(0, BR // G)[:, None]
     tl.store(qc_ptr.to(tl.pointer_type(tl.uint32)) + offs_w, words)
 
 
@@ -229,21 +229,24 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
                           NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr,
                           ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
-                          REVERSE: tl.constexpr = False):
+                          REVERSE: tl.constexpr = False, BR: tl.constexpr = 128):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
-    stored transposed, bytes ``[cols, rows/32]``) of every ``[128, 128]`` tile; the amax of
-    each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for
-    E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP: that view written
-    expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``, :func:`mx8_expanded`;
-    the scale bytes are written either way). ``REVERSE`` as in :func:`fp8_rowcol_reg_kernel`."""
+    stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, 128]`` tile (BR 32, 64 or
+    128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
+    thread); the amax of each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT
+    here). ELEM: 0 for E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP:
+    that view written expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
+    :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` as in
+    :func:`fp8_rowcol_reg_kernel`."""
     G: tl.constexpr = 4
-    NI: tl.constexpr = 128 // G
+    NI: tl.constexpr = BR // G
+    CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
     acc = tl.zeros((NI, G), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         if REVERSE:
             t = n_tiles - 1 - t
-        r0, c0 = tile_coords(t, n_tc, 128, 128)
-        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, x_ptr, 0, 1)
+        r0, c0 = tile_coords(t, n_tc, BR, 128)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, x_ptr, 0, 1, BR)
         a = tl.abs(x)
         # row view: [NI, G, 4 blocks, 32]
         rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)                  # [NI, G, 4]
@@ -258,20 +261,20 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
         sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
         tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
-        # column view: [4 blocks, 8 i, G, 128]: block g holds rows 32g .. 32g+31
-        cmax = tl.max(tl.max(tl.reshape(a, (4, 8, G, 128)), axis=2), axis=1)  # [4, 128]
+        # column view: [CB blocks, 8 i, G, 128]: block g holds rows 32g .. 32g+31
+        cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, 128)), axis=2), axis=1)  # [CB, 128]
         kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
-        yc = tl.reshape(tl.reshape(x, (4, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
+        yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
                         (NI, G, 128))
         qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
         if COL_EXP:
-            qc = mx8_expanded(tl.reshape(qc, (4, 8, G, 128)), kc[:, None, None, :],
+            qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
                               COL_ELEM == 1)
             _store_col_bf16(qc_ptr, tl.reshape(qc, (NI, G, 128)), r0, c0, rows, NI, G)
         else:
-            _store_col_words(qc_ptr, qc, r0, c0, rows, G)
+            _store_col_words(qc_ptr, qc, r0, c0, rows, G, BR)
         cidx = (c0 + tl.arange(0, 128))[None, :] * (rows // 32) + r0 // 32 \
-            + tl.arange(0, 4)[:, None]
+            + tl.arange(0, CB)[:, None]
         tl.store(sc_ptr + cidx, (kc + 127).to(tl.uint8))
     amax = tl.max(tl.max(acc, axis=1), axis=0)
     tl.atomic_max(amax_ptr, amax)
