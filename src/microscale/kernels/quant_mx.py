@@ -71,9 +71,14 @@ CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 
           "PACK_COL": False, "ROWCOL": os.environ.get("MICROSCALE_MX_ROWCOL", "reg"),
           # BR_reg: the register pair kernel's tile rows (32, 64 or 128; columns 128): fewer
           # rows hold fewer values a thread (offline SASS, Triton 3.6: 248-255 registers at
-          # 128 rows and 4 warps, 164-168 at 64), so more programs fit an SM
-          "BR_reg": 128,
-          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
+          # 128 rows and 4 warps, 164-168 at 64 rows and 4 warps or 32 rows and 2), so more
+          # programs fit an SM. Session 21 (H100, call 7): [32, 128] with 2 warps and 6
+          # programs an SM ran the layer's pairs (x: row view expanded; dy: both) at 16384 x
+          # 3072 in 126.5 / 149.4 µs against 147.7 / 168.9 at [128, 128], 4 warps, 2; 125m
+          # mxfp8 0.742x -> 0.768x of bf16 (same process). [64, 128] with 2 warps gave the x
+          # pair other bits than the reference's on the H100 (not understood; refused below).
+          "BR_reg": 32,
+          "num_warps_reg": 2, "PROGS_PER_SM_reg": 6, "NUM_STAGES_reg": 1, "NAN_SEL": False,
           "EXPAND": True, "COL_REG": True,
           # the register pair kernel walks its tiles from the last one back, where the
           # producer's last writes may still be in L2 (session 20: 125m mxfp8 +1.2%, 1b level)
@@ -227,9 +232,13 @@ def _reg_applies(x2: torch.Tensor, row, col) -> bool:
 def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
     rows, cols = x2.shape
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
-    br = CONFIG["BR_reg"]
+    br, warps = CONFIG["BR_reg"], CONFIG["num_warps_reg"]
     if br not in (32, 64, 128):
         raise ValueError(f"quant_mx.CONFIG['BR_reg'] must be 32, 64 or 128, got {br!r}")
+    if (br, warps) == (64, 2) and x2.is_cuda:
+        raise ValueError("quant_mx.CONFIG: [64, 128] tiles (BR_reg 64) with 2 warps gave the "
+                         "x pair bits other than the reference's on an H100 (session 21); use "
+                         "4 warps or another BR_reg")
     n_tc, n_tiles = cols // 128, (rows // br) * (cols // 128)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
     mx8_rowcol_reg_kernel[grid](x2, amax, row.out, row.scale, col.out, col.scale, rows,
