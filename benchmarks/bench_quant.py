@@ -50,6 +50,14 @@ def _given(opts: dict, x: torch.Tensor) -> dict:
     return opts
 
 
+def _master(x: torch.Tensor) -> torch.Tensor:
+    """An fp32 copy of ``x``, made once (a weight's master copy is fp32; its conversion is
+    not part of the quantizer's time)."""
+    if ("fp32", x.data_ptr()) not in _AMAX:
+        _AMAX["fp32", x.data_ptr()] = x.float()
+    return _AMAX["fp32", x.data_ptr()]
+
+
 def _rc(row, col):
     def call(x, be):
         views = [(v[0], _given(v[1], x)) if v else None for v in (row, col)]
@@ -134,6 +142,12 @@ VARIANTS = {
     "fp8_block/1x128": (_q("fp8_block"), 1),
     "fp8_block/1x128_rowcol": (_rc(("fp8_block", NF), ("fp8_block", NF)), 1),
     "fp8_block/128x128": (_q("fp8_block", block=(128, 128)), 1),
+    # a weight's pair as a layer asks for it: its fp32 master, W and Wᵀ in 128x128 tiles
+    # ("reads" 2: x's bf16 bytes twice, the fp32 master's once)
+    "fp8_block/128x128_rowcol_fp32": (
+        lambda x, be: ms.quantize_rowcol(_master(x), ("fp8_block", {**NF, "block": (128, 128)}),
+                                         ("fp8_block", {**NF, "block": (128, 128)}), backend=be),
+        2),
 }
 REFERENCE = ("nvfp4/rowcol_rht", "nvfp4/1x16", "mxfp8_e4m3/1x32", "fp8_block/1x128")
 
@@ -241,6 +255,11 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
         *[(quant_mx.CONFIG, f"mxfp4/rowcol_{v}", cfgs(q_keys, [
             (32, 128, 4, 8, 2), (32, 64, 4, 8, 2), (64, 64, 4, 8, 2), (32, 128, 8, 4, 2),
             (64, 128, 8, 4, 2), (32, 128, 4, 4, 1)])) for v in ("x", "dy")],
+        # session 21: the 128x128 weight pair (fp32 master, W and Wᵀ), 128 fp32 values a
+        # thread at 4 warps
+        (quant_fp8.CONFIG, "fp8_block/128x128_rowcol_fp32", cfgs(
+            ("num_warps_rowcol", "PROGS_PER_SM_rowcol"),
+            [(4, 4), (8, 2), (8, 3), (8, 4), (4, 2), (16, 1), (16, 2)])),
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
         (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(

@@ -138,6 +138,10 @@ KERNEL_SETS = {
     # session 20: the NVFP4 reg amax pass walks its tiles forwards (before: backwards, so that
     # the quantize pass after it starts on tiles still in L2)
     "nv-amax-fwd": {"quant_nvfp4:CONFIG.REG_AMAX": {"REVERSE": False}},
+    # session 21: FP8 128x128 weight pairs (fp32 masters, one launch per weight at 1b) in 8
+    # warps instead of 4
+    "fp8w-8w2": {"quant_fp8": {"num_warps_rowcol": 8, "PROGS_PER_SM_rowcol": 2}},
+    "fp8w-8w4": {"quant_fp8": {"num_warps_rowcol": 8, "PROGS_PER_SM_rowcol": 4}},
     # session 21: the MXFP8 register pair kernel on [128, 128] tiles at 2 programs an SM (the
     # default before), [64, 128] at 3, [32, 128] with 2 warps at 6 (the default since call 8).
     # (Call 7's "mx8-br64w2", [64, 128] with 2 warps, gave the x pair other bits on the H100:
