@@ -235,7 +235,7 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
     br, warps = CONFIG["BR_reg"], CONFIG["num_warps_reg"]
     if br not in (32, 64, 128):
         raise ValueError(f"quant_mx.CONFIG['BR_reg'] must be 32, 64 or 128, got {br!r}")
-    if (br, warps) == (64, 2) and x2.is_cuda:
+    if (br, warps) == (64, 2):
         raise ValueError("quant_mx.CONFIG: [64, 128] tiles (BR_reg 64) with 2 warps gave the "
                          "x pair bits other than the reference's on an H100 (session 21); use "
                          "4 warps or another BR_reg")

@@ -24,6 +24,8 @@ So a thread holds G = 4 *consecutive* rows of 16 columns, and
 
 MXFP8's 32-blocks are views of the same registers: a row block is 16 values of two
 neighbouring lanes, a column block 8 consecutive values of i (lanes and warps) times the 4 of j.
+Its kernel also takes ``[BR, 128]`` tiles with BR 32 or 64 (the column blocks need 32 whole
+rows): fewer values a thread, so more programs fit an SM (``quant_mx.CONFIG['BR_reg']``).
 
 Scales without a division
 =========================
