@@ -234,7 +234,8 @@ def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) ->
         return "a row view with the RHT"
     if row is not None and row.stochastic and col is not None and not CONFIG["REG"]["ROW_SR"]:
         return ("a stochastically rounded row view beside a column view (REG['ROW_SR'] is "
-                "off; alone, as a split pair's second launch, it takes one)")
+                "off; such a row view alone runs the reg pass, as a split pair's second "
+                "launch does)")
     if any(v is not None and v.block_2d for v in (row, col)):
         return "16x16 (2D) scales"
     return None
