@@ -252,7 +252,7 @@ def test_nvfp4_lone_sr_row_view_takes_the_reg_pass():
 
 
 @pytest.mark.parametrize("tiles", [
-    ({"NI": 8, "BC": 64, "num_warps": 2, "PROGS_PER_SM": 8}, {"NI": 16, "BC": 64, "num_warps": 4}),
+    ({"NI": 8, "BC": 64, "num_warps": 2}, {"NI": 16, "BC": 64, "num_warps": 4}),
     ({"NI": 32, "BC": 32, "num_warps": 4}, {"NI": 8, "BC": 32, "num_warps": 2})],
     ids=["row8x64-col16x64", "row32x32-col8x32"])
 def test_nvfp4_one_view_launch_tiles_exact(tiles, monkeypatch):
@@ -262,8 +262,7 @@ def test_nvfp4_one_view_launch_tiles_exact(tiles, monkeypatch):
     columns), partial tiles, NaN and Inf included, and fewer programs than tiles."""
     from microscale.kernels import quant_nvfp4
     for key, tile in zip(("REG_ROW", "REG_COL"), tiles):
-        monkeypatch.setitem(quant_nvfp4.CONFIG, key,
-                            {**quant_nvfp4.CONFIG[key], "PROGS_PER_SM": 1, **tile})
+        monkeypatch.setitem(quant_nvfp4.CONFIG, key, {**quant_nvfp4.CONFIG[key], **tile})
     x = sample((272, 80), torch.bfloat16, exact=True, seed=8)
     x[5, 7], x[40, 33], x[100, 2] = float("nan"), float("inf"), -3e38
     nf = {"check_finite": False}
