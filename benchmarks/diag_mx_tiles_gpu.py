@@ -13,6 +13,7 @@ import torch
 
 import microscale as ms
 from microscale.kernels import quant_mx
+from microscale.kernels._utils import persistent_grid
 from microscale.kernels.quant_rowcol_reg import mx8_rowcol_reg_kernel
 from microscale.ops import quantize_views
 from microscale.tensor import QFormat
@@ -27,7 +28,7 @@ def _launch(x, br, warps, progs, row_exp):
     sc = torch.empty(cols, rows // 32, dtype=torch.uint8, device=dev)
     amax = torch.zeros(2, dtype=torch.float32, device=dev)
     n_tc, n_tiles = cols // 128, (rows // br) * (cols // 128)
-    grid = (min(n_tiles, 132 * progs),)
+    grid = (persistent_grid(n_tiles, dev, progs),)
     mx8_rowcol_reg_kernel[grid](x, amax, qr, sr, qc, sc, rows, cols, n_tc, n_tiles, 0, True, 0,
                                 True, False, 1, row_exp, False, True, br, num_warps=warps)
     return qr, sr, qc, sc
