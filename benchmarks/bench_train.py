@@ -152,6 +152,9 @@ KERNEL_SETS = {
                               "NUM_STAGES_reg": 1}},
     "mx8-br32": {"quant_mx": {"BR_reg": 32, "num_warps_reg": 2, "PROGS_PER_SM_reg": 6,
                               "NUM_STAGES_reg": 1}},
+    # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
+    # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
+    "mlp-unfused": {"nn.mlp": {"FUSE": False}},
     # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles forwards, the
     # order before (backwards since call 4: the producer's last writes may still be in L2;
     # calls 2-3 A/B'd it as "fp8-rev" / "mx8-rev", no-ops since it is the default)

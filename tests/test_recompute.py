@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 import microscale as ms
+from microscale.nn.mlp import Relu2MLPFn
 from microscale.nn.recompute import OPS, RecomputedInputLinearFn, linear_from
 
 RECIPES = ["fp8_blockwise", "fp8_tensorwise", "mxfp8", "mxfp4", "nvfp4", "nvfp4_no_sr", "fp8_delayed"]
@@ -139,13 +140,19 @@ def test_zoo_model_trains_the_same_with_and_without_recompute(mlp):
         ms.set_recompute_input(model, recompute)
         ids = torch.randint(0, 256, (2, 128))
         calls = []
-        apply = RecomputedInputLinearFn.apply
-        with mock.patch.object(RecomputedInputLinearFn, "apply",
-                               side_effect=lambda *a, c=calls, f=apply: c.append(1) or f(*a)), \
+        # relu²: the MLP's fused node (nn.mlp), whose last argument says whether it keeps
+        # relu(u)²'s view; SwiGLU: the down projection's own node where recompute is on
+        fn = Relu2MLPFn if mlp == "relu2" else RecomputedInputLinearFn
+        apply = fn.apply
+        with mock.patch.object(fn, "apply",
+                               side_effect=lambda *a, c=calls, f=apply: c.append(a[-1]) or f(*a)), \
                 torch.autocast("cpu", dtype=torch.bfloat16):
             loss = nn.functional.cross_entropy(model(ids).flatten(0, 1), ids.roll(-1, 1).flatten())
         loss.backward()
-        assert len(calls) == (2 if recompute else 0)              # both blocks' down_proj
+        if mlp == "relu2":                                        # both blocks' MLP
+            assert calls == [not recompute] * 2
+        else:
+            assert len(calls) == (2 if recompute else 0)          # both blocks' down_proj
         losses[recompute] = [loss.detach()] + [p.grad for p in model.parameters() if p.grad is not None]
     assert all(torch.equal(a, b) for a, b in zip(losses[True], losses[False], strict=True))
 
@@ -202,6 +209,51 @@ def test_prologue_kernels_match_the_reference_on_edge_values(fmt, op, device):
         assert torch.equal(a.view(torch.uint8) if a.dtype.is_floating_point and a.element_size()
                            == 1 else a, b.view(torch.uint8) if b.dtype.is_floating_point and
                            b.element_size() == 1 else b), name
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("views", ["fp8_block|fp8_block", "none|fp8_block", "none|fp8_tensor"])
+@pytest.mark.parametrize("op", ["relu_square", "relu_square_grad"])
+def test_relu_prologues_match_the_reference_on_edge_values(op, views, dtype, device):
+    """``relu_square`` / ``relu_square_grad`` (``nn.mlp``) in the FP8 kernels (a 1x128 pair and
+    column view, the tensorwise cast) = the reference's views of the op applied first: NaN and
+    ±0 in u (relu keeps NaN; the gradient is +0 where u <= 0), 2u overflowing (fp16 before
+    fp32), 0 · Inf, products that underflow."""
+    pytest.importorskip("triton")
+    from microscale.distributed.reduce import local_amax
+    from microscale.ops import apply_prologue, quantize_views
+    from microscale.tensor import QFormat
+    g = torch.Generator().manual_seed(5)
+    x, u = (torch.randn(256, 384, generator=g).mul(4).to(dtype) for _ in range(2))
+    big = 40000.0 if dtype == torch.float16 else 2e38                # 2·big overflows
+    u.view(-1)[[3, 13, 20, 21, 22, 24, 600]] = torch.tensor(
+        [float("nan"), -0.0, big, big, -big, big, 1e-4], dtype=dtype)
+    x.view(-1)[[13, 20, 21, 24, 600, 700]] = torch.tensor(
+        [float("nan"), 0.0, 1.5, 1e-3, 1e-4, float("inf")], dtype=dtype)
+    second = u if op == "relu_square_grad" else None
+    first = x if second is not None else u
+    x_op = apply_prologue(op, first, second)
+    row_key, col_key = views.split("|")
+    opts = {"check_finite": False}
+    if col_key == "fp8_tensor":
+        opts["amax"] = local_amax(x_op)
+    on_dev = {k: v.to(device) if torch.is_tensor(v) else v for k, v in opts.items()}
+    row = (QFormat(row_key), on_dev) if row_key != "none" else None
+    q_k = quantize_views(first.to(device), row, (QFormat(col_key), on_dev), "triton", op,
+                         None if second is None else second.to(device))
+    assert f"{op} fused into its loads" in ms.explain()[("quantize_rowcol", views)]
+    q_r = quantize_views(x_op, (QFormat(row_key), opts) if row else None,
+                         (QFormat(col_key), opts), "reference")
+    for qk, qr in zip(q_k, q_r, strict=True):
+        if qr is None:
+            assert qk is None
+            continue
+        for name in ("data", "scale", "amax"):
+            a, b = getattr(qk, name).cpu(), getattr(qr, name)
+            if a.dtype.is_floating_point and a.element_size() == 1:
+                a, b = a.view(torch.uint8), b.view(torch.uint8)
+            assert torch.equal(a, b), name
 
 
 def test_in_graph_amax_is_taken_of_the_op_not_its_source(monkeypatch):

@@ -19,9 +19,21 @@ The 1×128 FP8 scales are stored column-major because that is the layout cuBLASL
 GEMM reads: produced that way, no GEMM call transposes them.
 
 A *prologue* (``quantize_rowcol``'s ``prologue`` / ``x2``): quantize ``op(x, x2)`` instead of x,
-for ``op`` in :data:`PROLOGUES` (one correctly rounded multiply each), where a kernel can apply
-it to what it loads (``nn.recompute``: the MLP's input recomputed in backward, never written
-out in bf16); elsewhere the op is applied first, with the same bits.
+for ``op`` in :data:`PROLOGUES` (one correctly rounded multiply each, plus exact selects), where
+a kernel can apply it to what it loads (``nn.recompute``: the MLP's input recomputed in
+backward, never written out in bf16; ``nn.mlp``: the relu² MLP's up-projection gradient
+quantized from the down projection's dgrad output and the kept pre-activation); elsewhere the
+op is applied first, with the same bits::
+
+    square            x²                      relu² after the relu
+    mul               x · x2                  SwiGLU after the silu
+    relu_square       relu(x)²                relu² from the pre-activation u
+    relu_square_grad  x · (2 relu(x2)) where x2 > 0, else 0
+                                              d/du of relu(u)², x = its output's gradient
+
+``relu_square_grad`` is what eager autograd computes through ``torch.square(torch.relu(u))``:
+square's backward ``grad · (2 r)`` (one rounding; ``2 r`` is exact) then relu's
+``threshold_backward`` (``0`` where ``r <= 0``, so NaN passes through and a zero is +0).
 
 An *operand spec* (:func:`operand_spec`) is the static half of a ``scaled_mm`` operand, a string
 in that op's schema: ``"fmt,block_rows,block_cols,rht_d,form"`` (block ``0,0`` for tensorwise
@@ -41,8 +53,20 @@ from torch import Tensor
 from .tensor import QFormat, QuantizedTensor
 
 _TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
+
+
+def _relu_square(u: Tensor) -> Tensor:
+    return torch.square(torch.relu(u))
+
+
+def _relu_square_grad(ds: Tensor, u: Tensor) -> Tensor:
+    r = torch.relu(u)
+    return torch.where(r <= 0, 0, ds * (r * 2))      # threshold_backward(pow_backward(ds), r)
+
+
 # prologue name -> (op, number of tensors it takes, kernels' constexpr code)
-PROLOGUES = {"square": (torch.square, 1, 1), "mul": (torch.mul, 2, 2)}
+PROLOGUES = {"square": (torch.square, 1, 1), "mul": (torch.mul, 2, 2),
+             "relu_square": (_relu_square, 1, 3), "relu_square_grad": (_relu_square_grad, 2, 4)}
 _FP8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 

@@ -92,8 +92,9 @@ def _result(data, scale_inv, amax, shape, dtype, block, pow2):
                            extra={"pow2_scales": pow2})
 
 
-def _launch(x2, views, block, pow2, fp8_dtype, col):
-    """views: [(data, scale_inv)] for the row view and, if ``col``, the column view."""
+def _launch(x2, views, block, pow2, fp8_dtype, col, prologue=None):
+    """views: [(data, scale_inv)] for the row view and, if ``col``, the column view;
+    ``prologue`` ``(name, y)``: of ``op(x2, y)``, for the register pair kernel only."""
     rows, cols = x2.shape
     amax = torch.zeros((), dtype=torch.float32, device=x2.device)
     mode = 0 if block == (1, 128) else 1
@@ -106,10 +107,14 @@ def _launch(x2, views, block, pow2, fp8_dtype, col):
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
     kind = _rowcol_mode() if col and mode == 0 else None
+    if prologue is not None and not (kind == "reg" and pow2):
+        raise ValueError("quant_fp8._launch: a prologue needs the register pair kernel")
     if kind is not None:
-        note_path("quantize_rowcol", _KEY, _PATHS[kind] if pow2 or kind != "reg" else _NOT_POW2)
+        path = _PATHS[kind] if pow2 or kind != "reg" else _NOT_POW2
+        note_path("quantize_rowcol", _KEY, path if prologue is None else
+                  f"{path[:-1]}; {prologue[0]} fused into its loads)")
     if kind == "reg" and pow2:
-        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype)
+        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, prologue=prologue)
         return amax
     if kind in ("reg", "sub"):
         grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
@@ -185,8 +190,8 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     """Kernel twin of ``ops.rowcol_reference`` for FP8 block views (either may be None):
     1x128 both ways (activations, gradients), or 128x128 and its exact transpose (weights).
     ``prologue`` (a hint, ``(name, x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``),
-    fused into the register kernel's loads for a 1x128 row or column view alone, applied first
-    otherwise."""
+    fused into the register kernel's loads (a 1x128 row view, column view or both), applied
+    first otherwise."""
     x2 = x.reshape(-1, x.shape[-1])
     parsed = [_options(v[1]) if v else None for v in (row, col)]
     if row and col and parsed[0] != parsed[1]:
@@ -201,14 +206,14 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     if prologue is not None:
         prologue = (prologue[0], None if prologue[1] is None
                     else prologue[1].reshape(x2.shape).contiguous())
-        if not reg or (row and col):       # fused: either view alone, in the register kernel
+        if not reg:                        # fused: in the register kernel
             x2, prologue = apply_prologue(prologue[0], x2, prologue[1]), None
     if row and col:
         # the register kernel writes the 1x128 scales straight into the op's layout
         cm = block == (1, 128) and pow2 and _rowcol_mode() == "reg"
         views = [_buffers(rows, cols, block, fp8_dtype, x.device, cm),
                  _buffers(cols, rows, block, fp8_dtype, x.device, cm)]
-        amax = _launch(x2, views, block, pow2, fp8_dtype, col=True)
+        amax = _launch(x2, views, block, pow2, fp8_dtype, col=True, prologue=prologue)
         return (_result(*views[0], amax, torch.Size((rows, cols)), x.dtype, block, pow2),
                 _result(*views[1], amax, torch.Size((cols, rows)), x.dtype, block, pow2))
     if row and reg:

@@ -100,18 +100,32 @@ def fp8_byte(y, E5M2: tl.constexpr, nan, NAN_SEL: tl.constexpr):
 @triton.jit
 def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
     """``x = op(a, b)`` of loaded input values ``a_in`` (and ``b`` at ``b_ptr + offs``) as
-    fp32, rounded once to the input dtype: PRO 1 ``a²``, 2 ``a·b``
-    (``op_specs.PROLOGUES``). The product of two bf16/fp16 values is exact in fp32, so this is
-    the one correctly rounded multiply eager torch and Inductor compute (NaN kept, overflow to
-    Inf as theirs)."""
+    fp32, rounded once to the input dtype: PRO 1 ``a²``, 2 ``a·b``, 3 ``relu(a)²``, 4 ``a ·
+    (2 relu(b))`` where ``b > 0``, else +0 (``op_specs.PROLOGUES``). The product of two
+    bf16/fp16 values is exact in fp32 (and ``2 b`` is exact, or Inf as in the input dtype), so
+    this is the one correctly rounded multiply eager torch and Inductor compute (NaN kept,
+    overflow to Inf as theirs); the relu is a select that keeps NaN, as ``torch.relu``."""
     a = a_in.to(tl.float32)
     if PRO == 1:
         p = a * a
-    elif mask is None:
-        p = a * tl.load(b_ptr + offs).to(tl.float32)
+    elif PRO == 3:
+        r = tl.where(a <= 0.0, 0.0, a)
+        p = r * r
     else:
-        p = a * tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    return tl.where(p != p, p, round_to_input_dtype(p, IN_DTYPE))
+        if mask is None:
+            b = tl.load(b_ptr + offs).to(tl.float32)
+        else:
+            b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        if PRO == 2:
+            p = a * b
+        elif IN_DTYPE == 2:                 # 2b overflows fp16 before fp32
+            p = a * round_to_input_dtype(b * 2.0, IN_DTYPE)
+        else:                               # fp32 and bf16 overflow together
+            p = a * (b * 2.0)
+    out = tl.where(p != p, p, round_to_input_dtype(p, IN_DTYPE))
+    if PRO == 4:
+        out = tl.where(b <= 0.0, 0.0, out)
+    return out
 
 
 @triton.jit

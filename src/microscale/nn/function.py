@@ -347,16 +347,23 @@ class QuantizedLinearFn(torch.autograd.Function):
         return dx, dw, db, None, None, None
 
 
-def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs):
+def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=None):
     """dgrad, wgrad and the bias gradient of a linear layer from dy and what forward kept:
     the quantized xᵀ / Wᵀ where those GEMMs are quantized, else x / W in high precision.
     ``ctx`` carries ``plan, state, dgrad_q, wgrad_q, x_dtype, in_features, has_bias``;
-    ``needs`` is ``(dx, dW, db)`` wanted."""
+    ``needs`` is ``(dx, dW, db)`` wanted. ``dy_prologue`` ``(op, t2)``: the layer's dy is
+    ``op(dy2d, t2)`` (``op_specs.PROLOGUES``), quantized from dy2d and t2 as the kernels load
+    them (``nn.mlp``); computed first where a GEMM or the bias takes dy in high precision."""
     plan, recipe = ctx.plan, ctx.plan.recipe
     need_dx, need_dw, need_db = needs
+    if dy_prologue is not None and ((need_dx and not ctx.dgrad_q) or (need_dw and not ctx.wgrad_q)
+                                    or (need_db and ctx.has_bias)):
+        dy2d, dy_prologue = apply_prologue(dy_prologue[0], dy2d, dy_prologue[1]), None
     tokens = dy2d.shape[0]
-    dy_pad = _pad_tokens(dy2d, recipe.required_multiples()["tokens"]) \
-        if ctx.dgrad_q or ctx.wgrad_q else dy2d
+    multiple = recipe.required_multiples()["tokens"]
+    dy_pad = _pad_tokens(dy2d, multiple) if ctx.dgrad_q or ctx.wgrad_q else dy2d
+    prologue = None if dy_prologue is None else \
+        (dy_prologue[0], _pad_tokens(dy_prologue[1].reshape(dy2d.shape), multiple))
     # one pass over dy: row-wise for dgrad (K = out), column-wise dyᵀ for wgrad (K = tokens)
     t_pad, n_out = dy_pad.shape
     n_in = ctx.in_features
@@ -364,7 +371,9 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs):
               ctx.wgrad_q and _expand_a(plan, "wgrad", n_out, n_in, t_pad, dy2d.device))
     q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
                          "wgrad.a" if ctx.wgrad_q else None,
-                         None if seeds is None else seeds[2:3], per_rank=True, expand=expand)
+                         None if seeds is None else seeds[2:3], per_rank=True, expand=expand,
+                         prologue=prologue)
+    del prologue
     dx = dw = db = None
     if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
         dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \

@@ -242,6 +242,21 @@ class Linear(nn.Module):
         on (the default ``None``: FP8 tensor/blockwise xᵀ, 2048+ wide), backward
         recomputes x's wgrad view from the sources instead of keeping it (less memory, a little
         more time: :mod:`microscale.nn.recompute`); off, it is ignored."""
+        self._check_input(x)
+        if x.device.type == "meta":                     # no values: shapes only, as nn.Linear
+            return F.linear(x, self.weight.to(x.dtype),
+                            None if self.bias is None else self.bias.to(x.dtype))
+        x, x2d, needs_grad = self._input(x)
+        plan, state, seeds = self.gemm_args(x.device)
+        if recompute is not None and recompute_applies(self, x, recompute, plan, needs_grad):
+            with torch.autocast(x.device.type, enabled=False):   # exact fp32 GEMM emulation
+                y2d = RecomputedInputLinearFn.apply(x2d.detach(), self.gemm_weight(), self.bias,
+                                                    plan, state, seeds, recompute[0], *recompute[1])
+        else:
+            y2d = linear(x2d, self.gemm_weight(), self.bias, plan, state, seeds, needs_grad)
+        return y2d.reshape(*x.shape[:-1], self.out_features)
+
+    def _check_input(self, x) -> None:
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{self._label()}: expected a torch.Tensor, got {type(x).__name__}")
         if x.dtype not in SUPPORTED_DTYPES:
@@ -253,27 +268,27 @@ class Linear(nn.Module):
         if x.device != self.weight.device:
             raise ValueError(f"{self._label()}: input is on {x.device}, the weights on "
                              f"{self.weight.device}")
-        if x.device.type == "meta":                     # no values: shapes only, as nn.Linear
-            return F.linear(x, self.weight.to(x.dtype),
-                            None if self.bias is None else self.bias.to(x.dtype))
+
+    def _input(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
+        """``(x, x2d, needs_grad)``: x in the autocast dtype where autocast is on (as
+        ``nn.Linear`` would be), as a token matrix, and whether backward will run."""
         if torch.is_autocast_enabled(x.device.type):     # behave like nn.Linear under autocast
             x = x.to(torch.get_autocast_dtype(x.device.type))
         x2d = x.reshape(math.prod(x.shape[:-1]), self.in_features)   # (-1 fails for in = 0)
-        plan = self._plan()
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or any(p.requires_grad for p in self.parameters()))
+        return x, x2d, needs_grad
+
+    def gemm_args(self, device: torch.device) -> tuple:
+        """``(plan, state, seeds)`` of one call (:func:`~microscale.nn.function.linear`): the
+        precision switches' plan, the delayed-scaling state (with this layer's cached weight
+        views, ``ms.weight_cache``) and this call's SR seeds (drawn here, one draw a call)."""
+        plan = self._plan()
         state = self.delayed_state()
         cache = self._weight_cache
         if cache is not None and cache[0] == plan:
             state = {**state, "weight/cache": cache[1:]}
-        seeds = self._seeds(plan, x.device)
-        if recompute is not None and recompute_applies(self, x, recompute, plan, needs_grad):
-            with torch.autocast(x.device.type, enabled=False):   # exact fp32 GEMM emulation
-                y2d = RecomputedInputLinearFn.apply(x2d.detach(), self.gemm_weight(), self.bias,
-                                                    plan, state, seeds, recompute[0], *recompute[1])
-        else:
-            y2d = linear(x2d, self.gemm_weight(), self.bias, plan, state, seeds, needs_grad)
-        return y2d.reshape(*x.shape[:-1], self.out_features)
+        return plan, state, self._seeds(plan, device)
 
     def _plan(self) -> Plan:
         precision = self.precision

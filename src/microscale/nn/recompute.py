@@ -43,7 +43,10 @@ the op's backward written out in the order eager autograd computes it, so the gr
 bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on ``x``: same
 numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply each, so a
 compiled recompute or a kernel's gives forward's bits too: ``"square"`` (``x = a²``, relu²
-after the relu) and ``"mul"`` (``x = a · b``, SwiGLU after the silu).
+after the relu), ``"mul"`` (``x = a · b``, SwiGLU after the silu) and ``"relu_square"`` (``x =
+relu(u)²`` from the pre-activation: the relu is never written out either, and backward keeps
+``u`` where it kept ``r``; the zoo's relu² MLP, :mod:`microscale.nn.mlp`, which also fuses the up
+projection's backward).
 """
 
 from __future__ import annotations
@@ -69,9 +72,14 @@ def _mul_grads(ds, a, b):
     return ds * b, ds * a                   # mul's backward: grad · other for each side
 
 
+def _relu_square_grads(ds, u):
+    return (PROLOGUES["relu_square_grad"][0](ds, u),)    # relu's and square's, in that order
+
+
 # op -> (forward, backward(ds, *sources) -> grads of the sources); the forwards are the
 # quantizers' prologues (op_specs.PROLOGUES), which the kernels apply as they load
-OPS = {"square": (PROLOGUES["square"][0], _square_grads), "mul": (PROLOGUES["mul"][0], _mul_grads)}
+OPS = {"square": (PROLOGUES["square"][0], _square_grads), "mul": (PROLOGUES["mul"][0], _mul_grads),
+       "relu_square": (PROLOGUES["relu_square"][0], _relu_square_grads)}
 
 
 def can_recompute(plan: Plan, needs_dw: bool, tokens: int) -> bool:

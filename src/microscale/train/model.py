@@ -49,6 +49,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..nn.mlp import relu2_mlp
 from ..nn.recompute import linear_from
 
 __all__ = ["ModelConfig", "MODEL_CONFIGS", "Transformer", "RMSNorm", "LMHead", "build_model",
@@ -225,8 +226,8 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # down_proj(op(*sources)); a converted down_proj with recompute_input on keeps the
         # sources for backward instead of its quantized input (microscale.nn.recompute)
-        if self.gate_proj is None:
-            return linear_from(self.down_proj, "square", F.relu(self.up_proj(x)))
+        if self.gate_proj is None:                   # one autograd node where it fuses
+            return relu2_mlp(x, self.up_proj, self.down_proj)
         return linear_from(self.down_proj, "mul", F.silu(self.gate_proj(x)), self.up_proj(x))
 
 

@@ -1,0 +1,198 @@
+"""The relu² MLP ``down(relu(up x)²)`` as one autograd node, so that the up projection's gradient
+is quantized straight from what the down projection's backward produces.
+
+Why
+===
+Backward through ``y = W_down · relu(u)²``, ``u = W_up · x`` (per token, bf16 activations)::
+
+    ds = dy · W_down                     the down projection's dgrad (a GEMM writes ds)
+    du = where(u > 0, ds · 2 relu(u), 0)  square's then relu's backward (an elementwise pass)
+    du -> row view (dgrad) + column view (wgrad) of the up projection (a quantize pass)
+
+As separate autograd nodes, ``du`` is written out in bf16 by one pass and read back by the next.
+Here the up projection's quantizer reads ``ds`` and ``u`` and applies the elementwise step as it
+loads them (the ``relu_square_grad`` prologue, ``op_specs.PROLOGUES``): ``du`` never exists in
+memory. Forward likewise quantizes the down projection's input ``relu(u)²`` from ``u`` (the
+``relu_square`` prologue): neither ``relu(u)`` nor its square is written. What backward keeps is
+``u`` (what autograd kept before was ``relu(u)``, the same size), the quantized views the GEMMs
+need, and, where the down projection's ``recompute_input`` is on (:mod:`.recompute`), not
+``relu(u)²``'s column view: backward requantizes it from ``u``.
+
+At the 1b zoo model (8 × 2048 tokens, hidden 8192, bf16) a layer's ``du`` and ``relu(u)`` are
+268 MB each: about 0.8 GB of traffic a layer less in a step.
+
+When
+====
+:func:`relu2_mlp` fuses where the kernels apply the backward step as they load: the up
+projection's dy views (dgrad's A, wgrad's A) are 1×128 FP8 blockwise (the register pair kernel,
+:mod:`~microscale.kernels.quant_fp8`). Elsewhere the quantizers would apply it as a separate
+eager pass inside the op, slower than the elementwise kernel ``torch.compile`` fuses, so the
+layers run as two nodes, :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same bits).
+Also unfused (and said by ``ms.explain()``, ``("mlp", "relu2")``): either projection not an
+:class:`~microscale.Linear` or hooked (module hooks must see each call), a bias on the up
+projection (its gradient needs ``du``), a projection with a precision switch set, delayed
+scaling or stochastic rounding on the down projection's xᵀ view, no backward, no tokens.
+Either way the outputs and gradients are bit-identical to ``down(relu(up(x))²)`` run as three
+modules (``tests/test_mlp.py``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from ..backend import note_path
+from ..recipe import Rounding
+from ..tensor import QFormat
+from .function import Plan, _fprop, _views, linear_grads, padded_sources
+from .recompute import linear_from, recompute_on
+from .saved import _stash, _unstash
+
+__all__ = ["relu2_mlp", "Relu2MLPFn"]
+
+# the up projection's dy view formats whose kernels fuse the relu² backward into their loads
+FUSED_DY_FORMATS = (QFormat.FP8_BLOCK,)
+# FUSE: False runs every relu² MLP as two nodes (benchmarks' A/B, bench_train "mlp-unfused")
+CONFIG = {"FUSE": True}
+
+
+class _Layer(NamedTuple):
+    """What :func:`~microscale.nn.function.linear_grads` reads of one projection."""
+    plan: Plan
+    state: dict
+    dgrad_q: bool
+    wgrad_q: bool
+    x_dtype: torch.dtype
+    in_features: int
+    has_bias: bool
+
+
+def _hooked(m: nn.Module) -> bool:
+    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                or m._backward_pre_hooks)
+
+
+def _global_hooks() -> bool:
+    mm = nn.modules.module
+    return bool(mm._global_forward_hooks or mm._global_forward_pre_hooks
+                or mm._global_backward_hooks or mm._global_backward_pre_hooks)
+
+
+def _why_not(up, down, x: torch.Tensor) -> str:
+    """Why :func:`relu2_mlp` cannot fuse these layers ("" when it can)."""
+    from .linear import Linear
+    if not (isinstance(up, Linear) and isinstance(down, Linear)):
+        return "not two ms.Linear layers"
+    if not CONFIG["FUSE"]:
+        return "off (microscale.nn.mlp.CONFIG['FUSE'])"
+    if _hooked(up) or _hooked(down) or _global_hooks():
+        return "module hooks (each projection must run as its own call)"
+    if up.bias is not None:
+        return "the up projection has a bias (its gradient needs du in bf16)"
+    if x.device.type == "meta" or x.numel() == 0:
+        return "no values"
+    if not torch.is_grad_enabled() or not (x.requires_grad or any(
+            p.requires_grad for m in (up, down) for p in m.parameters())):
+        return "no backward"
+    if up.precision != "quantized" or down.precision != "quantized":
+        return "a precision switch is set"
+    up_plan, down_plan = up._plan(), down._plan()
+    if not all(p.quantized(g) for p in (up_plan, down_plan) for g in ("fprop", "dgrad", "wgrad")):
+        return "a GEMM the recipe keeps in high precision"
+    for role in ("dgrad.a", "wgrad.a"):
+        op = up_plan.operand(role)
+        if op.format not in FUSED_DY_FORMATS or op.block != (1, 128):
+            return f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 FP8)"
+    xt = down_plan.operand("wgrad.b")
+    if xt.delayed or xt.rounding == Rounding.STOCHASTIC:
+        return "the down projection's xᵀ is delayed or stochastically rounded"
+    return ""
+
+
+def relu2_mlp(x: torch.Tensor, up: nn.Module, down: nn.Module) -> torch.Tensor:
+    """``down(relu(up(x))²)``: one autograd node where :mod:`this module <microscale.nn.mlp>`
+    can fuse it, else ``linear_from(down, "relu_square", up(x))`` (same bits either way)."""
+    why = _why_not(up, down, x)
+    if why:
+        if why not in ("not two ms.Linear layers", "no values", "no backward") \
+                and not torch.compiler.is_compiling():
+            note_path("mlp", "relu2", f"unfused: {why}")
+        return linear_from(down, "relu_square", up(x))
+    up._check_input(x)
+    if down.in_features != up.out_features:
+        raise ValueError(f"relu2_mlp: {up._label()} gives {up.out_features} features, "
+                         f"{down._label()} takes {down.in_features}")
+    x, x2d, _ = up._input(x)
+    up_args, down_args = up.gemm_args(x.device), down.gemm_args(x.device)
+    keep_view = not recompute_on(down.recompute_input, down_args[0], down.out_features)
+    if not torch.compiler.is_compiling():
+        note_path("mlp", "relu2", "fused: the up projection's dy views quantized from ds and u"
+                  + ("" if keep_view else "; relu(u)²'s wgrad view recomputed from u"))
+    with torch.autocast(x.device.type, enabled=False):       # exact fp32 GEMM emulation
+        y2d = Relu2MLPFn.apply(x2d, up.gemm_weight(), down.gemm_weight(), down.bias, up_args,
+                               down_args, keep_view)
+    return y2d.reshape(*x.shape[:-1], down.out_features)
+
+
+class Relu2MLPFn(torch.autograd.Function):
+    """``y = W_down · relu(W_up · x)² + b_down`` with every GEMM quantized as each projection's
+    plan says; backward keeps ``u``, not ``du`` or ``relu(u)``."""
+
+    @staticmethod
+    def forward(ctx, x2d, w_up, w_down, b_down, up_args: tuple, down_args: tuple,
+                keep_view: bool):
+        (p_up, s_up, seeds_up), (p_dn, s_dn, seeds_dn) = up_args, down_args
+        need_dx, need_dwu, need_dwd = ctx.needs_input_grad[:3]
+        need_du = need_dx or need_dwu
+        u, q_xt, q_wut, _ = _fprop(x2d, w_up, None, p_up, s_up, seeds_up, need_dwu, need_dx)
+        y, q_st, q_wdt, _ = _fprop(u, w_down, b_down, p_dn, s_dn, seeds_dn,
+                                   keep_view and need_dwd, need_du, recompute=("relu_square", (u,)))
+        saved = [u]
+        ctx.metas = tuple(_stash(q, saved) for q in (q_xt, q_wut, q_st, q_wdt))
+        ctx.seeds = (seeds_up is not None, seeds_dn is not None)
+        saved += [s for s in (seeds_up, seeds_dn) if s is not None]
+        ctx.save_for_backward(*saved)
+        ctx.up = (p_up, s_up, x2d.dtype, x2d.shape[1])
+        ctx.down = (p_dn, s_dn, u.dtype, u.shape[1], b_down is not None)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy2d):
+        with torch.autocast(dy2d.device.type, enabled=False):   # exact fp32 GEMM emulation
+            return Relu2MLPFn._backward(ctx, dy2d)
+
+    @staticmethod
+    def _backward(ctx, dy2d):
+        saved = list(ctx.saved_tensors)
+        u, rest = saved[0], saved[1:]
+        views = []
+        for meta in ctx.metas:
+            views.append(None if meta is None else _unstash(meta, rest[:3]))
+            rest = rest[3:] if meta is not None else rest
+        q_xt, q_wut, q_st, q_wdt = views
+        seeds_up = rest.pop(0) if ctx.seeds[0] else None
+        seeds_dn = rest.pop(0) if ctx.seeds[1] else None
+        need_dx, need_dwu, need_dwd, need_dbd = ctx.needs_input_grad[:4]
+        need_du = need_dx or need_dwu
+        p_dn, s_dn, u_dtype, hidden, has_bias = ctx.down
+        down = _Layer(p_dn, s_dn, need_du, need_dwd, u_dtype, hidden, has_bias)
+        if need_dwd and q_st is None:       # relu(u)²'s column view, requantized from u
+            src_pad, prologue = padded_sources("relu_square", (u,), hidden,
+                                               p_dn.recipe.required_multiples()["tokens"])
+            _, q_st = _views(src_pad, p_dn, s_dn, None, "wgrad.b",
+                             None if seeds_dn is None else seeds_dn[0:1], per_rank=True,
+                             prologue=prologue)
+            del src_pad, prologue
+        ds, dw_down, db_down = linear_grads(down, dy2d, q_st, q_wdt, None, None, seeds_dn,
+                                            (need_du, need_dwd, need_dbd))
+        del q_st, q_wdt
+        dx = dw_up = None
+        if need_du:                         # du = relu_square_grad(ds, u), as the kernels load
+            p_up, s_up, x_dtype, in_features = ctx.up
+            up = _Layer(p_up, s_up, need_dx, need_dwu, x_dtype, in_features, False)
+            dx, dw_up, _ = linear_grads(up, ds, q_xt, q_wut, None, None, seeds_up,
+                                        (need_dx, need_dwu, False),
+                                        dy_prologue=("relu_square_grad", u))
+        return dx, dw_up, dw_down, db_down, None, None, None

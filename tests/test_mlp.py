@@ -1,0 +1,185 @@
+"""relu2_mlp: the relu² MLP as one autograd node (the up projection's dy quantized from ds and u).
+
+Same bits as ``down(relu(up(x))²)`` run as three modules (outputs, dx, both dW, the bias
+gradient) for every preset it fuses and every one it does not, with and without the down
+projection's recompute, on token counts that need padding; the kernels' fused prologues in
+Triton's interpreter; the fallbacks say why; a fullgraph trace."""
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+import microscale as ms
+from microscale.nn.mlp import relu2_mlp
+
+
+def _layers(recipe, n_in=256, hidden=512, n_out=128, down_bias=True, recompute=None):
+    torch.manual_seed(0)
+    up = ms.Linear(n_in, hidden, bias=False, recipe=recipe)
+    down = ms.Linear(hidden, n_out, bias=down_bias, recipe=recipe)
+    down.recompute_input = recompute
+    return up, down
+
+
+def _run(up, down, x, grad, fused: bool):
+    up, down = copy.deepcopy(up), copy.deepcopy(down)
+    x = x.detach().clone().requires_grad_(x.requires_grad)
+    torch.manual_seed(7)                                      # SR seeds, where a recipe has them
+    y = relu2_mlp(x, up, down) if fused else down(torch.square(torch.relu(up(x))))
+    y.backward(grad)
+    out = [y.detach(), up.weight.grad, down.weight.grad]
+    out += [x.grad] if x.requires_grad else []
+    out += [down.bias.grad] if down.bias is not None else []
+    return out
+
+
+def _same_bits(up, down, tokens=(3, 50), x_grad=True, dtype=torch.bfloat16):
+    g = torch.Generator().manual_seed(1)
+    dev = up.weight.device
+    x = torch.randn(*tokens, up.in_features, generator=g).to(dev, dtype).requires_grad_(x_grad)
+    grad = torch.randn(*tokens, down.out_features, generator=g).to(dev, dtype)
+    plain = _run(up, down, x, grad, False)
+    fused = _run(up, down, x, grad, True)                  # last: ms.explain() tells of it
+    assert len(fused) == len(plain)
+    for a, b in zip(fused, plain, strict=True):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("recompute", [None, True, False])
+@pytest.mark.parametrize("x_grad", [True, False])
+def test_fused_same_bits_as_three_modules(recompute, x_grad):
+    up, down = _layers("fp8_blockwise", recompute=recompute)
+    _same_bits(up, down, x_grad=x_grad)
+    note = ms.explain()[("mlp", "relu2")]
+    assert note.startswith("fused") and ("recomputed" in note) == bool(recompute), note
+
+
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr", "mxfp8", "mxfp4", "fp8_tensorwise",
+                                    "fp8_delayed"])
+def test_unfused_recipes_same_bits_and_say_why(recipe):
+    up, down = _layers(recipe)
+    _same_bits(up, down)
+    assert ms.explain()[("mlp", "relu2")].startswith("unfused: the up projection's dgrad.a")
+
+
+def test_fp32_input_and_autocast():
+    up, down = _layers("fp8_blockwise", down_bias=False)
+    _same_bits(up, down, tokens=(130,), dtype=torch.float32)
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 128, 256, generator=g)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        a, b = relu2_mlp(x, up, down), down(torch.square(torch.relu(up(x))))
+    assert a.dtype == b.dtype == torch.bfloat16 and torch.equal(a, b)
+
+
+def test_fallbacks_say_why_and_keep_the_bits():
+    up, down = _layers("fp8_blockwise")
+    calls = []
+    handle = up.register_forward_hook(lambda m, i, o: calls.append(o.shape))
+    _same_bits(up, down)
+    assert calls and ms.explain()[("mlp", "relu2")] == \
+        "unfused: module hooks (each projection must run as its own call)"
+    handle.remove()
+    down.hp_fprop = True
+    _same_bits(up, down)
+    assert ms.explain()[("mlp", "relu2")] == "unfused: a precision switch is set"
+    biased = ms.Linear(256, 512, bias=True, recipe="fp8_blockwise")
+    _same_bits(biased, _layers("fp8_blockwise")[1])
+    assert "bias" in ms.explain()[("mlp", "relu2")]
+    plain_up, plain_down = nn.Linear(64, 96), nn.Linear(96, 32)      # the bf16 model: plain ops
+    x = torch.randn(5, 64)
+    assert torch.equal(relu2_mlp(x, plain_up, plain_down),
+                       plain_down(torch.square(torch.relu(plain_up(x)))))
+    up, down = _layers("fp8_blockwise")
+    x = torch.randn(5, 256, dtype=torch.bfloat16)
+    with torch.no_grad():                                             # no backward: two nodes
+        assert torch.equal(relu2_mlp(x, up, down), down(torch.square(torch.relu(up(x)))))
+
+
+def test_bad_arguments_raise():
+    up = ms.Linear(256, 512, bias=False, recipe="fp8_blockwise")
+    down = ms.Linear(384, 128, recipe="fp8_blockwise")
+    x = torch.randn(4, 256, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(ValueError, match="gives 512 features"):
+        relu2_mlp(x, up, down)
+    with pytest.raises(ValueError, match="expected input"):
+        relu2_mlp(torch.randn(4, 255, requires_grad=True), up, _layers("fp8_blockwise")[1])
+
+
+def _saved_bytes(fn) -> int:
+    storages = {}
+
+    def pack(t):
+        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    del out
+    return sum(storages.values())
+
+
+def test_keeps_u_not_more():
+    """Fused, backward keeps u (bf16), x's column view, both Wᵀ views and (recompute off)
+    relu(u)²'s column view: no more than the three modules keep."""
+    up, down = _layers("fp8_blockwise", recompute=False)
+    x = torch.randn(256, 256, dtype=torch.bfloat16, requires_grad=True)
+    fused = _saved_bytes(lambda: relu2_mlp(x, up, down))
+    plain = _saved_bytes(lambda: down(torch.square(torch.relu(up(x)))))
+    assert fused <= plain
+    down.recompute_input = True                     # relu(u)²'s view not kept: 256 x 512 codes
+    assert _saved_bytes(lambda: relu2_mlp(x, up, down)) <= fused - 256 * 512
+
+
+@pytest.mark.parametrize("recompute", [True, False])
+def test_fused_kernels_interpreted(recompute):
+    """The FP8 register pair kernel applying ``relu_square`` (forward) and ``relu_square_grad``
+    (the up projection's dy pair) as it loads, in Triton's interpreter: still the bits of the
+    three modules on the same kernels."""
+    pytest.importorskip("triton")
+    from microscale.recipe import Recipe
+    rec = dataclasses.replace(Recipe.parse("fp8_blockwise"), backend="triton")
+    up, down = _layers(rec, n_in=128, hidden=256, n_out=128, recompute=recompute)
+    _same_bits(up, down, tokens=(2, 128))
+    paths = ms.explain()
+    assert "relu_square_grad fused into its loads" in paths[("quantize_rowcol", "fp8_block|fp8_block")]
+    if recompute:              # forward's row view alone, backward's column view alone
+        for key in ("fp8_block|none", "none|fp8_block"):
+            assert "relu_square fused into its loads" in paths[("quantize_rowcol", key)], key
+
+
+def test_fullgraph_trace_matches_eager():
+    up, down = _layers("fp8_blockwise", n_in=128, hidden=256, n_out=128)
+    mlp = nn.Module()
+    mlp.up, mlp.down = up, down
+    mlp.forward = lambda x: relu2_mlp(x, mlp.up, mlp.down)
+    twin = copy.deepcopy(mlp)
+    twin.forward = lambda x: relu2_mlp(x, twin.up, twin.down)
+    torch._dynamo.reset()
+    run = torch.compile(twin.forward, fullgraph=True, backend="aot_eager")
+    x = torch.randn(3, 40, 128, dtype=torch.bfloat16)
+    results = []
+    for m, fn in ((mlp, mlp.forward), (twin, run)):
+        xg = x.clone().requires_grad_(True)
+        y = fn(xg)
+        y.float().square().sum().backward()
+        results.append([y.detach(), xg.grad, m.up.weight.grad, m.down.weight.grad,
+                        m.down.bias.grad])
+    for eager, compiled in zip(*results):
+        assert torch.equal(compiled, eager)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("recompute", [True, False])
+def test_same_bits_on_cuda_with_the_kernels(recompute):
+    """At a 1b-like width ratio on the GPU: the fused node (pair kernels with the relu²
+    prologues) = the three modules (Inductor-free eager relu², the plain pair kernel)."""
+    torch.manual_seed(0)
+    up = ms.Linear(512, 2048, bias=False, recipe="fp8_blockwise", device="cuda")
+    down = ms.Linear(2048, 512, bias=False, recipe="fp8_blockwise", device="cuda")
+    down.recompute_input = recompute
+    _same_bits(up, down, tokens=(4, 1000))
+    assert "relu_square_grad fused into its loads" in \
+        ms.explain()[("quantize_rowcol", "fp8_block|fp8_block")]
