@@ -260,6 +260,12 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
         (quant_fp8.CONFIG, "fp8_block/128x128_rowcol_fp32", cfgs(
             ("num_warps_rowcol", "PROGS_PER_SM_rowcol"),
             [(4, 4), (8, 2), (8, 3), (8, 4), (4, 2), (16, 1), (16, 2)])),
+        # session 22: the pair from the register pair kernel with one scale a tile (W128
+        # "reg", 4 rows a thread, Wᵀ joined into words in-thread) against the tile kernel
+        (quant_fp8.CONFIG, "fp8_block/128x128_rowcol_fp32", cfgs(
+            ("W128", "num_warps_w128", "PROGS_PER_SM_w128", "NUM_STAGES_reg"),
+            [("reg", 4, 2, 1), ("reg", 4, 1, 1), ("reg", 4, 3, 1), ("reg", 4, 2, 2),
+             ("reg", 8, 1, 1), ("reg", 8, 2, 1), ("tile", 4, 2, 1)])),
         (quant_fp8.CONFIG, "fp8_block/1x128", cfgs(("BR_1x128", "num_warps", "PROGS_PER_SM"), [
             (32, 4, 8), (32, 8, 8), (16, 4, 16)])),
         (quant_fp8.CONFIG, "fp8_block/1x128_rowcol", cfgs(

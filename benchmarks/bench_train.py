@@ -155,6 +155,9 @@ KERNEL_SETS = {
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},
+    # session 22: FP8 128x128 weight pairs from the tile kernel (a transposing store for Wᵀ),
+    # the default before, instead of the register pair kernel with one scale a tile
+    "fp8w-tile": {"quant_fp8": {"W128": "tile"}},
     # session 20: the FP8 1x128 and MXFP8 register pair kernels walk their tiles forwards, the
     # order before (backwards since call 4: the producer's last writes may still be in L2;
     # calls 2-3 A/B'd it as "fp8-rev" / "mx8-rev", no-ops since it is the default)

@@ -634,10 +634,18 @@ def test_fp8_rowcol_mode_is_checked(monkeypatch):
         ms.quantize_rowcol(x, ("fp8_block", {}), ("fp8_block", {}), backend="triton")
 
 
-def test_fp8_block_weight_rowcol_is_the_exact_transpose():
-    """128x128 weights: both views in one pass; the column view is the row view transposed."""
-    x = sample((256, 384), torch.float32, spread=30)
-    view = ("fp8_block", {"block": (128, 128)})
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["reg", "tile"])
+def test_fp8_block_weight_rowcol_is_the_exact_transpose(mode, dtype, monkeypatch):
+    """128x128 weights: both views in one pass (the register pair kernel with one scale a
+    tile, or the older tile kernel); the column view is the row view transposed. NaN, ±Inf
+    and an all-zero tile included."""
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "W128", mode)
+    x = sample((256, 384), dtype, spread=30)
+    x[5, 7], x[130, 9], x[3, 200], x[250, 300] = float("nan"), -float("inf"), float("inf"), -1e30
+    x[128:, 128:256] = 0.0
+    view = ("fp8_block", {"block": (128, 128), "check_finite": False})
     k, r = both(lambda be: ms.quantize_rowcol(x, view, view, backend=be))
     assert_same(k[0], r[0])
     assert_same(k[1], r[1])
@@ -852,6 +860,25 @@ def test_gpu_rowcol_exact(dtype):
         r = ms.quantize_rowcol(x, row, col, backend="reference")
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nan_sel", [True, False], ids=["nan_sel", "nan_native"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_fp8_weight_pair_reg_exact(dtype, nan_sel, monkeypatch):
+    """A weight's 128x128 W + Wᵀ pair from the register pair kernel (TILE) on the GPU, bit
+    for bit, with ±NaN and ±Inf (fp32 masters as the layers pass them)."""
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "W128", "reg")
+    monkeypatch.setitem(quant_fp8.CONFIG, "NAN_SEL", nan_sel)
+    x = sample((2048, 1536), dtype, spread=30)
+    x[5, 7], x[70, 9], x[300, 2], x[900, 1000] = float("nan"), -float("nan"), float("inf"), \
+        -float("inf")
+    view = ("fp8_block", {"block": (128, 128), "check_finite": False})
+    k = ms.quantize_rowcol(x.cuda(), view, view, backend="triton")
+    r = ms.quantize_rowcol(x, view, view, backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
 
 
 @pytest.mark.gpu

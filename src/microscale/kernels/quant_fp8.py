@@ -59,7 +59,12 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           # the register kernel walks its tiles from the last one back, where the producer's
           # last writes may still be in L2 (session 20: 125m fp8_blockwise +1.0-1.3%, 1b
           # level)
-          "REVERSE_reg": True}
+          "REVERSE_reg": True,
+          # a weight's 128x128 W + Wᵀ pair (pow2 scales, rows and cols multiples of 128): "reg"
+          # (the register pair kernel with TILE: 4 rows a thread, Wᵀ's bytes joined into words
+          # in-thread) or "tile" (``_fp8_block_kernel`` MODE 1: Wᵀ through a transposing
+          # store, ~36% of the copy rate at 1b, session 21). Bit-identical.
+          "W128": "reg", "num_warps_w128": 4, "PROGS_PER_SM_w128": 2}
 _ROWCOL_MODES = ("reg", "sub", "tile")
 _KEY = rowcol_key("fp8_block", "fp8_block")
 # what ms.explain() says of a 1x128 pair, by the kernel that ran
@@ -106,6 +111,9 @@ def _launch(x2, views, block, pow2, fp8_dtype, col, prologue=None):
     fp8_max = FP8_MAX_OF[fp8_dtype]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
+    if mode == 1 and col and pow2 and CONFIG["W128"] == "reg" and not (rows % 128 or cols % 128):
+        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, tile=True)
+        return amax
     kind = _rowcol_mode() if col and mode == 0 else None
     if prologue is not None and not (kind == "reg" and pow2):
         raise ValueError("quant_fp8._launch: a prologue needs the register pair kernel")
@@ -144,21 +152,23 @@ def _rowcol_mode() -> str:
 
 
 def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
-                prologue=None, write_col: bool = True):
+                prologue=None, write_col: bool = True, tile: bool = False):
     """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
     ``write_row=False``: the column view alone (``qr``/``sr`` are not written), ``write_col``
-    likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``."""
+    likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``; ``tile``: a 128x128 W + Wᵀ pair."""
     rows, cols = x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
-    grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
+    progs, warps = (CONFIG["PROGS_PER_SM_w128"], CONFIG["num_warps_w128"]) if tile else \
+        (CONFIG["PROGS_PER_SM_reg"], CONFIG["num_warps_reg"])
+    grid = (persistent_grid(n_tiles, x2.device, progs),)
     pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
                                 fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
-                                num_warps=CONFIG["num_warps_reg"])
+                                tile, num_warps=warps)
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):

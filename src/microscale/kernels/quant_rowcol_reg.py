@@ -167,7 +167,8 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           IN_EXP: tl.constexpr, E5M2: tl.constexpr, NAN_SEL: tl.constexpr,
                           NUM_STAGES: tl.constexpr, WRITE_ROW: tl.constexpr = True,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
-                          WRITE_COL: tl.constexpr = True, REVERSE: tl.constexpr = False):
+                          WRITE_COL: tl.constexpr = True, REVERSE: tl.constexpr = False,
+                          TILE: tl.constexpr = False):
     """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
     The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
     column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
@@ -175,7 +176,9 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     ``WRITE_COL=False`` the row view alone (qc/sc untouched).
     ``PRO`` > 0: the views of ``op(x, y)`` (:func:`prologue_value`; ``nn.recompute``'s input,
     recomputed from what backward keeps), never written out in bf16. ``REVERSE``: the tiles
-    from the last one back (the producer's last writes may still be in L2)."""
+    from the last one back (the producer's last writes may still be in L2). ``TILE``: one
+    scale per 128x128 tile instead (a weight's W and its exact transpose Wᵀ, SPEC §8: the
+    same bytes twice), the scales at ``sr[r0/128, c0/128]`` / ``sc[c0/128, r0/128]``."""
     G: tl.constexpr = 4
     NI: tl.constexpr = 128 // G
     acc = tl.zeros((NI, G), dtype=tl.float32)                   # running row-block maxima
@@ -187,12 +190,19 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         a = tl.abs(x)
         rmax = tl.max(a, axis=2)                                  # [NI, G]
         acc = tl.maximum(acc, rmax)
-        if WRITE_ROW:
+        if TILE:
+            tscale, tinv = pow2_scale(tl.max(tl.max(rmax, axis=1), axis=0), FP8_EXP, IN_EXP)
+            q = fp8_byte(x * tscale, E5M2, nan, NAN_SEL)
+            tl.store(qr_ptr + offs, q)
+            tl.store(sr_ptr + (r0 // 128) * sr_s0 + (c0 // 128) * sr_s1, tinv)
+            _store_col_words(qc_ptr, q, r0, c0, rows, G)
+            tl.store(sc_ptr + (c0 // 128) * sc_s0 + (r0 // 128) * sc_s1, tinv)
+        elif WRITE_ROW:
             rscale, rinv = pow2_scale(rmax, FP8_EXP, IN_EXP)
             tl.store(qr_ptr + offs, fp8_byte(x * rscale[:, :, None], E5M2, nan, NAN_SEL))
             rows2 = r0 + G * tl.arange(0, NI)[:, None] + tl.arange(0, G)[None, :]
             tl.store(sr_ptr + rows2 * sr_s0 + (c0 // 128) * sr_s1, rinv)
-        if WRITE_COL:
+        if WRITE_COL and not TILE:
             cscale, cinv = pow2_scale(tl.max(tl.max(a, axis=1), axis=0), FP8_EXP, IN_EXP)
             _store_col_words(qc_ptr, fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL),
                              r0, c0, rows, G)
