@@ -18,7 +18,9 @@ AdamW state and activations; with ``--graph step`` the graph's pool, allocated a
 fused AdamW, the same ``--graph`` setting; ``--bf16-also model:none,...`` adds bf16 runs with
 other compile/graph settings, and the fastest bf16 run is the baseline of every ratio.
 ``--graph step`` captures the whole step (forward, backward, AdamW with ``capturable``) in one
-CUDA graph after warm-up and times its replays: no host work per step, for any recipe. ``--torchao`` adds torchao float8 training (tensorwise and
+CUDA graph after warm-up and times its replays: no host work per step, for any recipe. After
+each step the gradients are set to None (``--keep-grads``: zeroed in place, the loop before
+session 22, which adds every weight gradient into a zeroed tensor). ``--torchao`` adds torchao float8 training (tensorwise and
 rowwise) with the same settings when torchao is installed (``pip install torchao``).
 
 A recipe may name kernel settings after an ``@`` (``KERNEL_SETS``): ``fp8_blockwise@sub`` runs
@@ -171,6 +173,11 @@ KERNEL_SETS = {
 
 
 GROUP_WEIGHTS = [True]           # --no-group-weights: one weight quantization per layer call
+# --keep-grads: zero the gradients in place after each step (the loop before session 22), so
+# every weight gradient is added into a zeroed tensor (a read-add-write per gradient, plus the
+# zeroing); by default they are set to None, PyTorch's default, and backward writes each one
+# once (under --graph step into the graph's pool, PyTorch's whole-network capture recipe)
+KEEP_GRADS = [False]
 
 
 @contextlib.contextmanager
@@ -306,7 +313,9 @@ def train_step(model, opt, x, y) -> None:
             logits = model(x)
         F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
     opt.step()
-    opt.zero_grad(set_to_none=False)          # grads stay put: a captured graph reuses them
+    # set to None: the next backward writes fresh gradients (a captured graph's come from its
+    # pool, the same addresses every replay) instead of adding into zeroed ones
+    opt.zero_grad(set_to_none=not KEEP_GRADS[0])
 
 
 def make_step(model, opt, x, y, graph: str):
@@ -554,11 +563,15 @@ def main(argv=None) -> None:
     p.add_argument("--no-group-weights", action="store_true",
                    help="quantize each weight in its layer's forward (not all FP8 128x128 "
                         "weights in one launch per step, as the harness does)")
+    p.add_argument("--keep-grads", action="store_true",
+                   help="zero the gradients in place each step (before session 22) instead of "
+                        "setting them to None")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     GROUP_WEIGHTS[0] = not args.no_group_weights
+    KEEP_GRADS[0] = args.keep_grads
     print(common.env_header(), flush=True)
     recipes = args.recipes.split(",") + (list(TORCHAO) if args.torchao else [])
     rows, profiles = [], []
