@@ -50,14 +50,15 @@ def _same_bits(up, down, tokens=(3, 50), x_grad=True, dtype=torch.bfloat16):
 
 @pytest.mark.parametrize("recompute", [None, True, False])
 @pytest.mark.parametrize("x_grad", [True, False])
-def test_fused_same_bits_as_three_modules(recompute, x_grad):
-    up, down = _layers("fp8_blockwise", recompute=recompute)
+@pytest.mark.parametrize("recipe", ["fp8_blockwise", "mxfp8"])
+def test_fused_same_bits_as_three_modules(recipe, recompute, x_grad):
+    up, down = _layers(recipe, recompute=recompute)
     _same_bits(up, down, x_grad=x_grad)
     note = ms.explain()[("mlp", "relu2")]
     assert note.startswith("fused") and ("recomputed" in note) == bool(recompute), note
 
 
-@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr", "mxfp8", "mxfp4", "fp8_tensorwise",
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr", "mxfp4", "fp8_tensorwise",
                                     "fp8_delayed"])
 def test_unfused_recipes_same_bits_and_say_why(recipe):
     up, down = _layers(recipe)
@@ -133,18 +134,20 @@ def test_keeps_u_not_more():
     assert _saved_bytes(lambda: relu2_mlp(x, up, down)) <= fused - 256 * 512
 
 
-@pytest.mark.parametrize("recompute", [True, False])
-def test_fused_kernels_interpreted(recompute):
-    """The FP8 register pair kernel applying ``relu_square`` (forward) and ``relu_square_grad``
-    (the up projection's dy pair) as it loads, in Triton's interpreter: still the bits of the
-    three modules on the same kernels."""
+@pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
+                                              ("mxfp8", False)])
+def test_fused_kernels_interpreted(recipe, recompute):
+    """The FP8 / MXFP8 register pair kernels applying ``relu_square`` (forward) and
+    ``relu_square_grad`` (the up projection's dy pair) as they load, in Triton's interpreter:
+    still the bits of the three modules on the same kernels."""
     pytest.importorskip("triton")
     from microscale.recipe import Recipe
-    rec = dataclasses.replace(Recipe.parse("fp8_blockwise"), backend="triton")
+    rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
     up, down = _layers(rec, n_in=128, hidden=256, n_out=128, recompute=recompute)
     _same_bits(up, down, tokens=(2, 128))
     paths = ms.explain()
-    assert "relu_square_grad fused into its loads" in paths[("quantize_rowcol", "fp8_block|fp8_block")]
+    key = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "mxfp8_e4m3|mxfp8_e4m3"
+    assert "relu_square_grad fused into its loads" in paths[("quantize_rowcol", key)]
     if recompute:              # forward's row view alone, backward's column view alone
         for key in ("fp8_block|none", "none|fp8_block"):
             assert "relu_square fused into its loads" in paths[("quantize_rowcol", key)], key
@@ -172,14 +175,15 @@ def test_fullgraph_trace_matches_eager():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("recompute", [True, False])
-def test_same_bits_on_cuda_with_the_kernels(recompute):
+@pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
+                                              ("mxfp8", False)])
+def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
     """At a 1b-like width ratio on the GPU: the fused node (pair kernels with the relu²
     prologues) = the three modules (Inductor-free eager relu², the plain pair kernel)."""
     torch.manual_seed(0)
-    up = ms.Linear(512, 2048, bias=False, recipe="fp8_blockwise", device="cuda")
-    down = ms.Linear(2048, 512, bias=False, recipe="fp8_blockwise", device="cuda")
+    up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
+    down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
     down.recompute_input = recompute
     _same_bits(up, down, tokens=(4, 1000))
-    assert "relu_square_grad fused into its loads" in \
-        ms.explain()[("quantize_rowcol", "fp8_block|fp8_block")]
+    key = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "mxfp8_e4m3|mxfp8_e4m3"
+    assert "relu_square_grad fused into its loads" in ms.explain()[("quantize_rowcol", key)]

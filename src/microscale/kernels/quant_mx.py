@@ -47,6 +47,7 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
+from ..op_specs import PROLOGUES, apply_prologue
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_mx_col import RHT_SIGN_MASK_32, mx4_col_view_reg
@@ -229,7 +230,8 @@ def _reg_applies(x2: torch.Tensor, row, col) -> bool:
         and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
 
 
-def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
+def _run_reg(x2: torch.Tensor, row: _View, col: _View, prologue=None) -> torch.Tensor:
+    """The register pair kernel; ``prologue`` ``(name, y)``: the views of ``op(x2, y)``."""
     rows, cols = x2.shape
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
     br, warps = CONFIG["BR_reg"], CONFIG["num_warps_reg"]
@@ -245,7 +247,10 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View) -> torch.Tensor:
                                 cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
                                 _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], row.expanded, col.expanded,
-                                CONFIG["REVERSE_reg"], br, num_warps=CONFIG["num_warps_reg"])
+                                CONFIG["REVERSE_reg"], br,
+                                x2 if prologue is None or prologue[1] is None else prologue[1],
+                                0 if prologue is None else PROLOGUES[prologue[0]][2],
+                                IN_DTYPE_CODE[x2.dtype], num_warps=CONFIG["num_warps_reg"])
     return amax
 
 
@@ -261,23 +266,33 @@ def _single(fmt: QFormat):
     return kernel
 
 
-def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False)):
+def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False), prologue=None):
     """Kernel twin of ``ops.rowcol_reference`` for MX views (either may be None); ``expand``
     (a dispatch hint): views to write expanded (MXFP4; MXFP8 where the register pair kernel
-    runs, else they stay codes and the op decodes them)."""
+    runs, else they stay codes and the op decodes them); ``prologue`` (a hint, ``(name,
+    x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``), fused into the register pair
+    kernel's loads, applied first otherwise."""
     x2 = x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, lambda fmt, opts: (32, 1))
     check_kernel_input(x)
     expand = expand if CONFIG["EXPAND"] else (False, False)
     reg = _reg_applies(x2, row, col)
+    if prologue is not None:
+        y = None if prologue[1] is None else prologue[1].reshape(x2.shape).contiguous()
+        if reg:
+            prologue = (prologue[0], y)
+        else:
+            x = x2 = apply_prologue(prologue[0], x2, y)
+            prologue = None
     rv = _View(x2, row[0], row[1], False, expand[0], reg) if row else None
     cv = _View(x2, col[0], col[1], True, expand[1], reg) if col else None
     if reg:
-        amax = _run_reg(x2, rv, cv)
+        amax = _run_reg(x2, rv, cv, prologue)
         done = [n for n, v in (("row", rv), ("column", cv)) if v.expanded]
         note_path("quantize_rowcol", rowcol_key(row[0].value, col[0].value),
                   "triton (MXFP8 pair: tile in registers, quant_rowcol_reg"
-                  + (f"; {' and '.join(done)} view written expanded" if done else "") + ")")
+                  + (f"; {' and '.join(done)} view written expanded" if done else "")
+                  + (f"; {prologue[0]} fused into its loads" if prologue else "") + ")")
     else:
         amax = _run(x, rv, cv)
         note_path("quantize_rowcol", rowcol_key(row and row[0].value, col and col[0].value),
@@ -288,7 +303,7 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False)):
             cv.result(amax[1], torch.Size((cols, rows)), x.dtype) if cv else None)
 
 
-quantize_rowcol_mx_triton.hints = ("expand",)
+quantize_rowcol_mx_triton.hints = ("expand", "prologue")
 KERNELS = {fmt: register_kernel("quantize", fmt.value)(_single(fmt)) for fmt in _ELEM}
 for _fmt in _ELEM:
     for _other in (*_ELEM, None):

@@ -264,15 +264,16 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
                           NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr,
                           ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
-                          REVERSE: tl.constexpr = False, BR: tl.constexpr = 128):
+                          REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
+                          y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, 128]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
     thread); the amax of each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT
     here). ELEM: 0 for E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP:
     that view written expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
-    :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` as in
-    :func:`fp8_rowcol_reg_kernel`."""
+    :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` and ``PRO``
+    (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`."""
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
     CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
@@ -281,7 +282,7 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         if REVERSE:
             t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, BR, 128)
-        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, x_ptr, 0, 1, BR)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR)
         a = tl.abs(x)
         # row view: [NI, G, 4 blocks, 32]
         rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)                  # [NI, G, 4]

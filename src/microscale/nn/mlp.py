@@ -24,8 +24,10 @@ At the 1b zoo model (8 × 2048 tokens, hidden 8192, bf16) a layer's ``du`` and `
 When
 ====
 :func:`relu2_mlp` fuses where the kernels apply the backward step as they load: the up
-projection's dy views (dgrad's A, wgrad's A) are 1×128 FP8 blockwise (the register pair kernel,
-:mod:`~microscale.kernels.quant_fp8`). Elsewhere the quantizers would apply it as a separate
+projection's dy views (dgrad's A, wgrad's A) are 1×128 FP8 blockwise or MXFP8 (the register
+pair kernels, :mod:`~microscale.kernels.quant_rowcol_reg`). NVFP4 is not: its tensor scale
+needs the global amax of ``du`` (and of its Hadamard transform) before any code, a pass of its
+own over ``du``, so fusing would read ``ds`` and ``u`` twice. Elsewhere the quantizers would apply it as a separate
 eager pass inside the op, slower than the elementwise kernel ``torch.compile`` fuses, so the
 layers run as two nodes, :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same bits).
 Also unfused (and said by ``ms.explain()``, ``("mlp", "relu2")``): either projection not an
@@ -52,8 +54,10 @@ from .saved import _stash, _unstash
 
 __all__ = ["relu2_mlp", "Relu2MLPFn"]
 
-# the up projection's dy view formats whose kernels fuse the relu² backward into their loads
-FUSED_DY_FORMATS = (QFormat.FP8_BLOCK,)
+# the up projection's dy view formats (and blocks) whose kernels fuse the relu² backward into
+# their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg)
+FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
+                    QFormat.MXFP8_E5M2: (1, 32)}
 # FUSE: False runs every relu² MLP as two nodes (benchmarks' A/B, bench_train "mlp-unfused")
 CONFIG = {"FUSE": True}
 
@@ -103,8 +107,10 @@ def _why_not(up, down, x: torch.Tensor) -> str:
         return "a GEMM the recipe keeps in high precision"
     for role in ("dgrad.a", "wgrad.a"):
         op = up_plan.operand(role)
-        if op.format not in FUSED_DY_FORMATS or op.block != (1, 128):
-            return f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 FP8)"
+        if FUSED_DY_FORMATS.get(op.format) != op.block or op.rht or \
+                op.rounding == Rounding.STOCHASTIC:
+            return (f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 "
+                    "FP8 blockwise or MXFP8, no RHT or SR)")
     xt = down_plan.operand("wgrad.b")
     if xt.delayed or xt.rounding == Rounding.STOCHASTIC:
         return "the down projection's xᵀ is delayed or stochastically rounded"
