@@ -53,7 +53,8 @@ def _same_bits(up, down, tokens=(3, 50), x_grad=True, dtype=torch.bfloat16):
 @pytest.mark.parametrize("recipe", ["fp8_blockwise", "mxfp8"])
 def test_fused_same_bits_as_three_modules(recipe, recompute, x_grad):
     up, down = _layers(recipe, recompute=recompute)
-    _same_bits(up, down, x_grad=x_grad)
+    # 150 tokens: FP8 blockwise pads them to 256; MXFP8 fuses on whole 128-token tiles
+    _same_bits(up, down, tokens=(3, 50) if recipe == "fp8_blockwise" else (2, 128), x_grad=x_grad)
     note = ms.explain()[("mlp", "relu2")]
     assert note.startswith("fused") and ("recomputed" in note) == bool(recompute), note
 
@@ -64,6 +65,12 @@ def test_unfused_recipes_same_bits_and_say_why(recipe):
     up, down = _layers(recipe)
     _same_bits(up, down)
     assert ms.explain()[("mlp", "relu2")].startswith("unfused: the up projection's dgrad.a")
+
+
+def test_mxfp8_off_whole_tiles_runs_unfused():
+    up, down = _layers("mxfp8")
+    _same_bits(up, down, tokens=(2, 96))
+    assert "not whole 128x128 tiles" in ms.explain()[("mlp", "relu2")]
 
 
 def test_fp32_input_and_autocast():
@@ -184,6 +191,7 @@ def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
     up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
     down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
     down.recompute_input = recompute
-    _same_bits(up, down, tokens=(4, 1000))
+    # (FP8 blockwise pads 4000 tokens to 4096; MXFP8 fuses on whole 128-token tiles)
+    _same_bits(up, down, tokens=(4, 1000) if recipe == "fp8_blockwise" else (4, 1024))
     key = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "mxfp8_e4m3|mxfp8_e4m3"
     assert "relu_square_grad fused into its loads" in ms.explain()[("quantize_rowcol", key)]

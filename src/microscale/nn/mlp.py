@@ -111,6 +111,11 @@ def _why_not(up, down, x: torch.Tensor) -> str:
                 op.rounding == Rounding.STOCHASTIC:
             return (f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 "
                     "FP8 blockwise or MXFP8, no RHT or SR)")
+        tokens = x.numel() // x.shape[-1]
+        if op.format != QFormat.FP8_BLOCK and (tokens % 128 or up.out_features % 128):
+            # (FP8 blockwise pads tokens to 128 itself; its features are multiples of 128)
+            return (f"{tokens} tokens x {up.out_features} hidden is not whole 128x128 tiles of "
+                    "the MXFP8 register pair kernel")
     xt = down_plan.operand("wgrad.b")
     if xt.delayed or xt.rounding == Rounding.STOCHASTIC:
         return "the down projection's xᵀ is delayed or stochastically rounded"
