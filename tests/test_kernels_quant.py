@@ -653,6 +653,14 @@ def test_fp8_block_weight_rowcol_is_the_exact_transpose(mode, dtype, monkeypatch
     assert torch.equal(_bytes(t.data), _bytes(k[1].data)) and torch.equal(t.scale, k[1].scale)
 
 
+def test_fp8_weight_pair_mode_is_checked(monkeypatch):
+    from microscale.kernels import quant_fp8
+    monkeypatch.setitem(quant_fp8.CONFIG, "W128", "regs")
+    view = ("fp8_block", {"block": (128, 128)})
+    with pytest.raises(ValueError, match="W128"):
+        ms.quantize_rowcol(sample((128, 128), torch.float32), view, view, backend="triton")
+
+
 def test_nvfp4_2d_column_view_is_the_exact_transpose():
     """16x16 weights: the column view (dgrad's Wᵀ) equals the row view's transpose, SPEC §3."""
     x = sample((48, 80), torch.float32, seed=2)

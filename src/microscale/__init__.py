@@ -36,6 +36,7 @@ _LAZY = {
     "high_precision": "microscale.nn.schedule",
     "weight_cache": "microscale.nn.weight_cache",
     "linear_from": "microscale.nn.recompute",
+    "relu2_mlp": "microscale.nn.mlp",
     "set_recompute_input": "microscale.nn.recompute",
     "export": "microscale.integrations.export",
     "analyze": "microscale.analysis.analyze",

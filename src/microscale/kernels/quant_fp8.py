@@ -111,12 +111,15 @@ def _launch(x2, views, block, pow2, fp8_dtype, col, prologue=None):
     fp8_max = FP8_MAX_OF[fp8_dtype]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
-    if mode == 1 and col and pow2 and CONFIG["W128"] == "reg" and not (rows % 128 or cols % 128):
-        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, tile=True)
-        return amax
     kind = _rowcol_mode() if col and mode == 0 else None
     if prologue is not None and not (kind == "reg" and pow2):
         raise ValueError("quant_fp8._launch: a prologue needs the register pair kernel")
+    if CONFIG["W128"] not in ("reg", "tile"):
+        raise ValueError(f"quant_fp8.CONFIG['W128'] must be 'reg' or 'tile', got "
+                         f"{CONFIG['W128']!r}")
+    if mode == 1 and col and pow2 and CONFIG["W128"] == "reg" and not (rows % 128 or cols % 128):
+        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, tile=True)
+        return amax
     if kind is not None:
         path = _PATHS[kind] if pow2 or kind != "reg" else _NOT_POW2
         note_path("quantize_rowcol", _KEY, path if prologue is None else

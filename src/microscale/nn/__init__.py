@@ -10,12 +10,16 @@
 * :func:`linear_from` / :func:`set_recompute_input` -- ``layer(op(*sources))`` that can keep the
   sources for backward instead of the layer's quantized input (an MLP's down projection after
   relu² or SwiGLU): less memory for some time, off by default.
+* :func:`relu2_mlp` -- ``down(relu(up(x))²)`` as one autograd node: where the up projection's
+  dy views are FP8 1x128 or MXFP8, its quantizer reads the down projection's dgrad output and
+  the pre-activation instead of a written-out gradient (``nn.mlp``; the zoo's relu² MLP).
 * :func:`weight_cache` -- quantize the weights once per optimizer step under gradient
   accumulation.
 """
 
 from .convert import ConversionReport, convert
 from .linear import Linear, saved_activation_bytes
+from .mlp import relu2_mlp
 from .recompute import linear_from, set_recompute_input
 from .schedule import PrecisionSchedule, high_precision
 from .transposed import TransposedLinear
@@ -23,4 +27,4 @@ from .weight_cache import weight_cache
 
 __all__ = ["Linear", "TransposedLinear", "saved_activation_bytes", "convert", "ConversionReport",
            "PrecisionSchedule", "high_precision", "weight_cache", "linear_from",
-           "set_recompute_input"]
+           "set_recompute_input", "relu2_mlp"]
