@@ -14,6 +14,7 @@ from torch import nn
 
 import microscale as ms
 from microscale.nn.mlp import relu2_mlp
+from test_recompute import _saved_bytes    # bytes of what autograd keeps
 
 
 def _layers(recipe, n_in=256, hidden=512, n_out=128, down_bias=True, recompute=None):
@@ -115,18 +116,6 @@ def test_bad_arguments_raise():
         relu2_mlp(x, up, down)
     with pytest.raises(ValueError, match="expected input"):
         relu2_mlp(torch.randn(4, 255, requires_grad=True), up, _layers("fp8_blockwise")[1])
-
-
-def _saved_bytes(fn) -> int:
-    storages = {}
-
-    def pack(t):
-        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn()
-    del out
-    return sum(storages.values())
 
 
 def test_keeps_u_not_more():
