@@ -24,12 +24,14 @@ At the 1b zoo model (8 × 2048 tokens, hidden 8192, bf16) a layer's ``du`` and `
 When
 ====
 :func:`relu2_mlp` fuses where the kernels apply the backward step as they load: the up
-projection's dy views (dgrad's A, wgrad's A) are 1×128 FP8 blockwise or MXFP8 (the register
-pair kernels, :mod:`~microscale.kernels.quant_rowcol_reg`). NVFP4 is not: its tensor scale
-needs the global amax of ``du`` (and of its Hadamard transform) before any code, a pass of its
-own over ``du``, so fusing would read ``ds`` and ``u`` twice. Elsewhere the quantizers would apply it as a separate
-eager pass inside the op, slower than the elementwise kernel ``torch.compile`` fuses, so the
-layers run as two nodes, :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same bits).
+projection's dy views (dgrad's A, wgrad's A) are 1×128 FP8 blockwise (any token count: the
+layer pads to 128) or MXFP8 on whole 128×128 tiles (the register pair kernels,
+:mod:`~microscale.kernels.quant_rowcol_reg`). NVFP4 is not: its tensor scale needs the global
+amax of ``du`` (and of its Hadamard transform) before any code, a pass of its own over ``du``,
+so fusing would read ``ds`` and ``u`` twice. Elsewhere the quantizers would apply the step as
+a separate eager pass inside the op, slower than the elementwise kernel ``torch.compile``
+fuses, so the layers run as two nodes, :func:`~microscale.nn.linear_from` on
+``"relu_square"`` (same bits).
 Also unfused (and said by ``ms.explain()``, ``("mlp", "relu2")``): either projection not an
 :class:`~microscale.Linear` or hooked (module hooks must see each call), a bias on the up
 projection (its gradient needs ``du``), a projection with a precision switch set, delayed
@@ -105,13 +107,13 @@ def _why_not(up, down, x: torch.Tensor) -> str:
     up_plan, down_plan = up._plan(), down._plan()
     if not all(p.quantized(g) for p in (up_plan, down_plan) for g in ("fprop", "dgrad", "wgrad")):
         return "a GEMM the recipe keeps in high precision"
+    tokens = x.numel() // x.shape[-1]
     for role in ("dgrad.a", "wgrad.a"):
         op = up_plan.operand(role)
         if FUSED_DY_FORMATS.get(op.format) != op.block or op.rht or \
                 op.rounding == Rounding.STOCHASTIC:
             return (f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 "
                     "FP8 blockwise or MXFP8, no RHT or SR)")
-        tokens = x.numel() // x.shape[-1]
         if op.format != QFormat.FP8_BLOCK and (tokens % 128 or up.out_features % 128):
             # (FP8 blockwise pads tokens to 128 itself; its features are multiples of 128)
             return (f"{tokens} tokens x {up.out_features} hidden is not whole 128x128 tiles of "
