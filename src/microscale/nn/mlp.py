@@ -50,8 +50,8 @@ from torch import nn
 from ..backend import note_path
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import Plan, _fprop, _views, linear_grads, padded_sources
-from .recompute import linear_from, recompute_on
+from .function import Plan, _fprop, linear_grads
+from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
 
 __all__ = ["relu2_mlp", "Relu2MLPFn"]
@@ -118,8 +118,7 @@ def _why_not(up, down, x: torch.Tensor) -> str:
             # (FP8 blockwise pads tokens to 128 itself; its features are multiples of 128)
             return (f"{tokens} tokens x {up.out_features} hidden is not whole 128x128 tiles of "
                     "the MXFP8 register pair kernel")
-    xt = down_plan.operand("wgrad.b")
-    if xt.delayed or xt.rounding == Rounding.STOCHASTIC:
+    if not can_recompute(down_plan, True, tokens):    # xᵀ from u needs a stateless quantizer
         return "the down projection's xᵀ is delayed or stochastically rounded"
     return ""
 
@@ -192,12 +191,7 @@ class Relu2MLPFn(torch.autograd.Function):
         p_dn, s_dn, u_dtype, hidden, has_bias = ctx.down
         down = _Layer(p_dn, s_dn, need_du, need_dwd, u_dtype, hidden, has_bias)
         if need_dwd and q_st is None:       # relu(u)²'s column view, requantized from u
-            src_pad, prologue = padded_sources("relu_square", (u,), hidden,
-                                               p_dn.recipe.required_multiples()["tokens"])
-            _, q_st = _views(src_pad, p_dn, s_dn, None, "wgrad.b",
-                             None if seeds_dn is None else seeds_dn[0:1], per_rank=True,
-                             prologue=prologue)
-            del src_pad, prologue
+            q_st = recomputed_xt("relu_square", (u,), hidden, p_dn, s_dn, seeds_dn)
         ds, dw_down, db_down = linear_grads(down, dy2d, q_st, q_wdt, None, None, seeds_dn,
                                             (need_du, need_dwd, need_dbd))
         del q_st, q_wdt

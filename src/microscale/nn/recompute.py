@@ -61,7 +61,8 @@ from .function import Plan, _fprop, _views, linear_grads, padded_sources
 from .saved import save_for_grads, saved_for_grads
 
 __all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from",
-           "set_recompute_input", "can_recompute", "recompute_applies", "recompute_on"]
+           "set_recompute_input", "can_recompute", "recompute_applies", "recompute_on",
+           "recomputed_xt"]
 
 
 def _square_grads(ds, a):
@@ -158,14 +159,8 @@ class RecomputedInputLinearFn(torch.autograd.Function):
     def _backward(ctx, dy2d):
         head, _, q_wt, hp, seeds = saved_for_grads(ctx)
         sources, x_amax = (head[:-1], head[-1]) if ctx.reuse_amax else (head, None)
-        # forward's x, bit for bit: op(*sources) applied by the quantizer as it loads them
-        # (fused where a kernel can, ``op_specs.PROLOGUES``)
-        src_pad, prologue = padded_sources(ctx.op, sources, ctx.in_features,
-                                           ctx.plan.recipe.required_multiples()["tokens"])
-        _, q_xt = _views(src_pad, ctx.plan, ctx.state, None, "wgrad.b",
-                         None if seeds is None else seeds[0:1], per_rank=True,
-                         prologue=prologue, amax=x_amax)
-        del src_pad, prologue
+        q_xt = recomputed_xt(ctx.op, sources, ctx.in_features, ctx.plan, ctx.state, seeds,
+                             amax=x_amax)
         need_dx = any(ctx.needs_input_grad[7:])
         w_hp = hp[-1] if need_dx and not ctx.dgrad_q else None
         dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, None, w_hp, seeds,
@@ -174,6 +169,17 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         grads = OPS[ctx.op][1](dx.reshape(sources[0].shape), *sources) if need_dx \
             else (None,) * len(sources)
         return (None, dw, db, None, None, None, None, *grads)
+
+
+def recomputed_xt(op: str, sources, in_features: int, plan: Plan, state: dict, seeds,
+                  amax: torch.Tensor | None = None):
+    """wgrad's xᵀ view of ``x = op(*sources)``, quantized in backward: forward's x, bit for
+    bit, the op applied by the quantizer as it loads the sources (fused where a kernel can,
+    ``op_specs.PROLOGUES``); ``amax``: forward's tensorwise amax of x, where it serves."""
+    src_pad, prologue = padded_sources(op, sources, in_features,
+                                       plan.recipe.required_multiples()["tokens"])
+    return _views(src_pad, plan, state, None, "wgrad.b", None if seeds is None else seeds[0:1],
+                  per_rank=True, prologue=prologue, amax=amax)[1]
 
 
 def _same_tensor_amax(plan: Plan) -> bool:
