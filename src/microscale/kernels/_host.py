@@ -76,6 +76,18 @@ def check_views(x2: torch.Tensor, row, col, block_of) -> None:
         checked = checked or want
 
 
+def take_prologue(x2: torch.Tensor, prologue, fused: bool):
+    """``(x2, prologue)`` for a kernel given a ``prologue`` hint ``(name, y)``
+    (``op_specs.PROLOGUES``; None passes through): where the kernel applies the op as it loads
+    (``fused``), the hint with y shaped like x2; otherwise ``op(x2, y)`` computed first, with
+    the same bits, and no prologue."""
+    if prologue is None:
+        return x2, None
+    from ..op_specs import apply_prologue
+    y = None if prologue[1] is None else prologue[1].reshape(x2.shape).contiguous()
+    return (x2, (prologue[0], y)) if fused else (apply_prologue(prologue[0], x2, y), None)
+
+
 def check_rand_bits(bits: torch.Tensor | None, numel: int, device) -> torch.Tensor | None:
     """Validate caller-given SR bytes: uint8, one per element, on x's device."""
     if bits is None:

@@ -49,11 +49,12 @@ from ._host import (  # noqa: F401
     persistent_grid,
     placeholder,
     rht_matrix_on,
+    take_prologue,
 )
 
 __all__ = ["IN_DTYPE_CODE", "check_kernel_input", "check_views", "check_rand_bits", "kernel_seed",
            "placeholder", "cdiv", "gemm_out",
-           "rht_matrix_on", "persistent_grid", "split_nan", "block_flag"]
+           "rht_matrix_on", "persistent_grid", "split_nan", "block_flag", "take_prologue"]
 
 # Triton's interpreter multiplies bf16 operands of tl.dot as raw integers: it takes the fp32
 # path (same values, the products being exact either way). Read once, at import.

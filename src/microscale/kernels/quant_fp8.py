@@ -21,12 +21,13 @@ import os
 import torch
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
-from ..op_specs import PROLOGUES, apply_prologue
+from ..op_specs import PROLOGUES
 from ..quant.common import check_input
 # FP8_MAX_OF, not FP8_MAX: the kernels take a parameter of that name
 from ..quant.fp8 import FP8_MAX as FP8_MAX_OF
 from ..tensor import QFormat, QuantizedTensor
-from ._utils import IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, persistent_grid
+from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, persistent_grid,
+                     take_prologue)
 # the kernels (the tile functions re-exported too: quant_many, quant_fp8_tensor import them here)
 from .quant_fp8_kernels import (  # noqa: F401
     _fp8_block_kernel,
@@ -216,11 +217,7 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
     reg = block == (1, 128) and pow2 and _rowcol_mode() == "reg" \
         and not (rows % 128 or cols % 128)
     col_alone = reg and not row
-    if prologue is not None:
-        prologue = (prologue[0], None if prologue[1] is None
-                    else prologue[1].reshape(x2.shape).contiguous())
-        if not reg:                        # fused: in the register kernel
-            x2, prologue = apply_prologue(prologue[0], x2, prologue[1]), None
+    x2, prologue = take_prologue(x2, prologue, reg)     # fused: in the register kernel
     if row and col:
         # the register kernel writes the 1x128 scales straight into the op's layout
         cm = block == (1, 128) and pow2 and _rowcol_mode() == "reg"

@@ -35,12 +35,12 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
-from ..op_specs import PROLOGUES, apply_prologue
+from ..op_specs import PROLOGUES
 from ..quant.common import check_given_scalar
 from ..quant.fp8 import FP8_MAX
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_views, persistent_grid,
-                     split_nan, tile_coords)
+                     split_nan, take_prologue, tile_coords)
 from .quant_fp8 import _IN_MAX, _fp8_byte, _scale_from_vmax
 from .quant_rowcol_reg import prologue_value
 
@@ -208,15 +208,13 @@ def quantize_rowcol_fp8_tensor_triton(x: torch.Tensor, row, col, prologue=None):
     rows, cols = x2.shape
     rv = _View(row[1], (rows, cols), x.device) if row else None
     cv = _View(col[1], (cols, rows), x.device) if col else None
+    # fused into the cast pass when it is the only pass; an amax pass would read x: x first
+    x2, prologue = take_prologue(x2, prologue, all(
+        v is None or v.given is not None or v.amax is not None for v in (rv, cv)))
     if prologue is not None:
-        y = None if prologue[1] is None else prologue[1].reshape(x2.shape).contiguous()
-        if all(v is None or v.given is not None or v.amax is not None for v in (rv, cv)):
-            prologue = (prologue[0], y)
-            note_path("quantize_rowcol", rowcol_key(*(QFormat.FP8_TENSOR.value if v else None
-                                                      for v in (rv, cv))),
-                      f"triton (cast pass; {prologue[0]} fused into its loads)")
-        else:                                # an amax pass reads x: x first
-            x2, prologue = apply_prologue(prologue[0], x2, y), None
+        note_path("quantize_rowcol", rowcol_key(*(QFormat.FP8_TENSOR.value if v else None
+                                                  for v in (rv, cv))),
+                  f"triton (cast pass; {prologue[0]} fused into its loads)")
     amax = _run(x2, rv, cv, prologue)
     return (rv.result(amax, x.dtype) if rv else None, cv.result(amax, x.dtype) if cv else None)
 

@@ -47,13 +47,13 @@ import triton
 import triton.language as tl
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
-from ..op_specs import PROLOGUES, apply_prologue
+from ..op_specs import PROLOGUES
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_mx_col import RHT_SIGN_MASK_32, mx4_col_view_reg
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
-                     kernel_seed, persistent_grid, rht_matrix_on, tile_coords)
+                     kernel_seed, persistent_grid, rht_matrix_on, take_prologue, tile_coords)
 from .quant_mx_views import mx_col_view, mx_row_view
 
 __all__ = ["KERNELS", "quantize_rowcol_mx_triton", "CONFIG"]
@@ -277,13 +277,7 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False), 
     check_kernel_input(x)
     expand = expand if CONFIG["EXPAND"] else (False, False)
     reg = _reg_applies(x2, row, col)
-    if prologue is not None:
-        y = None if prologue[1] is None else prologue[1].reshape(x2.shape).contiguous()
-        if reg:
-            prologue = (prologue[0], y)
-        else:
-            x = x2 = apply_prologue(prologue[0], x2, y)
-            prologue = None
+    x2, prologue = take_prologue(x2, prologue, reg)     # fused into the register pair kernel
     rv = _View(x2, row[0], row[1], False, expand[0], reg) if row else None
     cv = _View(x2, col[0], col[1], True, expand[1], reg) if col else None
     if reg:
@@ -294,7 +288,7 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False), 
                   + (f"; {' and '.join(done)} view written expanded" if done else "")
                   + (f"; {prologue[0]} fused into its loads" if prologue else "") + ")")
     else:
-        amax = _run(x, rv, cv)
+        amax = _run(x2, rv, cv)
         note_path("quantize_rowcol", rowcol_key(row and row[0].value, col and col[0].value),
                   "triton (MX kernel" + ("; the MXFP4 column view's blocks in registers, "
                                          "quant_mx_col)" if _col_reg(cv) else ")"))
