@@ -3,6 +3,8 @@ expert GEMMs, against bf16 ``torch._grouped_mm`` (what the bf16 model runs) in t
 
     python benchmarks/bench_grouped_sweep.py                  # moe-1b shapes, every config
     python benchmarks/bench_grouped_sweep.py --configs 0,2    # some of the configs
+    python benchmarks/bench_grouped_sweep.py --shapes issue --kinds triton_fp8,triton_fp8_tma \
+        --configs default,0,1                                 # issue 18's layers, TMA or not
     python benchmarks/bench_grouped_sweep.py --quant          # the grouped NVFP4 quantizer's tiles
     python benchmarks/bench_grouped_sweep.py --pairs          # NVFP4 pairs: old vs register layout
 
@@ -40,6 +42,20 @@ SHAPES = [("fprop_gate_up", "tokens", TOKENS, 2 * I, D),
           ("dgrad_gate_up", "tokens", TOKENS, D, 2 * I),
           ("wgrad_gate_up", "reduce", 2 * I, D, None),
           ("wgrad_down", "reduce", D, I, None)]
+# ``--shapes issue``: issue 18's layers (bench_moe.py: experts, tokens per expert, K -> N;
+# balanced routing), each as its three GEMMs
+ISSUE = {"dsv3_up": (8, 4096, 7168, 4096), "dsv3_down": (8, 4096, 2048, 7168),
+         "qwen3_up": (16, 1024, 2048, 1536), "qwen3_down": (16, 1024, 768, 2048)}
+
+
+def issue_shapes() -> list[tuple]:
+    """(name, mode, rows or M, N, K, experts, tokens per expert) of every GEMM of ISSUE."""
+    out = []
+    for name, (e, per, k, n) in ISSUE.items():
+        out += [(f"{name}_fprop", "tokens", e * per, n, k, e, per),
+                (f"{name}_dgrad", "tokens", e * per, k, n, e, per),
+                (f"{name}_wgrad", "reduce", n, k, None, e, per)]
+    return out
 CONFIGS = [dict(BM=128, BN=128, num_warps=8, num_stages=4),       # the FP8 default
            dict(BM=128, BN=128, num_warps=8, num_stages=3),
            dict(BM=128, BN=256, num_warps=8, num_stages=3),
@@ -48,8 +64,11 @@ CONFIGS = [dict(BM=128, BN=128, num_warps=8, num_stages=4),       # the FP8 defa
            dict(BM=256, BN=128, num_warps=8, num_stages=3)]
 
 
-def _counts(dev) -> torch.Tensor:
-    """A fixed uneven routing: per-expert token counts summing to TOKENS (none a multiple of 128)."""
+def _counts(dev, e=E, per=None) -> torch.Tensor:
+    """A fixed uneven routing: per-expert token counts summing to TOKENS (none a multiple of
+    128); with ``per``, ``e`` experts of ``per`` tokens each (balanced)."""
+    if per is not None:
+        return torch.full((e,), per, dtype=torch.long, device=dev)
     g = torch.Generator().manual_seed(0)
     w = torch.rand(E, generator=g) + 0.5
     c = (w / w.sum() * TOKENS).floor().long()
@@ -61,30 +80,31 @@ def _fp8(shape, dev):
     return (torch.randn(shape, device=dev) * 40).clamp(-448, 448).to(torch.float8_e4m3fn)
 
 
-def _problem(mode, rows, n, k, dev):
+def _problem(mode, rows, n, k, dev, e=E, per=None):
     """Operands and offsets for one case: FP8 (codes, scales) and bf16 twins."""
-    counts = _counts(dev)
+    counts = _counts(dev, e, per)
+    tokens = int(counts.sum())
     if mode == "tokens":
         offs = counts.cumsum(0).to(torch.int32)
-        a8, b8 = _fp8((TOKENS, k), dev), _fp8((E * n, k), dev)
-        sa = torch.rand(TOKENS, k // 128, device=dev) + 0.5
-        sb = torch.rand(E * n // 128, k // 128, device=dev) + 0.5
-        flops = 2.0 * TOKENS * n * k
-        return dict(a8=a8, b8=b8, sa=sa, sb=sb, br_b=128, offs=offs, flops=flops,
+        a8, b8 = _fp8((tokens, k), dev), _fp8((e * n, k), dev)
+        sa = torch.rand(tokens, k // 128, device=dev) + 0.5
+        sb = torch.rand(e * n // 128, k // 128, device=dev) + 0.5
+        flops = 2.0 * tokens * n * k
+        return dict(a8=a8, b8=b8, sa=sa, sb=sb, br_b=128, offs=offs, flops=flops, e=e,
                     a16=a8.to(torch.bfloat16), b16=b8.to(torch.bfloat16))
     pad = (counts + 127) // 128 * 128
     offs = pad.cumsum(0).to(torch.int32)
-    kb = (TOKENS + E * 127 + 127) // 128 * 128
+    kb = (tokens + e * 127 + 127) // 128 * 128
     a8, b8 = _fp8((rows, kb), dev), _fp8((n, kb), dev)
     sa = torch.rand(rows, kb // 128, device=dev) + 0.5
     sb = torch.rand(n, kb // 128, device=dev) + 0.5
-    return dict(a8=a8, b8=b8, sa=sa, sb=sb, br_b=1, offs=offs, flops=2.0 * rows * n * TOKENS,
-                a16=a8.to(torch.bfloat16), b16=b8.to(torch.bfloat16))
+    return dict(a8=a8, b8=b8, sa=sa, sb=sb, br_b=1, offs=offs, flops=2.0 * rows * n * tokens,
+                e=e, a16=a8.to(torch.bfloat16), b16=b8.to(torch.bfloat16))
 
 
 def _torch_bf16(mode, p):
     if mode == "tokens":
-        b = p["b16"].reshape(E, -1, p["b16"].shape[1]).transpose(1, 2)
+        b = p["b16"].reshape(p["e"], -1, p["b16"].shape[1]).transpose(1, 2)
         return lambda: grouped_mm_compat(p["a16"], b, p["offs"])
     return lambda: grouped_mm_compat(p["a16"], p["b16"].t(), p["offs"])
 
@@ -92,9 +112,11 @@ def _torch_bf16(mode, p):
 def _case(name, mode, p, kind, cfg):
     if kind == "torch_bf16":
         fn = _torch_bf16(mode, p)
-    elif kind == "triton_fp8":
+    elif kind in ("triton_fp8", "triton_fp8_tma"):      # cfg {}: the module's default tile
+        over = {**cfg, "BK": 128} if cfg else {}
+        over["TMA"] = kind.endswith("_tma")
         fn = lambda: grouped_gemm(p["a8"], p["b8"], p["offs"], mode, sa=p["sa"], sb=p["sb"],  # noqa: E731
-                                  br_b=p["br_b"], config={**cfg, "BK": 128}, k_align=128)
+                                  br_b=p["br_b"], config=over, k_align=128)
     else:
         fn = lambda: grouped_gemm(p["a16"], p["b16"], p["offs"], mode,  # noqa: E731
                                   config={**cfg, "BK": 64}, k_align=128)
@@ -187,8 +209,12 @@ def quant_pairs(dev) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--configs", default=None, help="comma list of indices into CONFIGS")
-    ap.add_argument("--kinds", default="triton_fp8,triton_bf16")
+    ap.add_argument("--configs", default=None,
+                    help="comma list of indices into CONFIGS, or 'default' (the module's tile)")
+    ap.add_argument("--kinds", default="triton_fp8,triton_bf16",
+                    help="triton_fp8 (pointer loads), triton_fp8_tma, triton_bf16")
+    ap.add_argument("--shapes", default="moe-1b", choices=("moe-1b", "issue"),
+                    help="moe-1b's expert GEMMs, or issue 18's DeepSeek-V3 / Qwen3 layers")
     ap.add_argument("--quant", action="store_true",
                     help="only the grouped NVFP4 quantizer's tile sweep (QUANT_CONFIGS)")
     ap.add_argument("--pairs", action="store_true",
@@ -200,12 +226,14 @@ def main() -> None:
     dev = torch.device("cuda")
     print(common.env_header())
     print(f"# defaults: {CONFIG}")
-    picks = [CONFIGS[int(i)] for i in args.configs.split(",")] if args.configs else CONFIGS
+    picks = [{} if i == "default" else CONFIGS[int(i)] for i in args.configs.split(",")] \
+        if args.configs else CONFIGS
     rows = []
     if args.pairs:
         print(f"# copy rate: {common.copy_bandwidth_gbs(dev):.0f} GB/s")
-    for name, mode, r, n, k in ([] if args.quant or args.pairs else SHAPES):
-        p = _problem(mode, r, n, k, dev)
+    shapes = [(*s, E, None) for s in SHAPES] if args.shapes == "moe-1b" else issue_shapes()
+    for name, mode, r, n, k, e, per in ([] if args.quant or args.pairs else shapes):
+        p = _problem(mode, r, n, k, dev, e, per)
         base = _case(name, mode, p, "torch_bf16", {})
         rows.append(base)
         for kind in args.kinds.split(","):
@@ -213,6 +241,8 @@ def main() -> None:
                 row = _case(name, mode, p, kind, cfg)
                 if "ms" in row and "ms" in base:
                     row["vs_bf16"] = base["ms"] / row["ms"]
+                print(f"# {name} {kind} {cfg or 'default'}: {row.get('tflops', 0):.0f} TF/s "
+                      f"{row.get('vs_bf16', 0):.3f}x {row.get('error', '')}", flush=True)
                 rows.append(row)
         del p
         torch.cuda.empty_cache()

@@ -127,6 +127,47 @@ def test_reduce_bf16_and_fp8_with_an_empty_group():
     assert torch.equal(y8[1], torch.zeros_like(y8[1]))
 
 
+@needs_kernel
+@pytest.mark.parametrize("mode,K,br_b", [("tokens", 256, 128), ("tokens", 144, 1),
+                                         ("reduce", None, 1)])
+def test_fp8_through_tma_equals_pointer_loads(mode, K, br_b, monkeypatch):
+    """The TMA kernels (gemm_grouped_tma) read unmasked tiles: rows past a group's end, b rows
+    past an expert's N, K past the end (zero-filled). Their results equal the pointer
+    kernels' bit for bit (same tiles, same sums), empty groups and the tail included; NaN in
+    rows only other groups' tiles read must not leak into a stored result."""
+    import microscale.kernels.gemm_grouped_tma as gt
+    taken = []
+    for name in ("launch_tokens", "launch_reduce"):
+        real = getattr(gt, name)
+        monkeypatch.setattr(gt, name, lambda *a, _r=real, **k: taken.append(1) or _r(*a, **k))
+    cfg = SMALL["fp8"]
+    if mode == "tokens":
+        sizes, N = [45, 0, 70, 30], 80                   # N not a multiple of BN: b spills over
+        E, R = len(sizes), sum(sizes) + 9
+        a, b = _fp8((R, K), seed=20), _fp8((E * N, K), seed=21)
+        a[R - 9, 5] = b[N, 3] = float("nan")   # a tail row, expert 1 (no tokens): foreign only
+        kb = -(-K // 128)
+        kw = dict(sa=_scales(R, kb, 22), sb=_scales(-(-E * N // br_b), kb, 23), br_b=br_b)
+        offs = _offs(sizes)
+    else:
+        M, N, sizes = 48, 40, [128, 0, 256, 128]
+        Kb = sum(sizes) + 128
+        a, b = _fp8((M, Kb), seed=24), _fp8((N, Kb), seed=25)
+        a[3, 130] = float("nan")                          # group 2's: NaN in its own results only
+        kw = dict(sa=_scales(M, Kb // 128, 26), sb=_scales(N, Kb // 128, 27))
+        offs = _offs(sizes)
+    y_tma = grouped_gemm(a, b, offs, mode, config={**cfg, "TMA": True}, **kw)
+    assert taken, "the TMA kernel did not run"
+    y_ptr = grouped_gemm(a, b, offs, mode, config={**cfg, "TMA": False}, **kw)
+    assert len(taken) == 1
+    assert torch.equal(y_tma.nan_to_num(1e30), y_ptr.nan_to_num(1e30))
+    if mode == "tokens":
+        assert torch.isfinite(y_tma).all()
+        assert torch.equal(y_tma[R - 9:], torch.zeros_like(y_tma[R - 9:]))
+    else:
+        assert y_tma[2, 3].isnan().any() and torch.isfinite(y_tma[[0, 1, 3]]).all()
+
+
 def test_argument_errors():
     a = torch.zeros(8, 32, dtype=torch.bfloat16)
     offs = torch.tensor([8], dtype=torch.int32)
@@ -191,3 +232,34 @@ def test_gpu_deepseek_like_shape_without_host_sync():
     torch.testing.assert_close(yr, grouped_gemm_reference(at, at, offs, "reduce"), rtol=1e-4,
                                atol=1e-2)
     torch.testing.assert_close(yr16, yr, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only")
+@pytest.mark.parametrize("mode", ["tokens", "reduce"])
+def test_gpu_fp8_tma_equals_pointer_loads(mode):
+    """On the GPU, at a DeepSeek-like size with uneven groups: the TMA kernels with the pointer
+    kernels' tile give the same bits; their own default tile stays within the FP8 tensor
+    cores' bound of the reference (as above)."""
+    from microscale.kernels.gemm_grouped import CONFIG
+    sizes = [700, 0, 1300, 333, 1763]
+    E, K, N = len(sizes), 1024, 640
+    if mode == "tokens":
+        R = sum(sizes) + 50
+        a, b = _fp8((R, K), seed=30), _fp8((E * N, K), seed=31)
+        kw = dict(sa=_scales(R, K // 128, 32), sb=_scales(E * N // 128, K // 128, 33), br_b=128)
+        offs = _offs(sizes)
+    else:
+        pads = [-(-s // 128) * 128 for s in sizes]
+        Kb = sum(pads) + 128
+        a, b = _fp8((N, Kb), seed=34), _fp8((K, Kb), seed=35)
+        kw = dict(sa=_scales(N, Kb // 128, 36), sb=_scales(K, Kb // 128, 37))
+        offs = _offs(pads)
+    tile = CONFIG["fp8" if mode == "tokens" else "fp8_reduce"]
+    y_ptr = grouped_gemm(a, b, offs, mode, config={**tile, "TMA": False}, **kw)
+    y_tma = grouped_gemm(a, b, offs, mode, config={**tile, "TMA": True}, **kw)
+    assert torch.equal(y_tma, y_ptr)
+    y_def = grouped_gemm(a, b, offs, mode, config={"TMA": True}, **kw)
+    ref = grouped_gemm_reference(a, b, offs, mode, **kw)
+    assert (y_def - ref).norm() < 1e-2 * ref.norm()
+    assert torch.equal(y_def.isnan(), ref.isnan())

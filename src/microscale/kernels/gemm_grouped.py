@@ -37,6 +37,8 @@ its own group's range only.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -45,7 +47,7 @@ from ..backend import KernelUnsupported, _interpreting
 from ._utils import cdiv, round_to_input_dtype
 from .gemm_fp8 import _interpreter_f32
 
-__all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference"]
+__all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference", "uses_tma"]
 
 # Tiles per operand kind and mode, from the sweep at the moe-1b expert GEMMs (H100, session 15,
 # benchmarks/bench_grouped_sweep.py; ratios to bf16 torch._grouped_mm of the same problem):
@@ -53,9 +55,16 @@ __all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference"]
 # 4 warps, 4 stages 1.12-1.30x (128x128, 8 warps: 0.98-1.13x: 255 registers, spills); FP8
 # "reduce" 64x128, 4 warps, 4 stages 1.53-2.06x (128x128, 8 warps: 0.88-1.10x). A config
 # whose pipeline needs more shared memory than the device has falls back to SMALL_SMEM.
+# "fp8_tma" / "fp8_reduce_tma": the FP8 kernels reading their operands through TMA
+# descriptors (gemm_grouped_tma), taken where ``TMA`` is on (MICROSCALE_GROUPED_TMA=0/1, or a
+# call's config "TMA") and the operands are 16-byte aligned.
 CONFIG = {"bf16": {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3},
           "fp8": {"BM": 128, "BN": 64, "BK": 128, "num_warps": 4, "num_stages": 4},
-          "fp8_reduce": {"BM": 64, "BN": 128, "BK": 128, "num_warps": 4, "num_stages": 4}}
+          "fp8_reduce": {"BM": 64, "BN": 128, "BK": 128, "num_warps": 4, "num_stages": 4},
+          "fp8_tma": {"BM": 128, "BN": 128, "BK": 128, "num_warps": 8, "num_stages": 4},
+          "fp8_reduce_tma": {"BM": 128, "BN": 128, "BK": 128, "num_warps": 8,
+                             "num_stages": 4}}
+TMA = os.environ.get("MICROSCALE_GROUPED_TMA", "0") == "1"
 SMALL_SMEM = {"BM": 128, "BN": 128, "BK": 64, "num_warps": 8, "num_stages": 3}   # 96 KB bf16
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _MODES = ("tokens", "reduce")
@@ -98,30 +107,34 @@ def _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, k_lo, 
         b = _operand(b_ptr, b_data_rows, nmask, offs_k, kmask, stride_b, FP8, B_E5M2, DOT_F32,
                      stride_bk)
         if FP8:
-            kb = k0 // BK                                          # BK == 128: one chunk
-            sa = tl.load(sa_ptr + (offs_m // BR_A) * stride_sa + kb, mask=mmask, other=0.0)
-            if B_TILE_SCALE:
-                sb0 = tl.load(sb_ptr + (tl.min(b_rows) // BR_B) * stride_sb + kb)
-                acc += tl.dot(a, tl.trans(b)) * (sa * sb0)[:, None]
-            else:
-                sb = tl.load(sb_ptr + (b_rows // BR_B) * stride_sb + kb, mask=nmask, other=0.0)
-                acc += tl.dot(a, tl.trans(b)) * sa[:, None] * sb[None, :]
+            acc = add_scaled_chunk(acc, tl.dot(a, tl.trans(b)), sa_ptr, sb_ptr, offs_m, mmask,
+                                   b_rows, nmask, k0 // BK, stride_sa, stride_sb, BR_A, BR_B,
+                                   B_TILE_SCALE)             # BK == 128: one chunk a step
         else:
             acc = tl.dot(a, tl.trans(b), acc)
     return acc
 
 
 @triton.jit
-def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K, E,
-                   stride_a, stride_be, stride_b, stride_bk, stride_y, stride_sa, stride_sb,
-                   BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
-                   A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
-                   BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
-                   DOT_F32: tl.constexpr, HAS_F: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BN)
-    tile_m, tile_n = pid // n_tiles, pid % n_tiles
-    # walk the groups (then the tail past offs[-1], group E) to find this row tile's group
+def add_scaled_chunk(acc, part, sa_ptr, sb_ptr, offs_m, mmask, b_rows, nmask, kb, stride_sa,
+                     stride_sb, BR_A: tl.constexpr, BR_B: tl.constexpr,
+                     B_TILE_SCALE: tl.constexpr):
+    """``acc + sa · sb · part`` for chunk ``kb``'s fp32 sum ``part``; masked rows and columns
+    take scale 0."""
+    sa = tl.load(sa_ptr + (offs_m // BR_A) * stride_sa + kb, mask=mmask, other=0.0)
+    if B_TILE_SCALE:
+        sb0 = tl.load(sb_ptr + (tl.min(b_rows) // BR_B) * stride_sb + kb)
+        return acc + part * (sa * sb0)[:, None]
+    sb = tl.load(sb_ptr + (b_rows // BR_B) * stride_sb + kb, mask=nmask, other=0.0)
+    return acc + part * sa[:, None] * sb[None, :]
+
+
+@triton.jit
+def tile_group(offs_ptr, tile_m, R, E, BM: tl.constexpr):
+    """Row tile ``tile_m``'s group and rows: walks the ends in order (then the tail past
+    ``offs[-1]``, group E), counting each group's ``cdiv(size, BM)`` row tiles. Returns
+    ``(group, hi, row0)``: the tile holds rows ``row0 + [0, BM)``, those below ``hi`` its
+    own (its group starts at or before ``row0``); an idle program gets group -1, no rows."""
     group = tl.full([], -1, tl.int32)
     lo = tl.full([], 0, tl.int32)
     hi = tl.full([], 0, tl.int32)
@@ -139,8 +152,36 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K
         first = tl.where(hit, seen, first)
         seen += count
         start = end
-    offs_m = lo + (tile_m - first) * BM + tl.arange(0, BM)
-    mmask = offs_m < hi                   # idle programs: group -1, lo = hi = 0, no row
+    return group, hi, lo + (tile_m - first) * BM
+
+
+@triton.jit
+def tokens_epilogue(acc, y_ptr, f_ptr, group, E, offs_m, mmask, offs_n, nmask, stride_y,
+                    HAS_F: tl.constexpr, DOT_F32: tl.constexpr):
+    """The group's factor (tail rows, group E, stay exact zeros), one rounding, the store of
+    the tile's own rows."""
+    if HAS_F:
+        f = tl.load(f_ptr + tl.minimum(tl.maximum(group, 0), E - 1))
+        acc = acc * tl.where(group < E, f, 1.0)
+    if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
+        acc = round_to_input_dtype(acc, 1)        # the interpreter's cast truncates; RNE here
+    tl.store(y_ptr + offs_m.to(tl.int64)[:, None] * stride_y + offs_n[None, :],
+             acc.to(y_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K, E,
+                   stride_a, stride_be, stride_b, stride_bk, stride_y, stride_sa, stride_sb,
+                   BR_A: tl.constexpr, BR_B: tl.constexpr, FP8: tl.constexpr,
+                   A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
+                   DOT_F32: tl.constexpr, HAS_F: tl.constexpr):
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BN)
+    tile_m, tile_n = pid // n_tiles, pid % n_tiles
+    group, hi, row0 = tile_group(offs_ptr, tile_m, R, E, BM)
+    offs_m = row0 + tl.arange(0, BM)
+    mmask = offs_m < hi                   # idle programs: group -1, row0 = hi = 0, no row
     offs_n = tile_n * BN + tl.arange(0, BN)
     nmask = offs_n < N
     expert = tl.minimum(tl.maximum(group, 0), E - 1)
@@ -150,13 +191,8 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K
                     mmask, b_rows, nmask, 0, k_hi, stride_a, stride_b, stride_sa, stride_sb,
                     BR_A, BR_B, FP8, A_E5M2, B_E5M2, BM, BN, BK, B_TILE_SCALE, DOT_F32,
                     offs_n, stride_bk)
-    if HAS_F:             # the group's epilogue factor; tail rows (group E) stay exact zeros
-        f = tl.load(f_ptr + tl.minimum(tl.maximum(group, 0), E - 1))
-        acc = acc * tl.where(group < E, f, 1.0)
-    if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
-        acc = round_to_input_dtype(acc, 1)        # the interpreter's cast truncates; RNE here
-    tl.store(y_ptr + offs_m.to(tl.int64)[:, None] * stride_y + offs_n[None, :],
-             acc.to(y_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
+    tokens_epilogue(acc, y_ptr, f_ptr, group, E, offs_m, mmask, offs_n, nmask, stride_y,
+                    HAS_F, DOT_F32)
 
 
 @triton.jit
@@ -244,11 +280,12 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     k_align = _k_align(fp8, k_align)
     if not (a.device.type == "cuda" or _interpreting()):
         raise KernelUnsupported("the Triton grouped GEMM needs CUDA tensors or TRITON_INTERPRET=1")
-    cfg = _config(fp8, mode, config, a.device)
-    if fp8 and cfg["BK"] != 128:
-        raise ValueError("grouped_gemm: FP8 operands need BK = 128 (one scale chunk per step)")
     E = offs.numel()
     a = a.contiguous()
+    tma = uses_tma(a, b, config)
+    cfg = _config(fp8, mode, config, a.device, tma)
+    if fp8 and cfg["BK"] != 128:
+        raise ValueError("grouped_gemm: FP8 operands need BK = 128 (one scale chunk per step)")
     if b.dim() == 3:            # [E, N, K] through its strides: a transposed view stays a view
         b = b if b.stride(2) == 1 or b.stride(1) == 1 else b.contiguous()
         b_strides = b.stride()
@@ -279,6 +316,11 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
         # one b scale block per tile: 128-row blocks that neither straddle experts nor tiles
         tile_scale = fp8 and br_b >= cfg["BN"] and br_b % cfg["BN"] == 0 and N % br_b == 0
         f = sa if factor is None else factor.float().contiguous()
+        if tma:
+            from .gemm_grouped_tma import launch_tokens
+            launch_tokens(a_arg, b_arg, y, sa, sb, offs, f, R, N, K, E, flags, tiles, grid,
+                          tile_scale, factor is not None)
+            return y
         _tokens_kernel[grid](a_arg, b_arg, y, sa, sb, offs, f, R, N, K, E, a.stride(0),
                              b_strides[0], b_strides[1], b_strides[2], y.stride(0), *s_strides,
                              **flags,
@@ -287,16 +329,32 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     M, N = a.shape[0], b.shape[0]
     y = torch.empty((E, M, N), dtype=torch.float32, device=a.device)
     grid = (E * cdiv(M, cfg["BM"]) * cdiv(N, cfg["BN"]),)
+    if tma:
+        from .gemm_grouped_tma import launch_reduce
+        launch_reduce(a_arg, b_arg, y, sa, sb, offs, M, N, flags, tiles, grid)
+        return y
     _reduce_kernel[grid](a_arg, b_arg, y, sa, sb, offs, M, N, a.stride(0), b.stride(0),
                          y.stride(1), *s_strides, **flags, K_ALIGN=k_align, **tiles)
     return y
 
 
-def _config(fp8: bool, mode: str, config: dict | None, device: torch.device) -> dict:
+def uses_tma(a: torch.Tensor, b: torch.Tensor, config: dict | None = None) -> bool:
+    """Whether :func:`grouped_gemm` reads these operands through TMA descriptors: FP8 codes,
+    ``TMA`` (or the call's ``config["TMA"]``) on, and both aligned as TMA needs (else the
+    pointer kernels)."""
+    if not (a.dtype in _FP8 and (config or {}).get("TMA", TMA)):
+        return False
+    from .gemm_grouped_tma import tma_ok
+    return tma_ok(a, b.contiguous())        # FP8 b is 2-D; contiguous already in practice
+
+
+def _config(fp8: bool, mode: str, config: dict | None, device: torch.device,
+            tma: bool = False) -> dict:
     """The tile for this call: CONFIG's (or ``config`` over it), SMALL_SMEM where CONFIG's
     pipeline would not fit the device's shared memory (e.g. 99 KB on sm_86/89)."""
     key = "bf16" if not fp8 else ("fp8_reduce" if mode == "reduce" else "fp8")
-    cfg = {**CONFIG[key], **(config or {})}
+    key += "_tma" if tma else ""
+    cfg = {**CONFIG[key], **{k: v for k, v in (config or {}).items() if k != "TMA"}}
     if config or device.type != "cuda" or fp8:
         return cfg
     need = cfg["num_stages"] * (cfg["BM"] + cfg["BN"]) * cfg["BK"] * 2

@@ -315,13 +315,14 @@ def _triton_grouped(a2, sa2, a_spec, b2, sb2, b_spec, offs, mode, key, factor=No
     out = dict(factor=factor, out_dtype=out_dtype) if mode == "tokens" else {}
     epi = "" if factor is None else f", the experts' factors in the epilogue, {out_dtype} out"
     try:
-        from .gemm_grouped import grouped_gemm
+        from .gemm_grouped import grouped_gemm, uses_tma
         if fa == fb == QFormat.FP8_BLOCK.value:
             y = grouped_gemm(a2, b2, offs, mode, sa=sa2.float(), sb=sb2.float(),
                              br_a=int(a_spec.split(",")[1]), br_b=int(b_spec.split(",")[1]),
                              k_align=REDUCE_ALIGN, **out)
-            note_path(op, key, f"sync-free: Triton grouped FP8 GEMM (block scales in the main "
-                      f"loop{epi})")
+            via = "TMA descriptors" if uses_tma(a2, b2) else "pointer loads"
+            note_path(op, key, f"sync-free: Triton grouped FP8 GEMM (operands through {via}, "
+                      f"block scales in the main loop{epi})")
             return y
         if a_spec.endswith(",1") and b_spec.endswith(",1"):
             pa, pb = _partial(a2, sa2, a_spec), _partial(b2, sb2, b_spec)
