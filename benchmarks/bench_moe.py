@@ -4,6 +4,7 @@ training step (the zoo's ``moe-1b``) against compiled bf16.
     python benchmarks/bench_moe.py                         # every shape, recipe, + moe-1b step
     python benchmarks/bench_moe.py --shapes dsv3_up --recipes fp8_blockwise,nvfp4 --no-train
     python benchmarks/bench_moe.py --smoke                 # tiny shapes on CPU (CI)
+    python benchmarks/bench_moe.py --no-train --recipes fp8_blockwise --profile fp8_blockwise
 
 Shapes (experts × tokens per expert, K → N; balanced routing, offs on the device)::
 
@@ -160,6 +161,29 @@ def bench_shape(name, shape, recipes, device, graph: bool = False) -> list[dict]
     return rows
 
 
+def profile_shape(name, shape, recipe, device) -> dict:
+    """Device ms per kernel (name, calls) of one ``ms.grouped_mm`` forward + backward of
+    ``recipe`` at ``shape`` (after warm-up), largest first: where the op's time goes."""
+    from torch.profiler import ProfilerActivity, profile
+    x, w, dy, offs = inputs(shape, device)
+    _, fwd_bwd = ours(x, w, dy, offs, recipe)
+    for _ in range(3):
+        fwd_bwd()
+    torch.cuda.synchronize(device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fwd_bwd()
+        torch.cuda.synchronize(device)
+    kernels: dict[str, list] = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA and not e.name.startswith("## "):
+            k = kernels.setdefault(e.name[:60], [0.0, 0])
+            k[0] += e.device_time / 1e3
+            k[1] += 1
+    top = sorted(kernels.items(), key=lambda t: -t[1][0])
+    return {"shape": name, "recipe": recipe, "busy_ms": round(sum(v[0] for _, v in top), 3),
+            "kernels": {n: [round(v[0], 3), v[1]] for n, v in top[:16]}}
+
+
 def train_rows(recipes, args, device) -> list[dict]:
     import bench_train
     ns = argparse.Namespace(batch=args.batch, seq=args.seq, mode="default", warmup=args.warmup,
@@ -197,6 +221,8 @@ def main(argv=None) -> dict:
                    help="step: the moe-1b training step replayed from one CUDA graph")
     p.add_argument("--graph", action="store_true",
                    help="also time every variant replayed from a CUDA graph (no host time)")
+    p.add_argument("--profile", default="",
+                   help="comma list of recipes: per-kernel device ms of one fwd+bwd per shape")
     args = p.parse_args(argv)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if args.smoke:
@@ -217,13 +243,19 @@ def main(argv=None) -> dict:
         for key in ("fwd_error", "fwd_bwd_error"):
             if key in r:
                 print(f"  {r['shape']} {r['variant']}: {r[key]}")
+    profiles = [profile_shape(n, shape, r, device) for n, shape in shapes.items()
+                for r in args.profile.split(",") if r and device.type == "cuda"]
+    for prof in profiles:
+        print(f"# profile {prof['shape']} {prof['recipe']}: {prof['busy_ms']} ms busy")
+        for kname, (t, calls) in prof["kernels"].items():
+            print(f"#   {t:8.3f} ms  {calls:4d}x  {kname}")
     train = []
     if not args.no_train:
         train = train_rows([r for r in args.train_recipes.split(",") if r], args, device)
         print(common.fmt_table(train, ["model", "recipe", "batch", "step_ms", "tok_s",
                                        "speed_vs_bf16", "peak_gb", "compile_s", "error"]))
     print(ms.explain())
-    result = {"bench": "moe", "gemm": rows, "train": train}
+    result = {"bench": "moe", "gemm": rows, "train": train, "profiles": profiles}
     common.json_line(result)
     return result
 

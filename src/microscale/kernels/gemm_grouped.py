@@ -55,16 +55,21 @@ __all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference", "uses_tma"]
 # 4 warps, 4 stages 1.12-1.30x (128x128, 8 warps: 0.98-1.13x: 255 registers, spills); FP8
 # "reduce" 64x128, 4 warps, 4 stages 1.53-2.06x (128x128, 8 warps: 0.88-1.10x). A config
 # whose pipeline needs more shared memory than the device has falls back to SMALL_SMEM.
-# "fp8_tma" / "fp8_reduce_tma": the FP8 kernels reading their operands through TMA
-# descriptors (gemm_grouped_tma), taken where ``TMA`` is on (MICROSCALE_GROUPED_TMA=0/1, or a
-# call's config "TMA") and the operands are 16-byte aligned.
+# "*_tma": the FP8 kernels reading their operands through TMA descriptors (gemm_grouped_tma),
+# taken where ``TMA`` is on (MICROSCALE_GROUPED_TMA=0 turns it off; a call's config "TMA") and
+# the operands are 16-byte aligned. From the sweep at issue 18's and moe-1b's GEMMs (H100,
+# session 23, bench_grouped_sweep.py): "tokens" 128x128 with 8 warps where an expert's output
+# is large (rows per expert x N >= TMA_BIG: DeepSeek-V3's layers, 551-637 TF/s against 503-532
+# with pointer loads), else 128x64 with 4 warps (Qwen3, moe-1b: 1.3-1.6x bf16, +3-10%);
+# "reduce" 128x64 with 4 warps everywhere (+12-35% over the pointer kernel's 64x128).
 CONFIG = {"bf16": {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3},
           "fp8": {"BM": 128, "BN": 64, "BK": 128, "num_warps": 4, "num_stages": 4},
           "fp8_reduce": {"BM": 64, "BN": 128, "BK": 128, "num_warps": 4, "num_stages": 4},
           "fp8_tma": {"BM": 128, "BN": 128, "BK": 128, "num_warps": 8, "num_stages": 4},
-          "fp8_reduce_tma": {"BM": 128, "BN": 128, "BK": 128, "num_warps": 8,
-                             "num_stages": 4}}
-TMA = os.environ.get("MICROSCALE_GROUPED_TMA", "0") == "1"
+          "fp8_tma_small": {"BM": 128, "BN": 64, "BK": 128, "num_warps": 4, "num_stages": 4},
+          "fp8_reduce_tma": {"BM": 128, "BN": 64, "BK": 128, "num_warps": 4, "num_stages": 4}}
+TMA = os.environ.get("MICROSCALE_GROUPED_TMA", "1") == "1"
+TMA_BIG = 1 << 23
 SMALL_SMEM = {"BM": 128, "BN": 128, "BK": 64, "num_warps": 8, "num_stages": 3}   # 96 KB bf16
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 _MODES = ("tokens", "reduce")
@@ -283,7 +288,10 @@ def grouped_gemm(a, b, offs, mode, *, sa=None, sb=None, br_a=1, br_b=1, config=N
     E = offs.numel()
     a = a.contiguous()
     tma = uses_tma(a, b, config)
-    cfg = _config(fp8, mode, config, a.device, tma)
+    small = mode == "tokens" and a.shape[0] // E * (b.shape[-2] if b.dim() == 3 else
+                                                    b.shape[0] // E) < TMA_BIG
+    cfg = _config(fp8, mode, config, a.device, "_tma_small" if tma and small else
+                  "_tma" if tma else "")
     if fp8 and cfg["BK"] != 128:
         raise ValueError("grouped_gemm: FP8 operands need BK = 128 (one scale chunk per step)")
     if b.dim() == 3:            # [E, N, K] through its strides: a transposed view stays a view
@@ -349,11 +357,12 @@ def uses_tma(a: torch.Tensor, b: torch.Tensor, config: dict | None = None) -> bo
 
 
 def _config(fp8: bool, mode: str, config: dict | None, device: torch.device,
-            tma: bool = False) -> dict:
+            tma: str = "") -> dict:
     """The tile for this call: CONFIG's (or ``config`` over it), SMALL_SMEM where CONFIG's
-    pipeline would not fit the device's shared memory (e.g. 99 KB on sm_86/89)."""
+    pipeline would not fit the device's shared memory (e.g. 99 KB on sm_86/89). ``tma``: the
+    TMA kernels' key suffix ("_tma", "_tma_small"; "reduce" has one TMA tile)."""
     key = "bf16" if not fp8 else ("fp8_reduce" if mode == "reduce" else "fp8")
-    key += "_tma" if tma else ""
+    key += ("_tma" if tma and mode == "reduce" else tma)
     cfg = {**CONFIG[key], **{k: v for k, v in (config or {}).items() if k != "TMA"}}
     if config or device.type != "cuda" or fp8:
         return cfg

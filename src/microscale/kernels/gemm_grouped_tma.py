@@ -105,11 +105,15 @@ def _reduce_tma_kernel(a_desc, b_desc, y_ptr, sa_ptr, sb_ptr, offs_ptr, M, N, st
 
 # --------------------------------------------------------------------------- host side
 def tma_ok(*ts: torch.Tensor) -> bool:
-    """TMA's alignment rules for 2-D byte operands: contiguous rows, 16-byte aligned data and
-    row stride; and a Triton that has host descriptors."""
+    """A device with TMA (sm_90+; the interpreter emulates it), a Triton with host
+    descriptors, and TMA's alignment rules for 2-D byte operands: contiguous rows, 16-byte
+    aligned data and row stride."""
     try:
         from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
     except ImportError:
+        return False
+    dev = ts[0].device
+    if dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] < 9:
         return False
     return all(t.dim() == 2 and t.stride(1) == 1 and t.stride(0) % 16 == 0
                and t.data_ptr() % 16 == 0 for t in ts)
