@@ -165,6 +165,16 @@ def _tile_transpose(row, col) -> bool:
         and tuple(row[1].get("block", (1, 128))) == (128, 128)
 
 
+def _expert_amax(w: Tensor, nan_as_zero: bool) -> Tensor:
+    """fp32 ``max |w_e|`` per expert. NaN propagates (FP8 blockwise's quantizer measures it so)
+    in one reduction that reads w once (the inf-norm: no ``|w|`` written, which at DeepSeek-V3's
+    8 × 4096 × 7168 fp32 experts cost ~0.9 ms a step); MX reads NaN as 0."""
+    if not nan_as_zero:
+        return torch.linalg.vector_norm(w, ord=float("inf"), dim=(1, 2)).float()
+    mag = w.abs()
+    return torch.where(mag.isnan(), torch.zeros_like(mag), mag).amax(dim=(1, 2)).float()
+
+
 def _experts_stacked(w: Tensor, row, col, backend: str):
     """:func:`quantize_experts` for block-local formats: the row view of ``w`` as ``[E·N, K]``
     and the column view as the row view of the experts' transposes ``[E·K, N]`` (a bf16
@@ -195,9 +205,7 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
             data, scale = q.data, q.scale
             nan0 = v[0] != QFormat.FP8_BLOCK      # MX: NaN read as 0, as quant.mx measures
             if nan0 not in amaxes:                # max|w_e| is the same for w_e and w_eᵀ
-                mag = w.abs()
-                mag = torch.where(mag.isnan(), torch.zeros_like(mag), mag) if nan0 else mag
-                amaxes[nan0] = mag.amax(dim=(1, 2)).float()
+                amaxes[nan0] = _expert_amax(w, nan0)
             amax = amaxes[nan0]
         out.append(GroupedQ(v[0], _spec(*v), data.reshape(E, rows, data.shape[-1]),
                             scale.reshape(E, -1, scale.shape[-1]), amax))

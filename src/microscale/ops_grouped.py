@@ -289,6 +289,13 @@ def _tensor_scale(q: GroupedQ) -> Tensor:
     return torch.ones_like(q.amax)
 
 
+def factor_is_one(qa: GroupedQ, qb: GroupedQ) -> bool:
+    """Whether :func:`grouped_factor` is all ones for these formats (no per-tensor scale on
+    either side: FP8 blockwise, MX), so that multiplying by it can be skipped (``v · 1.0``
+    is ``v``, NaN and -0 included)."""
+    return not ({qa.fmt, qb.fmt} & {QFormat.NVFP4, QFormat.FP8_TENSOR})
+
+
 def grouped_factor(qa: GroupedQ, qb: GroupedQ) -> Tensor:
     """Per-expert epilogue factor ``[E]``: NVFP4 × NVFP4 ``α_e`` (SPEC §6), else the product
     of the operands' per-tensor factors (FP8 tensorwise ``scale_inv``, NVFP4 ``S_dec``)."""
