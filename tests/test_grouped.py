@@ -17,6 +17,7 @@ from microscale.ops import quantize_views
 from microscale.ops_grouped import quantize_grouped_reference
 from microscale.quant.grouped import _local_index, group_layout, padded_bound, segment_rand_bits
 from microscale.recipe import PRESETS, Recipe
+from microscale.tensor import QFormat
 
 pytestmark = pytest.mark.usefixtures("single_thread")   # chains of small ops: one thread
 INTERP = os.environ.get("TRITON_INTERPRET", "0") == "1"
@@ -142,14 +143,18 @@ def test_delayed_scaling_per_expert():
 
 @needs_interp
 @pytest.mark.parametrize("name", ["nvfp4", "nvfp4_no_rht", "mxfp4", "mxfp8", "fp8_blockwise",
-                                  "fp8_tensorwise", "mxfp8@pair", "fp8_blockwise@pair"])
+                                  "fp8_tensorwise", "mxfp8@pair", "fp8_blockwise@pair",
+                                  "fp8_blockwise@padded"])
 def test_sync_free_quantization_bit_exact(name, monkeypatch):
     """The sync-free quantizer = the reference, bit for bit; SR via the same per-expert bytes
     (made by the fast path's hash pass; NVFP4 views draw in-kernel Philox there, so they are
     given the bytes: tests/test_grouped_nvfp4_reg.py checks their Philox stream).
-    ``@pair``: FP8/MXFP8 pairs from one row + column call on the padded matrix (CONFIG PAIR)."""
+    ``@pair``: FP8/MXFP8 pairs from one row + column call (CONFIG PAIR; FP8 1x128 reads the
+    tokens through the padded layout's row map, CONFIG GATHER); ``@padded``: the FP8 pair on
+    a padded copy, its row view gathered back."""
     name, _, pair = name.partition("@")
     monkeypatch.setitem(fast.CONFIG, "PAIR", bool(pair))
+    monkeypatch.setitem(fast.CONFIG, "GATHER", pair == "pair")
     recipe = Recipe.from_name(name)
     x, _, _, seeds = _inputs(1)
     m, offs = recipe.required_multiples()["tokens"], _offs()
@@ -167,8 +172,9 @@ def test_sync_free_quantization_bit_exact(name, monkeypatch):
         got = fast.quantize_grouped_fast(x, offs, *views, m, seeds[:, 2], *given, None, None,
                                          "triton")
         if pair:
-            assert "row + column kernel call" in ms.explain()[
-                ("quantize_grouped", f"{views[0][0].value}|{views[1][0].value}")]
+            path = ms.explain()[("quantize_grouped", f"{views[0][0].value}|{views[1][0].value}")]
+            assert "row + column kernel call" in path
+            assert ("row map" in path) == (pair == "pair" and name == "fp8_blockwise")
         want = quantize_grouped_reference(x, offs, *views, m, seeds[:, 2], row_bits, col_bits,
                                           None, None)
         for g, r in zip(got, want):
@@ -190,6 +196,29 @@ def test_sync_free_layer_matches_reference(name, k, monkeypatch):
         torch.testing.assert_close(a.float(), b.float(), atol=8e-3, rtol=8e-3)
     paths = str(ms.explain())
     assert "sync-free" in paths and "Triton grouped" in paths      # the grouped GEMM kernel ran
+
+
+@needs_interp
+@pytest.mark.parametrize("counts,k", [([5, 0, 37, 130, 0], 256), ([128, 1], 128)])
+def test_fp8_pair_through_the_row_map_equals_the_padded_copy(counts, k, monkeypatch):
+    """The gathered FP8 pair (kernels/quant_fp8.pair_gathered) against the padded copy's pair
+    with its row view gathered back: codes and scales bit for bit, with NaN, ±Inf, -0 and a
+    subnormal among the tokens, empty experts, groups off and on the 128 block, K of 1 and 2
+    column tiles; gap rows read as zeros (a NaN in the last token must not reach them)."""
+    x = _inputs(4, counts, k, k)[0]
+    x[0, 0], x[4, 1], x[-1, -1] = float("nan"), float("inf"), float("nan")
+    x[1, 2], x[2, 3], x[3, 4] = -0.0, float("-inf"), 1e-40
+    view = (QFormat.FP8_BLOCK, {"block": (1, 128), "pow2_scales": True, "check_finite": False})
+    offs = _offs(counts)
+    out = {}
+    for gather in (True, False):
+        monkeypatch.setitem(fast.CONFIG, "GATHER", gather)
+        out[gather] = fast.quantize_grouped_fast(x, offs, view, view, 128, None, None, None,
+                                                 None, None, "triton")
+        assert ("row map" in ms.explain()[("quantize_grouped", "fp8_block|fp8_block")]) == gather
+    for g, p in zip(out[True], out[False]):
+        for a, b in zip(g, p):
+            assert a.shape == b.shape and torch.equal(_bits(a), _bits(b))
 
 
 def test_sync_free_path_never_reads_group_sizes(monkeypatch):

@@ -78,8 +78,13 @@ def _block_fn(fmt: QFormat, backend: str):
 # graph-replayed, moe-1b's pairs at 32768 routed rows, bench_grouped_sweep.py --pairs): x pair
 # 0.378 -> 0.204 ms, dy pair (K 1536) 0.763 -> 0.368 ms against the older kernels; moe-1b
 # nvfp4 step 0.579x -> 0.654x of bf16 (call 5). MICROSCALE_GROUPED_NVFP4_REG=0 turns it off.
+# GATHER: the FP8 1x128 pair's kernel reads the tokens through the padded layout's row map and
+# writes the row view at the token rows (quant_fp8.pair_gathered): no padded copy of x and no
+# gather of the row view (at DeepSeek-V3's x [32768, 7168]: ~1.4 GB less traffic a pair).
+# Session 23; MICROSCALE_GROUPED_GATHER=0 turns it off.
 CONFIG = {"PAIR": os.environ.get("MICROSCALE_GROUPED_PAIR", "1") == "1",
-          "NVFP4_REG": os.environ.get("MICROSCALE_GROUPED_NVFP4_REG", "1") == "1"}
+          "NVFP4_REG": os.environ.get("MICROSCALE_GROUPED_NVFP4_REG", "1") == "1",
+          "GATHER": os.environ.get("MICROSCALE_GROUPED_GATHER", "1") == "1"}
 _PAIR_FORMATS = (QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 
 
@@ -120,8 +125,6 @@ def _quantize_views(x, offs, row, col, multiple, seeds, row_bits, col_bits, row_
     row, col = rest
     lay = group_layout(offs, x.shape[0], multiple)
     if _pair_ok(row, col, x, lay):
-        note_path("quantize_grouped", key, "sync-free: one row + column kernel call on the "
-                  "padded matrix, the row view gathered back (CONFIG['PAIR'])")
         return _pair(x, lay, row, col, key, backend, expand)
     if not any(nv):
         note_path("quantize_grouped", key,
@@ -181,11 +184,25 @@ def _pair(x, lay, row, col, key: str, backend: str, expand=(False, False)):
     :func:`_expanded` decodes them after)."""
     from ..ops import rowcol_reference
     views = [(v[0], dict(v[1], check_finite=False)) for v in (row, col)]
+    zeros = torch.zeros(lay.n_groups, dtype=torch.float32, device=x.device)
+    if CONFIG["GATHER"] and row[0] == QFormat.FP8_BLOCK:
+        from .pad_grouped import source_rows
+        from .quant_fp8 import pair_gathered
+        try:
+            (qr, sr), (qc, sc) = pair_gathered(x.contiguous(), source_rows(lay), lay.bound,
+                                               row[1], col[1])
+            note_path("quantize_grouped", key, "sync-free: one row + column kernel call "
+                      "reading the tokens through the padded layout's row map (CONFIG["
+                      "'GATHER']: no padded copy, no gather)")
+            return [(qr, sr, zeros), (qc, sc, zeros.clone())]
+        except KernelUnsupported:
+            pass
+    note_path("quantize_grouped", key, "sync-free: one row + column kernel call on the padded "
+              "matrix, the row view gathered back (CONFIG['PAIR'])")
     rows = lay.padded_rows()
     q_row, q_col = dispatch("quantize_rowcol", key, backend, x.device, rowcol_reference,
                             _pad(x, lay), *views,
                             hints={"expand": tuple(expand)} if any(expand) else None)
-    zeros = torch.zeros(lay.n_groups, dtype=torch.float32, device=x.device)
     return [(q_row.data.index_select(0, rows), q_row.scale.index_select(0, rows).contiguous(),
              zeros), (q_col.data, q_col.scale.contiguous(), zeros.clone())]
 

@@ -40,7 +40,8 @@ from .quant_fp8_kernels import (  # noqa: F401
 )
 from .quant_rowcol_reg import fp8_rowcol_reg_kernel, pow2_exponents
 
-__all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "CONFIG"]
+__all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "pair_gathered",
+           "CONFIG"]
 
 # ROWCOL: how a 1x128 row + column pair runs: "reg" (``quant_rowcol_reg``: the [128, 128] tile
 # in registers, 4 consecutive rows per thread so the column view packs into words in-thread,
@@ -173,6 +174,41 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
                                 CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
                                 tile, num_warps=warps)
+
+
+def pair_gathered(x: torch.Tensor, src: torch.Tensor, bound: int, row_opts: dict,
+                  col_opts: dict):
+    """FP8 1x128 row and column views of a grouped token matrix ``x [T, K]`` in its padded
+    layout ``[bound, K]`` (``pad_grouped.source_rows``: ``src[p]`` the token row of padded row
+    p, -1 for a zero row), read straight from x: ``((qr [T, K], sr [T, K/128]), (qc [K,
+    bound], sc [K, bound/128]))``, scales row-major (the grouped op's layout), bit for bit the
+    padded copy's pair with its row view gathered back at the token rows, without writing
+    the copy or gathering (``GATHER`` in ``quant_rowcol_reg``). Register-kernel views only
+    (power-of-two scales, the same options both ways, K and bound multiples of 128), else
+    :class:`KernelUnsupported`."""
+    parsed = [_options(o) for o in (row_opts, col_opts)]
+    block, pow2, fp8_dtype = parsed[0]
+    T, K = x.shape
+    if parsed[0] != parsed[1] or block != (1, 128) or not pow2 or _rowcol_mode() != "reg" \
+            or K % 128 or bound % 128 or src.shape != (bound,) or bound * K >= 2 ** 31:
+        raise KernelUnsupported("a gathered FP8 pair needs the register kernel's 1x128 views")
+    check_kernel_input(x)
+    dev = x.device
+    qr = torch.empty((T, K), dtype=fp8_dtype, device=dev)
+    sr = torch.empty((T, K // 128), dtype=torch.float32, device=dev)
+    qc = torch.empty((K, bound), dtype=fp8_dtype, device=dev)
+    sc = torch.empty((K, bound // 128), dtype=torch.float32, device=dev)
+    amax = torch.zeros((), dtype=torch.float32, device=dev)
+    n_tiles = (bound // 128) * (K // 128)
+    exp, in_exp = pow2_exponents(FP8_MAX_OF[fp8_dtype], _IN_MAX[IN_DTYPE_CODE[x.dtype]])
+    grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM_reg"]),)
+    fp8_rowcol_reg_kernel[grid](x, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
+                                bound, K, K // 128, n_tiles, *sr.stride(), *sc.stride(), exp,
+                                in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
+                                CONFIG["NUM_STAGES_reg"], True, x, 0, IN_DTYPE_CODE[x.dtype],
+                                True, CONFIG["REVERSE_reg"], False, src, True,
+                                num_warps=CONFIG["num_warps_reg"])
+    return (qr, sr), (qc, sc)
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):

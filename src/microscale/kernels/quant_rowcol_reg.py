@@ -64,7 +64,7 @@ from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, m
                      round_to_input_dtype, tile_coords)
 
 __all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_value",
-           "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents"]
+           "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents", "tile_rows"]
 
 
 def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
@@ -129,15 +129,30 @@ def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.cons
 
 
 @triton.jit
+def tile_rows(r0, G: tl.constexpr, BR: tl.constexpr):
+    """``[BR/G, G]`` row numbers of a tile's registers: ``r0 + G·i + j``."""
+    return r0 + G * tl.arange(0, BR // G)[:, None] + tl.arange(0, G)[None, :]
+
+
+@triton.jit
 def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
-               IN_DTYPE: tl.constexpr, BR: tl.constexpr = 128):
+               IN_DTYPE: tl.constexpr, BR: tl.constexpr = 128, src=None,
+               GATHER: tl.constexpr = False):
     """The ``[BR/G, G, 128]`` view of tile (r0, c0) (``BR`` rows) as fp32, its NaN mask, and
-    the offsets; PRO > 0: of ``op(x, y)`` (:func:`prologue_value`) instead of x."""
-    rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
-    offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
-    x_in = tl.load(x_ptr + offs)
+    the offsets; PRO > 0: of ``op(x, y)`` (:func:`prologue_value`) instead of x. ``GATHER``:
+    the tile's rows are x's rows ``src`` (``[BR/G, G]``, -1: a row of zeros), and the offsets
+    returned are theirs (a grouped tensor's padded layout read without writing it)."""
+    if GATHER:
+        mask = (src >= 0)[:, :, None] & (tl.arange(0, 128) < 128)[None, None, :]
+        offs = tl.maximum(src, 0)[:, :, None] * cols + (c0 + tl.arange(0, 128)[None, None, :])
+        x_in = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    else:
+        mask = None
+        rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
+        offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
+        x_in = tl.load(x_ptr + offs)
     if PRO > 0:
-        x = prologue_value(x_in, y_ptr, offs, None, PRO, IN_DTYPE)
+        x = prologue_value(x_in, y_ptr, offs, mask, PRO, IN_DTYPE)
         nan = x != x
         if not NATIVE_CASTS:
             x = tl.where(nan, 0.0, x)
@@ -168,7 +183,8 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           NUM_STAGES: tl.constexpr, WRITE_ROW: tl.constexpr = True,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
                           WRITE_COL: tl.constexpr = True, REVERSE: tl.constexpr = False,
-                          TILE: tl.constexpr = False):
+                          TILE: tl.constexpr = False, src_ptr=None,
+                          GATHER: tl.constexpr = False):
     """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
     The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
     column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
@@ -178,7 +194,11 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     recomputed from what backward keeps), never written out in bf16. ``REVERSE``: the tiles
     from the last one back (the producer's last writes may still be in L2). ``TILE``: one
     scale per 128x128 tile instead (a weight's W and its exact transpose Wᵀ, SPEC §8: the
-    same bytes twice), the scales at ``sr[r0/128, c0/128]`` / ``sc[c0/128, r0/128]``."""
+    same bytes twice), the scales at ``sr[r0/128, c0/128]`` / ``sc[c0/128, r0/128]``.
+    ``GATHER``: x is a grouped token matrix and the tiles walk its padded layout (``rows`` =
+    the padded bound): padded row p reads x's row ``src_ptr[p]`` (-1: zeros) and the row
+    view is written at that row (none for a gap row), the column view in padded coordinates,
+    as if the padded copy had been quantized and its row view gathered back."""
     G: tl.constexpr = 4
     NI: tl.constexpr = 128 // G
     acc = tl.zeros((NI, G), dtype=tl.float32)                   # running row-block maxima
@@ -186,7 +206,13 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         if REVERSE:
             t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 128, 128)
-        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE)
+        if GATHER:
+            src = tl.load(src_ptr + tile_rows(r0, G, 128))                  # [NI, G]
+            x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, 128, src,
+                                      True)
+        else:
+            src = tile_rows(r0, G, 128)
+            x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE)
         a = tl.abs(x)
         rmax = tl.max(a, axis=2)                                  # [NI, G]
         acc = tl.maximum(acc, rmax)
@@ -202,12 +228,16 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
             _, tinv = pow2_scale(tmax, FP8_EXP, IN_EXP)
         if WRITE_ROW:
             rscale, rinv = pow2_scale(rmax, FP8_EXP, IN_EXP)
-            tl.store(qr_ptr + offs, fp8_byte(x * rscale[:, :, None], E5M2, nan, NAN_SEL))
+            q = fp8_byte(x * rscale[:, :, None], E5M2, nan, NAN_SEL)
             if TILE:
+                tl.store(qr_ptr + offs, q)
                 tl.store(sr_ptr + (r0 // 128) * sr_s0 + (c0 // 128) * sr_s1, tinv)
+            elif GATHER:                    # a gap row has no row in the row view
+                tl.store(qr_ptr + offs, q, mask=(src >= 0)[:, :, None])
+                tl.store(sr_ptr + src * sr_s0 + (c0 // 128) * sr_s1, rinv, mask=src >= 0)
             else:
-                rows2 = r0 + G * tl.arange(0, NI)[:, None] + tl.arange(0, G)[None, :]
-                tl.store(sr_ptr + rows2 * sr_s0 + (c0 // 128) * sr_s1, rinv)
+                tl.store(qr_ptr + offs, q)
+                tl.store(sr_ptr + src * sr_s0 + (c0 // 128) * sr_s1, rinv)
         if WRITE_COL:
             cscale, cinv = pow2_scale(cmax, FP8_EXP, IN_EXP)
             _store_col_words(qc_ptr, fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL),
