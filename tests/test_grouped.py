@@ -420,8 +420,11 @@ def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkey
     monkeypatch.setattr(ops_experts, "quantize_views", lambda *a: calls.append(1) or real(*a))
     got = ops_experts.quantize_experts(w, *views, backend)
     monkeypatch.undo()
-    if name == "fp8_blockwise":     # 128x128 both ways: the column view is the row's transpose
-        assert len(calls) == 1
+    if name == "fp8_blockwise":     # 128x128 both ways: the column view is the row's transpose,
+        # from the row view's bytes (reference) or written by the pair kernel (one read of w)
+        assert len(calls) == (backend == "reference")
+        if backend == "triton":
+            assert "pair kernel" in ms.explain()[("quantize_experts", "fp8_block")]
     if stacked and name == "nvfp4":             # the path is visible
         assert "per-segment" in ms.explain()[("quantize_experts", "nvfp4")]
     monkeypatch.setattr(ops_experts, "_stackable", lambda *a: False)
@@ -468,6 +471,10 @@ def test_stacked_expert_weights_trace_as_one_graph(name):
     if name == "nvfp4":
         torch.library.opcheck(torch.ops.microscale.quantize_nvfp4_experts.default,
                               (w.reshape(384, 128), 128, 3, True),
+                              test_utils=("test_schema", "test_faketensor"))
+    else:
+        torch.library.opcheck(torch.ops.microscale.quantize_fp8_experts_pair.default,
+                              (w.reshape(384, 128), 3, False),
                               test_utils=("test_schema", "test_faketensor"))
 
     def run(t):

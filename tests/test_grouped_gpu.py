@@ -105,3 +105,34 @@ def test_grouped_layer_compiles_with_inductor():
     xg = x.clone().requires_grad_()
     run(xg, offs).backward(dy)
     assert torch.isfinite(xg.grad).all().item() and torch.isfinite(layer.weight.grad).all().item()
+
+
+def test_fp8_pair_kernels_equal_their_unfused_paths_on_cuda(monkeypatch):
+    """The FP8 pairs that skip a pass, against the paths they replace, bit for bit with NaN and
+    ±Inf in the input: the token pair read through the padded layout's row map (GATHER) vs the
+    padded copy's pair gathered back; the experts' W and per-expert Wᵀ from one read
+    (ops_experts PAIR_KERNEL) vs W's bytes transposed."""
+    from microscale import ops_experts
+    x, w, _, offs, _ = _inputs(seed=2)
+    x[0, 0], x[-1, -1], x[400, 7] = float("nan"), float("inf"), float("-inf")
+    w[1, 5, 9], w[3, 0, 0], w[7, -1, -1] = float("nan"), float("inf"), float("-inf")
+    recipe = Recipe.from_name("fp8_blockwise")
+    tok = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+           for op in (recipe.fprop.a, recipe.wgrad.b)]
+    wts = [(op.format, op.quantize_kwargs() | {"check_finite": False})
+           for op in (recipe.fprop.b, recipe.dgrad.b)]
+    runs = {}
+    for fused in (True, False):
+        monkeypatch.setitem(fast.CONFIG, "GATHER", fused)
+        monkeypatch.setitem(ops_experts.CONFIG, "PAIR_KERNEL", fused)
+        q_tok = fast.quantize_grouped_fast(x, offs, *tok, 128, None, None, None, None, None,
+                                           "auto")
+        q_w = ops_experts.quantize_experts(w, *wts, "auto")
+        runs[fused] = [t for q in q_tok for t in q] + \
+            [t for q in q_w for t in (q.data, q.scale, q.amax)]
+    paths = str(ms.explain())
+    assert "row map" in paths and "pair kernel" in paths
+    for a, b in zip(runs[True], runs[False]):
+        a8 = a.view(torch.uint8) if a.dtype.itemsize == 1 else a
+        b8 = b.view(torch.uint8) if b.dtype.itemsize == 1 else b
+        assert a.shape == b.shape and torch.equal(a8.nan_to_num(), b8.nan_to_num())

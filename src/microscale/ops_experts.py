@@ -153,8 +153,47 @@ def _(x2, rows, n_experts, two_d, expand=False):
 
 
 # TILE_TRANSPOSE: FP8 128x128 experts' column view as the row view transposed (off: quantized
-# again from a transposed copy of w, the same bits; bench label @grp-fp8-w-requant)
-CONFIG = {"TILE_TRANSPOSE": True}
+# again from a transposed copy of w, the same bits; bench label @grp-fp8-w-requant).
+# PAIR_KERNEL: both views from one read of w in the register pair kernel, Wᵀ written per
+# expert (quant_fp8.weight_pairs_experts), where it runs; off (or where it does not): the row
+# view, then its bytes transposed (a 1-byte transposing copy: 1.6 ms at DeepSeek-V3's 8 x 4096
+# x 7168 experts on an H100, eager). Session 23; the same bits.
+CONFIG = {"TILE_TRANSPOSE": True, "PAIR_KERNEL": True}
+
+
+def _fp8_pair_kernel(w: Tensor, opts: dict, backend: str) -> bool:
+    """Whether :func:`quantize_fp8_experts_pair` runs here: the register kernel's 128x128 pair
+    (power-of-two scales, N and K multiples of 128), Triton on CUDA or the interpreter, a
+    backend that asks for kernels."""
+    from .kernels.quant_fp8 import CONFIG as FP8_CONFIG
+    return CONFIG["PAIR_KERNEL"] and wants_kernel(backend, w.device) and triton_available() \
+        and (w.device.type == "cuda" or _interpreting()) and opts.get("pow2_scales", True) \
+        and FP8_CONFIG["W128"] == "reg" and w.shape[1] % 128 == 0 and w.shape[2] % 128 == 0 \
+        and w.shape[1] > 0
+
+
+@torch.library.custom_op("microscale::quantize_fp8_experts_pair", mutates_args=())
+def quantize_fp8_experts_pair(w2: Tensor, n_experts: int, e5m2: bool
+                              ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """FP8 128x128 W ``[E·N, K]`` and per-expert Wᵀ ``[E, K, N]`` of stacked experts ``w2``,
+    with their fp32 tile ``scale_inv`` (``[E·N/128, K/128]``, ``[E, K/128, N/128]``), from one
+    kernel call (:func:`~microscale.kernels.quant_fp8.weight_pairs_experts`)."""
+    from .kernels.quant_fp8 import weight_pairs_experts
+    opts = {"block": (128, 128), "pow2_scales": True,
+            "fp8_dtype": torch.float8_e5m2 if e5m2 else torch.float8_e4m3fn}
+    note_path("quantize_experts", "fp8_block", "triton register pair kernel: W and every "
+              "expert's Wᵀ from one read (CONFIG['PAIR_KERNEL'])")
+    (qw, sw), (qt, st) = weight_pairs_experts(w2, n_experts, opts)
+    return qw, sw, qt, st
+
+
+@quantize_fp8_experts_pair.register_fake
+def _(w2, n_experts, e5m2):
+    r, c = w2.shape
+    n, dt = r // n_experts, torch.float8_e5m2 if e5m2 else torch.float8_e4m3fn
+    return (w2.new_empty((r, c), dtype=dt), w2.new_empty((r // 128, c // 128), dtype=torch.float32),
+            w2.new_empty((n_experts, c, n), dtype=dt),
+            w2.new_empty((n_experts, c // 128, n // 128), dtype=torch.float32))
 
 
 def _tile_transpose(row, col) -> bool:
@@ -187,6 +226,14 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
     row view's codes and tile scales transposed (SPEC §8, exact), a 1-byte transposing copy
     instead of a transposed copy of ``w`` and a second quantization."""
     E, N, K = w.shape
+    if row is not None and col is not None and _tile_transpose(row, col) \
+            and _fp8_pair_kernel(w, row[1], backend):
+        qw, sw, qt, st = torch.ops.microscale.quantize_fp8_experts_pair(
+            w.reshape(E * N, K), E, row[1].get("fp8_dtype", torch.float8_e4m3fn) ==
+            torch.float8_e5m2)
+        amax, spec = _expert_amax(w, False), _spec(*row)
+        return (GroupedQ(row[0], spec, qw.reshape(E, N, K), sw.reshape(E, N // 128, -1), amax),
+                GroupedQ(col[0], spec, qt, st, amax))
     out, amaxes = [], {}
     for v, x2, rows in ((row, lambda: w.reshape(E * N, K), N),
                         (col, lambda: w.transpose(1, 2).reshape(E * K, N), K)):

@@ -41,7 +41,7 @@ from .quant_fp8_kernels import (  # noqa: F401
 from .quant_rowcol_reg import fp8_rowcol_reg_kernel, pow2_exponents
 
 __all__ = ["quantize_fp8_block_triton", "quantize_rowcol_fp8_block_triton", "pair_gathered",
-           "CONFIG"]
+           "weight_pairs_experts", "CONFIG"]
 
 # ROWCOL: how a 1x128 row + column pair runs: "reg" (``quant_rowcol_reg``: the [128, 128] tile
 # in registers, 4 consecutive rows per thread so the column view packs into words in-thread,
@@ -157,10 +157,11 @@ def _rowcol_mode() -> str:
 
 
 def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
-                prologue=None, write_col: bool = True, tile: bool = False):
+                prologue=None, write_col: bool = True, tile: bool = False, seg: int = 0):
     """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
     ``write_row=False``: the column view alone (``qr``/``sr`` are not written), ``write_col``
-    likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``; ``tile``: a 128x128 W + Wᵀ pair."""
+    likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``; ``tile``: a 128x128 W + Wᵀ pair
+    (``seg``: x2 stacks experts of ``seg`` rows, Wᵀ ``[E, cols, seg]``; 0: one matrix)."""
     rows, cols = x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
@@ -169,11 +170,12 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
     grid = (persistent_grid(n_tiles, x2.device, progs),)
     pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
-                                rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride(), exp, in_exp,
-                                fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
+                                rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride()[-2:], exp,
+                                in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
-                                tile, num_warps=warps)
+                                tile, None, False, seg or rows,
+                                sc.stride(0) if sc.dim() == 3 else 0, num_warps=warps)
 
 
 def pair_gathered(x: torch.Tensor, src: torch.Tensor, bound: int, row_opts: dict,
@@ -209,6 +211,29 @@ def pair_gathered(x: torch.Tensor, src: torch.Tensor, bound: int, row_opts: dict
                                 True, CONFIG["REVERSE_reg"], False, src, True,
                                 num_warps=CONFIG["num_warps_reg"])
     return (qr, sr), (qc, sc)
+
+
+def weight_pairs_experts(w2: torch.Tensor, n_experts: int, opts: dict):
+    """FP8 128x128 views of stacked expert weights ``w2 [E·N, K]`` (expert e's ``[N, K]`` at
+    rows ``e·N``): ``((qw [E·N, K], sw [E·N/128, K/128]), (qt [E, K, N], st [E, K/128,
+    N/128]))``, W and every expert's exact transpose (SPEC §8) from one read of the master
+    weights (the register pair kernel's ``TILE`` path, Wᵀ written per expert), bit for bit
+    W's 128x128 quantization and its tiles transposed. Power-of-two scales, N and K multiples
+    of 128, the register kernel on (``CONFIG["W128"]``), else :class:`KernelUnsupported`."""
+    block, pow2, fp8_dtype = _options(opts)
+    rows, cols = w2.shape
+    n = rows // max(n_experts, 1)
+    if block != (128, 128) or not pow2 or CONFIG["W128"] != "reg" or n * n_experts != rows \
+            or n % 128 or cols % 128 or rows == 0:
+        raise KernelUnsupported("stacked 128x128 expert weight pairs need the register kernel")
+    check_kernel_input(w2)
+    dev = w2.device
+    qw, sw = _buffers(rows, cols, block, fp8_dtype, dev)
+    qt = torch.empty((n_experts, cols, n), dtype=fp8_dtype, device=dev)
+    st = torch.empty((n_experts, cols // 128, n // 128), dtype=torch.float32, device=dev)
+    amax = torch.zeros((), dtype=torch.float32, device=dev)
+    _launch_reg(w2, amax, qw, sw, qt, st, FP8_MAX_OF[fp8_dtype], fp8_dtype, tile=True, seg=n)
+    return (qw, sw), (qt, st)
 
 
 def _buffers(vr, vc, block, fp8_dtype, dev, col_major=False):

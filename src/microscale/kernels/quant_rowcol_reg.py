@@ -184,7 +184,7 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
                           WRITE_COL: tl.constexpr = True, REVERSE: tl.constexpr = False,
                           TILE: tl.constexpr = False, src_ptr=None,
-                          GATHER: tl.constexpr = False):
+                          GATHER: tl.constexpr = False, seg=0, sc_e=0):
     """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
     The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
     column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
@@ -194,7 +194,10 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     recomputed from what backward keeps), never written out in bf16. ``REVERSE``: the tiles
     from the last one back (the producer's last writes may still be in L2). ``TILE``: one
     scale per 128x128 tile instead (a weight's W and its exact transpose Wᵀ, SPEC §8: the
-    same bytes twice), the scales at ``sr[r0/128, c0/128]`` / ``sc[c0/128, r0/128]``.
+    same bytes twice), the scales at ``sr[r0/128, c0/128]`` / ``sc[c0/128, r0/128]``; with
+    ``seg`` (a multiple of 128; ``rows`` for one matrix) x's rows are stacked experts of
+    ``seg`` rows each and Wᵀ is written per expert, ``[E, cols, seg]`` (its scales ``sc[e,
+    c0/128, r0/128]``, ``sc_e`` apart), each expert's transpose.
     ``GATHER``: x is a grouped token matrix and the tiles walk its padded layout (``rows`` =
     the padded bound): padded row p reads x's row ``src_ptr[p]`` (-1: zeros) and the row
     view is written at that row (none for a gap row), the column view in padded coordinates,
@@ -240,11 +243,14 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                 tl.store(sr_ptr + src * sr_s0 + (c0 // 128) * sr_s1, rinv)
         if WRITE_COL:
             cscale, cinv = pow2_scale(cmax, FP8_EXP, IN_EXP)
-            _store_col_words(qc_ptr, fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL),
-                             r0, c0, rows, G)
-            if TILE:
-                tl.store(sc_ptr + (c0 // 128) * sc_s0 + (r0 // 128) * sc_s1, tinv)
+            qcol = fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL)
+            if TILE:                        # expert e's rows r0 - e·seg .. of its [cols, seg]
+                e = r0 // seg
+                r_e = r0 - e * seg
+                _store_col_words(qc_ptr + e * cols * seg, qcol, r_e, c0, seg, G)
+                tl.store(sc_ptr + e * sc_e + (c0 // 128) * sc_s0 + (r_e // 128) * sc_s1, tinv)
             else:
+                _store_col_words(qc_ptr, qcol, r0, c0, rows, G)
                 tl.store(sc_ptr + (c0 + tl.arange(0, 128)) * sc_s0 + (r0 // 128) * sc_s1, cinv)
     tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0))
 
