@@ -35,7 +35,9 @@ def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = N
     ``ms.Linear`` quantizes its weight); stacked ``[E, ...]``. ``scales``: delayed-scaling
     scales ``[E]`` per view, or None. Formats whose scales are all per block (FP8 blockwise,
     MX), and NVFP4 where its per-segment kernel runs, go through :func:`_experts_stacked`:
-    one call per view for all experts, same bits."""
+    one call per view for all experts, same bits. Their ``amax`` is zeros, as
+    ``quant.grouped.quantize_segments`` returns it for tokens: no GEMM of theirs takes a
+    per-tensor factor, and measuring it cost a pass over the fp32 master weights."""
     if _stackable(w, row, col, scales, backend):
         return _experts_stacked(w, row, col, backend)
     per = []
@@ -53,9 +55,10 @@ def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = N
             out.append(None)
             continue
         qs = [p[i] for p in per]
+        amax = torch.zeros(len(qs), dtype=torch.float32, device=w.device) \
+            if v[0] in _BLOCK_LOCAL else torch.stack([q.amax.reshape(()) for q in qs])
         out.append(GroupedQ(v[0], _spec(*v), torch.stack([q.data for q in qs]),
-                            torch.stack([q.scale for q in qs]),
-                            torch.stack([q.amax.reshape(()) for q in qs])))
+                            torch.stack([q.scale for q in qs]), amax))
     return tuple(out)
 
 
@@ -204,26 +207,16 @@ def _tile_transpose(row, col) -> bool:
         and tuple(row[1].get("block", (1, 128))) == (128, 128)
 
 
-def _expert_amax(w: Tensor, nan_as_zero: bool) -> Tensor:
-    """fp32 ``max |w_e|`` per expert. NaN propagates (FP8 blockwise's quantizer measures it so)
-    in one reduction that reads w once (the inf-norm: no ``|w|`` written, which at DeepSeek-V3's
-    8 × 4096 × 7168 fp32 experts cost ~0.9 ms a step); MX reads NaN as 0."""
-    if not nan_as_zero:
-        return torch.linalg.vector_norm(w, ord=float("inf"), dim=(1, 2)).float()
-    mag = w.abs()
-    return torch.where(mag.isnan(), torch.zeros_like(mag), mag).amax(dim=(1, 2)).float()
-
-
 def _experts_stacked(w: Tensor, row, col, backend: str):
     """:func:`quantize_experts` for block-local formats: the row view of ``w`` as ``[E·N, K]``
     and the column view as the row view of the experts' transposes ``[E·K, N]`` (a bf16
     transposing copy), two quantizer calls in all instead of one per expert. Blocks never
     straddle experts (``_stackable``), so each expert's codes and scales are its own call's;
-    ``amax [E]`` is each expert's ``max |w|`` as the per-tensor quantizer measures it (not
-    consumed by these formats: their GEMM factor is 1).
+    ``amax [E]`` zeros for the block-local formats (NVFP4: each expert's, from its kernel).
 
     FP8 128×128 tiles on both views (``fp8_blockwise``'s weights): the column view is the
-    row view's codes and tile scales transposed (SPEC §8, exact), a 1-byte transposing copy
+    row view's codes and tile scales transposed (SPEC §8, exact): both written by one kernel
+    call where it runs (:func:`quantize_fp8_experts_pair`), else a 1-byte transposing copy,
     instead of a transposed copy of ``w`` and a second quantization."""
     E, N, K = w.shape
     if row is not None and col is not None and _tile_transpose(row, col) \
@@ -231,10 +224,10 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
         qw, sw, qt, st = torch.ops.microscale.quantize_fp8_experts_pair(
             w.reshape(E * N, K), E, row[1].get("fp8_dtype", torch.float8_e4m3fn) ==
             torch.float8_e5m2)
-        amax, spec = _expert_amax(w, False), _spec(*row)
+        amax, spec = w.new_zeros(E, dtype=torch.float32), _spec(*row)
         return (GroupedQ(row[0], spec, qw.reshape(E, N, K), sw.reshape(E, N // 128, -1), amax),
                 GroupedQ(col[0], spec, qt, st, amax))
-    out, amaxes = [], {}
+    out = []
     for v, x2, rows in ((row, lambda: w.reshape(E * N, K), N),
                         (col, lambda: w.transpose(1, 2).reshape(E * K, N), K)):
         if v is None:
@@ -249,11 +242,7 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
             data, scale, amax = _nvfp4_stacked(x2(), rows, E, v[1])
         else:
             q = quantize_views(x2(), v, None, backend)[0]
-            data, scale = q.data, q.scale
-            nan0 = v[0] != QFormat.FP8_BLOCK      # MX: NaN read as 0, as quant.mx measures
-            if nan0 not in amaxes:                # max|w_e| is the same for w_e and w_eᵀ
-                amaxes[nan0] = _expert_amax(w, nan0)
-            amax = amaxes[nan0]
+            data, scale, amax = q.data, q.scale, w.new_zeros(E, dtype=torch.float32)
         out.append(GroupedQ(v[0], _spec(*v), data.reshape(E, rows, data.shape[-1]),
                             scale.reshape(E, -1, scale.shape[-1]), amax))
     return tuple(out)

@@ -84,7 +84,8 @@ __all__ = [
 @dataclass(frozen=True)
 class GroupedQ:
     """A grouped quantized operand: ``data``/``scale`` in the op's layout (FP8 tensorwise:
-    ``scale`` is the per-expert ``scale_inv [E]``) and the per-expert ``amax [E]``."""
+    ``scale`` is the per-expert ``scale_inv [E]``) and the per-expert ``amax [E]`` (zeros for
+    the block-local formats, FP8 blockwise and MX, whose GEMMs take no per-tensor factor)."""
 
     fmt: QFormat
     spec: str                      # "fmt,block_rows,block_cols,exact_bf16" (see _spec)
