@@ -390,19 +390,24 @@ def test_reduce_groups_must_end_on_the_alignment_the_fast_gemm_assumes():
 
 
 @pytest.mark.parametrize("backend", ["reference", pytest.param("triton", marks=needs_interp)])
-@pytest.mark.parametrize("name,n", [("fp8_blockwise", 256), ("mxfp8", 96), ("mxfp4", 64),
-                                    ("nvfp4", 64)])
+@pytest.mark.parametrize("name,n", [("fp8_blockwise", 256), ("mxfp8", 96), ("mxfp8", 128),
+                                    ("mxfp8@expand", 128), ("mxfp4", 64), ("nvfp4", 64)])
 def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkeypatch):
     """Block-local weight formats are quantized for all experts in one call per view; each
     expert's codes, scales and amax equal its own call's (the per-expert loop, forced here).
     nvfp4 (a global amax per expert, 16x16 tiles) stacks through the per-segment kernel, so
-    only where kernels run (here the interpreter); the reference keeps the loop."""
+    only where kernels run (here the interpreter); the reference keeps the loop. FP8 128x128
+    and MXFP8 (E·N a multiple of 128) take both views from one pair-kernel call where kernels
+    run; ``@expand``: W's view written expanded (bf16 value · scale)."""
     from microscale import ops_experts
+    name, _, expand = name.partition("@")
     recipe = Recipe.from_name(name)
     g = torch.Generator().manual_seed(3)
     w = (torch.randn(3, n, 128, generator=g) * 0.05).to(torch.bfloat16)
     views = [(op.format, op.quantize_kwargs() | {"check_finite": False})
              for op in (recipe.fprop.b, recipe.dgrad.b)]
+    if expand:
+        views[0] = (views[0][0], {**views[0][1], "expand": True})
     stacked = ops_experts._stackable(w, *views, (None, None), backend)
     assert stacked == (name != "nvfp4" or backend == "triton")   # NVFP4: the segment kernel
     if name == "nvfp4":            # finiteness checks or an expanded column view: the loop
@@ -427,6 +432,11 @@ def test_expert_weights_stacked_equal_each_expert_alone(name, n, backend, monkey
             assert "pair kernel" in ms.explain()[("quantize_experts", "fp8_block")]
     if stacked and name == "nvfp4":             # the path is visible
         assert "per-segment" in ms.explain()[("quantize_experts", "nvfp4")]
+    if name == "mxfp8":
+        pair = backend == "triton" and n == 128
+        assert len(calls) == (0 if pair else 2)
+        if pair:
+            assert "pair kernel" in ms.explain()[("quantize_experts", "mxfp8_e4m3")]
     monkeypatch.setattr(ops_experts, "_stackable", lambda *a: False)
     want = ops_experts.quantize_experts(w, *views, backend)
     for g_q, w_q in zip(got, want):

@@ -21,6 +21,7 @@ from torch import Tensor
 
 from .backend import _interpreting, note_path, triton_available, wants_kernel
 from .ops import quantize_views
+from .op_specs import parse_view_spec, view_spec
 from .ops_grouped import GroupedQ, _spec
 from .tensor import QFormat, transpose_tile_scales
 
@@ -175,6 +176,51 @@ def _fp8_pair_kernel(w: Tensor, opts: dict, backend: str) -> bool:
         and w.shape[1] > 0
 
 
+_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+
+
+def _mx_pair_kernel(w: Tensor, row, col, backend: str) -> bool:
+    """Whether :func:`quantize_mx_experts_pair` runs here: MXFP8 both ways without RHT, the
+    register pair kernel on (``quant_mx.CONFIG["ROWCOL"]``), N a multiple of its tile rows,
+    E·N and K of 128, Triton on CUDA or the interpreter, a backend that asks for kernels."""
+    from .kernels.quant_mx import CONFIG as MX_CONFIG
+    return CONFIG["PAIR_KERNEL"] and row[0] in _MX8 and col[0] in _MX8 \
+        and not (row[1].get("rht") or col[1].get("rht") or col[1].get("expand")) \
+        and wants_kernel(backend, w.device) and triton_available() \
+        and (w.device.type == "cuda" or _interpreting()) and MX_CONFIG["ROWCOL"] == "reg" \
+        and w.shape[1] % MX_CONFIG["BR_reg"] == 0 and w.shape[0] * w.shape[1] % 128 == 0 \
+        and w.shape[2] % 128 == 0 and w.shape[1] > 0
+
+
+@torch.library.custom_op("microscale::quantize_mx_experts_pair", mutates_args=())
+def quantize_mx_experts_pair(w2: Tensor, n_experts: int, row_spec: str, col_spec: str
+                             ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """MXFP8 W ``[E·N, K]`` (codes, or bf16 ``value · 2^k`` if its view says ``"expand"``)
+    and per-expert Wᵀ codes ``[E, K, N]`` of stacked experts ``w2``, with their UE8M0 scale
+    bytes (``[E·N, K/32]``, ``[E, K, N/32]``), from one kernel call
+    (:func:`~microscale.kernels.quant_mx.mx_pairs_experts`)."""
+    from .kernels.quant_mx import mx_pairs_experts
+    row, col = parse_view_spec(row_spec), parse_view_spec(col_spec)
+    expand = bool(row[1].pop("expand", False))
+    note_path("quantize_experts", row[0].value, "triton register pair kernel: W"
+              + (" (expanded)" if expand else "") + " and every expert's Wᵀ from one read "
+              "(CONFIG['PAIR_KERNEL'])")
+    (wd, ws), (td, ts) = mx_pairs_experts(w2, n_experts, row, col, expand)
+    return wd, ws, td, ts
+
+
+@quantize_mx_experts_pair.register_fake
+def _(w2, n_experts, row_spec, col_spec):
+    r, c = w2.shape
+    n = r // n_experts
+    (rf, ro), (cf, _) = parse_view_spec(row_spec), parse_view_spec(col_spec)
+    dt = {QFormat.MXFP8_E4M3: torch.float8_e4m3fn, QFormat.MXFP8_E5M2: torch.float8_e5m2}
+    return (w2.new_empty((r, c), dtype=torch.bfloat16 if ro.get("expand") else dt[rf]),
+            w2.new_empty((r, c // 32), dtype=torch.uint8),
+            w2.new_empty((n_experts, c, n), dtype=dt[cf]),
+            w2.new_empty((n_experts, c, n // 32), dtype=torch.uint8))
+
+
 @torch.library.custom_op("microscale::quantize_fp8_experts_pair", mutates_args=())
 def quantize_fp8_experts_pair(w2: Tensor, n_experts: int, e5m2: bool
                               ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -227,6 +273,12 @@ def _experts_stacked(w: Tensor, row, col, backend: str):
         amax, spec = w.new_zeros(E, dtype=torch.float32), _spec(*row)
         return (GroupedQ(row[0], spec, qw.reshape(E, N, K), sw.reshape(E, N // 128, -1), amax),
                 GroupedQ(col[0], spec, qt, st, amax))
+    if row is not None and col is not None and _mx_pair_kernel(w, row, col, backend):
+        wd, ws, td, ts = torch.ops.microscale.quantize_mx_experts_pair(
+            w.reshape(E * N, K), E, view_spec(*row), view_spec(*col))
+        zeros = w.new_zeros(E, dtype=torch.float32)
+        return (GroupedQ(row[0], _spec(*row), wd.reshape(E, N, K), ws.reshape(E, N, -1), zeros),
+                GroupedQ(col[0], _spec(*col), td, ts, zeros.clone()))
     out = []
     for v, x2, rows in ((row, lambda: w.reshape(E * N, K), N),
                         (col, lambda: w.transpose(1, 2).reshape(E * K, N), K)):

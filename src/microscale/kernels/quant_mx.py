@@ -230,8 +230,10 @@ def _reg_applies(x2: torch.Tensor, row, col) -> bool:
         and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
 
 
-def _run_reg(x2: torch.Tensor, row: _View, col: _View, prologue=None) -> torch.Tensor:
-    """The register pair kernel; ``prologue`` ``(name, y)``: the views of ``op(x2, y)``."""
+def _run_reg(x2: torch.Tensor, row: _View, col: _View, prologue=None,
+             seg: int = 0) -> torch.Tensor:
+    """The register pair kernel; ``prologue`` ``(name, y)``: the views of ``op(x2, y)``;
+    ``seg``: x2 stacks experts of ``seg`` rows, the column view per expert (0: one matrix)."""
     rows, cols = x2.shape
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
     br, warps = CONFIG["BR_reg"], CONFIG["num_warps_reg"]
@@ -250,8 +252,29 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View, prologue=None) -> torch.T
                                 CONFIG["REVERSE_reg"], br,
                                 x2 if prologue is None or prologue[1] is None else prologue[1],
                                 0 if prologue is None else PROLOGUES[prologue[0]][2],
-                                IN_DTYPE_CODE[x2.dtype], num_warps=CONFIG["num_warps_reg"])
+                                IN_DTYPE_CODE[x2.dtype], seg or rows,
+                                num_warps=CONFIG["num_warps_reg"])
     return amax
+
+
+def mx_pairs_experts(w2: torch.Tensor, n_experts: int, row, col, expand_row: bool):
+    """MXFP8 views of stacked expert weights ``w2 [E·N, K]``: W's row view (1x32 along K;
+    written expanded, bf16 ``value · 2^k``, if ``expand_row``) and every expert's transpose
+    ``[E, K, N]`` (1x32 along N) as codes, from one read of the master weights (the register
+    pair kernel with per-expert column segments): ``((w_data, w_scale [E·N, K/32]), (t_data
+    [E, K, N], t_scale [E, K, N/32]))``, bit for bit what quantizing each expert's W and Wᵀ
+    gives. Views as ``(format, options)``; N a multiple of the kernel's tile rows."""
+    rows, cols = w2.shape
+    n = rows // max(n_experts, 1)
+    if n * n_experts != rows or not _reg_applies(w2, row, col) or n % CONFIG["BR_reg"] \
+            or rows == 0:
+        raise KernelUnsupported("stacked MXFP8 expert weight pairs need the register kernel")
+    check_kernel_input(w2)
+    rv = _View(w2, row[0], row[1], False, expand_row, True)
+    cv = _View(w2, col[0], col[1], True, False, True)
+    _run_reg(w2, rv, cv, seg=n)
+    return (rv.data, rv.scale), (cv.data.view(n_experts, cols, n),
+                                 cv.scale.view(n_experts, cols, n // 32))
 
 
 def _single(fmt: QFormat):

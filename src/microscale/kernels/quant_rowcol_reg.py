@@ -301,7 +301,8 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           NAN_SEL: tl.constexpr, NUM_STAGES: tl.constexpr,
                           ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
                           REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
-                          y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1):
+                          y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
+                          seg=0):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, 128]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
@@ -309,7 +310,10 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     here). ELEM: 0 for E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP:
     that view written expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
     :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` and ``PRO``
-    (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`."""
+    (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`. ``seg`` (a multiple of
+    BR; ``rows`` for one matrix): x's rows are stacked experts of ``seg`` rows and the column
+    view is written per expert, ``[E, cols, seg]`` (scales ``[E, cols, seg/32]``): every
+    expert weight's transpose (as ``fp8_rowcol_reg_kernel``'s ``seg``)."""
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
     CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
@@ -339,15 +343,18 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
                         (NI, G, 128))
         qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
+        e = r0 // seg                       # the expert (0 for one matrix) and its rows
+        r_e = r0 - e * seg
         if COL_EXP:
             qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
                               COL_ELEM == 1)
-            _store_col_bf16(qc_ptr, tl.reshape(qc, (NI, G, 128)), r0, c0, rows, NI, G)
+            _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, 128)), r_e, c0,
+                            seg, NI, G)
         else:
-            _store_col_words(qc_ptr, qc, r0, c0, rows, G, BR)
-        cidx = (c0 + tl.arange(0, 128))[None, :] * (rows // 32) + r0 // 32 \
+            _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR)
+        cidx = (c0 + tl.arange(0, 128))[None, :] * (seg // 32) + r_e // 32 \
             + tl.arange(0, CB)[:, None]
-        tl.store(sc_ptr + cidx, (kc + 127).to(tl.uint8))
+        tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
     amax = tl.max(tl.max(acc, axis=1), axis=0)
     tl.atomic_max(amax_ptr, amax)
     tl.atomic_max(amax_ptr + 1, amax)

@@ -114,7 +114,8 @@ def _update(plan: Plan, state: dict, pairs, active) -> None:
 # dy: consumed at once by the grouped GEMM, which multiplies bf16 value · block scale) is
 # quantized straight into that expanded form (tensor.py), as ms.Linear does for its A
 # operands, instead of codes the GEMM then decodes in a pass of its own. The same values reach
-# the GEMM either way.
+# the GEMM either way. Since session 23 also the MXFP8 experts' W (fprop's, never saved for
+# backward; its Wᵀ stays codes, which backward keeps).
 # CONFIG["ONE_WEIGHT_VIEW"]: the experts' W and Wᵀ from one expanded 16×16 NVFP4 quantization,
 # Wᵀ a view of it (ops_experts.quantize_experts_one_view, as nn.function does for a dense W):
 # the grouped GEMMs multiply bf16 value · tile scale anyway, so no second view and no decode
@@ -156,6 +157,9 @@ def _experts(w, plan, state, row_role, col_role, seeds, active):
     (row, r_scale), (col, c_scale) = _view(plan, state, row_role), _view(plan, state, col_role)
     if row is None and col is None:
         return None, None
+    if CONFIG["EXPAND_ROWS"] and row is not None and row[0] != QFormat.NVFP4 \
+            and _expands(plan.operand("fprop.a").format, row[0]):
+        row = (row[0], dict(row[1], expand=True))      # MXFP8 W: fprop decodes it at once
     if row is not None and col is not None and one_expert_view(plan):
         q_row, q_col = quantize_experts_one_view(w, row, plan.recipe.backend)
     else:
