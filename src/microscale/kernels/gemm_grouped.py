@@ -59,7 +59,7 @@ __all__ = ["CONFIG", "grouped_gemm", "grouped_gemm_reference", "uses_tma"]
 # taken where ``TMA`` is on (MICROSCALE_GROUPED_TMA=0 turns it off; a call's config "TMA") and
 # the operands are 16-byte aligned. From the sweep at issue 18's and moe-1b's GEMMs (H100,
 # session 23, bench_grouped_sweep.py): "tokens" 128x128 with 8 warps where an expert's output
-# is large (rows per expert x N >= TMA_BIG: DeepSeek-V3's layers, 551-637 TF/s against 503-532
+# is large (rows per expert x N >= TMA_BIG: DeepSeek-V3's layers, 551-631 TF/s against 503-532
 # with pointer loads), else 128x64 with 4 warps (Qwen3, moe-1b: 1.3-1.6x bf16, +3-10%);
 # "reduce" 128x64 with 4 warps everywhere (+12-35% over the pointer kernel's 64x128).
 CONFIG = {"bf16": {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3},
