@@ -36,9 +36,9 @@ def quantize_experts(w: Tensor, row, col, backend: str, seeds: Tensor | None = N
     ``ms.Linear`` quantizes its weight); stacked ``[E, ...]``. ``scales``: delayed-scaling
     scales ``[E]`` per view, or None. Formats whose scales are all per block (FP8 blockwise,
     MX), and NVFP4 where its per-segment kernel runs, go through :func:`_experts_stacked`:
-    one call per view for all experts, same bits. Their ``amax`` is zeros, as
-    ``quant.grouped.quantize_segments`` returns it for tokens: no GEMM of theirs takes a
-    per-tensor factor, and measuring it cost a pass over the fp32 master weights."""
+    one call per view for all experts, same bits. The block-local formats' ``amax`` is
+    zeros on every path, as ``quant.grouped.quantize_segments`` returns it for tokens: no GEMM
+    of theirs takes a per-tensor factor, and measuring it cost a pass over the fp32 masters."""
     if _stackable(w, row, col, scales, backend):
         return _experts_stacked(w, row, col, backend)
     per = []
