@@ -104,7 +104,7 @@ def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -
         if fmt == QFormat.NVFP4:
             # the kernel checks nothing, as the grouped layer asks (check_finite=False), and
             # writes codes, or a row view expanded; anything else keeps the loop
-            if not (_nvfp4_kernel(w, backend) and inner_rows % 16 == 0
+            if not (_kernels_run(w, backend) and inner_rows % 16 == 0
                     and opts.get("check_finite") is False
                     and not (opts.get("expand") and v is col)):
                 return False
@@ -117,9 +117,10 @@ def _stackable(w: Tensor, row, col, scales: tuple, backend: str = "reference") -
     return True
 
 
-def _nvfp4_kernel(w: Tensor, backend: str) -> bool:
-    """Whether the per-segment NVFP4 kernel (``quant_nvfp4_grouped``) runs here (Triton
-    installed, CUDA or the interpreter, a backend that asks for kernels); else the loop."""
+def _kernels_run(w: Tensor, backend: str) -> bool:
+    """Whether the expert-weight kernels run here (the per-segment NVFP4 kernel, the FP8 and
+    MXFP8 pair kernels): Triton installed, CUDA or the interpreter, a backend that asks for
+    kernels; else the loop or the per-view calls."""
     return wants_kernel(backend, w.device) and triton_available() and \
         (w.device.type == "cuda" or _interpreting())
 
@@ -170,8 +171,7 @@ def _fp8_pair_kernel(w: Tensor, opts: dict, backend: str) -> bool:
     (power-of-two scales, N and K multiples of 128), Triton on CUDA or the interpreter, a
     backend that asks for kernels."""
     from .kernels.quant_fp8 import CONFIG as FP8_CONFIG
-    return CONFIG["PAIR_KERNEL"] and wants_kernel(backend, w.device) and triton_available() \
-        and (w.device.type == "cuda" or _interpreting()) and opts.get("pow2_scales", True) \
+    return CONFIG["PAIR_KERNEL"] and _kernels_run(w, backend) and opts.get("pow2_scales", True) \
         and FP8_CONFIG["W128"] == "reg" and w.shape[1] % 128 == 0 and w.shape[2] % 128 == 0 \
         and w.shape[1] > 0
 
@@ -186,8 +186,7 @@ def _mx_pair_kernel(w: Tensor, row, col, backend: str) -> bool:
     from .kernels.quant_mx import CONFIG as MX_CONFIG
     return CONFIG["PAIR_KERNEL"] and row[0] in _MX8 and col[0] in _MX8 \
         and not (row[1].get("rht") or col[1].get("rht") or col[1].get("expand")) \
-        and wants_kernel(backend, w.device) and triton_available() \
-        and (w.device.type == "cuda" or _interpreting()) and MX_CONFIG["ROWCOL"] == "reg" \
+        and _kernels_run(w, backend) and MX_CONFIG["ROWCOL"] == "reg" \
         and w.shape[1] % MX_CONFIG["BR_reg"] == 0 and w.shape[0] * w.shape[1] % 128 == 0 \
         and w.shape[2] % 128 == 0 and w.shape[1] > 0
 

@@ -360,9 +360,9 @@ def _config(fp8: bool, mode: str, config: dict | None, device: torch.device,
             tma: str = "") -> dict:
     """The tile for this call: CONFIG's (or ``config`` over it), SMALL_SMEM where CONFIG's
     pipeline would not fit the device's shared memory (e.g. 99 KB on sm_86/89). ``tma``: the
-    TMA kernels' key suffix ("_tma", "_tma_small"; "reduce" has one TMA tile)."""
+    TMA kernels' key suffix ("_tma"; "tokens" also "_tma_small")."""
     key = "bf16" if not fp8 else ("fp8_reduce" if mode == "reduce" else "fp8")
-    key += ("_tma" if tma and mode == "reduce" else tma)
+    key += tma
     cfg = {**CONFIG[key], **{k: v for k, v in (config or {}).items() if k != "TMA"}}
     if config or device.type != "cuda" or fp8:
         return cfg

@@ -157,12 +157,14 @@ def _rowcol_mode() -> str:
 
 
 def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
-                prologue=None, write_col: bool = True, tile: bool = False, seg: int = 0):
+                prologue=None, write_col: bool = True, tile: bool = False, seg: int = 0,
+                src=None, bound: int = 0):
     """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
     ``write_row=False``: the column view alone (``qr``/``sr`` are not written), ``write_col``
     likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``; ``tile``: a 128x128 W + Wᵀ pair
-    (``seg``: x2 stacks experts of ``seg`` rows, Wᵀ ``[E, cols, seg]``; 0: one matrix)."""
-    rows, cols = x2.shape
+    (``seg``: x2 stacks experts of ``seg`` rows, Wᵀ ``[E, cols, seg]``; 0: one matrix);
+    ``src``: x2's rows gathered into a padded layout of ``bound`` rows (``GATHER``)."""
+    rows, cols = (bound, x2.shape[1]) if src is not None else x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
     progs, warps = (CONFIG["PROGS_PER_SM_w128"], CONFIG["num_warps_w128"]) if tile else \
@@ -174,7 +176,7 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
                                 in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
                                 CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
-                                tile, None, False, seg or rows,
+                                tile, src, src is not None, seg or rows,
                                 sc.stride(0) if sc.dim() == 3 else 0, num_warps=warps)
 
 
@@ -201,15 +203,7 @@ def pair_gathered(x: torch.Tensor, src: torch.Tensor, bound: int, row_opts: dict
     qc = torch.empty((K, bound), dtype=fp8_dtype, device=dev)
     sc = torch.empty((K, bound // 128), dtype=torch.float32, device=dev)
     amax = torch.zeros((), dtype=torch.float32, device=dev)
-    n_tiles = (bound // 128) * (K // 128)
-    exp, in_exp = pow2_exponents(FP8_MAX_OF[fp8_dtype], _IN_MAX[IN_DTYPE_CODE[x.dtype]])
-    grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM_reg"]),)
-    fp8_rowcol_reg_kernel[grid](x, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
-                                bound, K, K // 128, n_tiles, *sr.stride(), *sc.stride(), exp,
-                                in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
-                                CONFIG["NUM_STAGES_reg"], True, x, 0, IN_DTYPE_CODE[x.dtype],
-                                True, CONFIG["REVERSE_reg"], False, src, True,
-                                num_warps=CONFIG["num_warps_reg"])
+    _launch_reg(x, amax, qr, sr, qc, sc, FP8_MAX_OF[fp8_dtype], fp8_dtype, src=src, bound=bound)
     return (qr, sr), (qc, sc)
 
 
