@@ -161,6 +161,39 @@ def tile_group(offs_ptr, tile_m, R, E, BM: tl.constexpr):
 
 
 @triton.jit
+def tokens_tile(pid, offs_ptr, R, N, E, BM: tl.constexpr, BN: tl.constexpr):
+    """Program ``pid``'s "tokens" tile (column tiles fastest): its group, first row and column,
+    rows and columns with their masks, expert (clamped into range), and whether it has K steps
+    to run (not the tail rows, group E, nor an idle program, group -1: zeros stored or
+    nothing)."""
+    n_tiles = tl.cdiv(N, BN)
+    tile_m, tile_n = pid // n_tiles, pid % n_tiles
+    group, hi, row0 = tile_group(offs_ptr, tile_m, R, E, BM)
+    offs_m = row0 + tl.arange(0, BM)
+    mmask = offs_m < hi                   # idle programs: group -1, row0 = hi = 0, no row
+    offs_n = tile_n * BN + tl.arange(0, BN)
+    nmask = offs_n < N
+    expert = tl.minimum(tl.maximum(group, 0), E - 1)
+    live = (group >= 0) & (group < E)
+    return group, row0, tile_n * BN, offs_m, mmask, offs_n, nmask, expert, live
+
+
+@triton.jit
+def reduce_tile(pid, offs_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Program ``pid``'s "reduce" tile: its group e, the group's K range ``[k_lo, k_hi)``, the
+    tile's first row and column, its rows and columns with their masks."""
+    m_tiles, n_tiles = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    e = pid // (m_tiles * n_tiles)
+    rest = pid % (m_tiles * n_tiles)
+    tile_m, tile_n = rest // n_tiles, rest % n_tiles
+    k_hi = tl.load(offs_ptr + e).to(tl.int32)
+    k_lo = tl.where(e == 0, 0, tl.load(offs_ptr + tl.maximum(e - 1, 0)).to(tl.int32))
+    offs_m = tile_m * BM + tl.arange(0, BM)
+    offs_n = tile_n * BN + tl.arange(0, BN)
+    return e, k_lo, k_hi, tile_m * BM, tile_n * BN, offs_m, offs_m < M, offs_n, offs_n < N
+
+
+@triton.jit
 def tokens_epilogue(acc, y_ptr, f_ptr, group, E, offs_m, mmask, offs_n, nmask, stride_y,
                     HAS_F: tl.constexpr, DOT_F32: tl.constexpr):
     """The group's factor (tail rows, group E, stay exact zeros), one rounding, the store of
@@ -181,17 +214,10 @@ def _tokens_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R, N, K
                    A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                    BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
                    DOT_F32: tl.constexpr, HAS_F: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BN)
-    tile_m, tile_n = pid // n_tiles, pid % n_tiles
-    group, hi, row0 = tile_group(offs_ptr, tile_m, R, E, BM)
-    offs_m = row0 + tl.arange(0, BM)
-    mmask = offs_m < hi                   # idle programs: group -1, row0 = hi = 0, no row
-    offs_n = tile_n * BN + tl.arange(0, BN)
-    nmask = offs_n < N
-    expert = tl.minimum(tl.maximum(group, 0), E - 1)
+    group, _, _, offs_m, mmask, offs_n, nmask, expert, live = tokens_tile(
+        tl.program_id(0), offs_ptr, R, N, E, BM, BN)
     b_rows = expert * N + offs_n                               # the scales' rows
-    k_hi = tl.where((group >= 0) & (group < E), K, 0)          # tail rows and idle programs: 0
+    k_hi = tl.where(live, K, 0)
     acc = _mainloop(a_ptr, b_ptr + expert.to(tl.int64) * stride_be, sa_ptr, sb_ptr, offs_m,
                     mmask, b_rows, nmask, 0, k_hi, stride_a, stride_b, stride_sa, stride_sb,
                     BR_A, BR_B, FP8, A_E5M2, B_E5M2, BM, BN, BK, B_TILE_SCALE, DOT_F32,
@@ -207,22 +233,13 @@ def _reduce_kernel(a_ptr, b_ptr, y_ptr, sa_ptr, sb_ptr, offs_ptr, M, N,
                    A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                    BN: tl.constexpr, BK: tl.constexpr, K_ALIGN: tl.constexpr,
                    DOT_F32: tl.constexpr):
-    pid = tl.program_id(0)
-    m_tiles, n_tiles = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    e = pid // (m_tiles * n_tiles)
-    rest = pid % (m_tiles * n_tiles)
-    tile_m, tile_n = rest // n_tiles, rest % n_tiles
-    k_hi = tl.load(offs_ptr + e).to(tl.int32)
-    k_lo = tl.load(offs_ptr + tl.maximum(e - 1, 0)).to(tl.int32)
-    k_lo = tl.where(e == 0, 0, k_lo)
+    e, k_lo, k_hi, _, _, offs_m, mmask, offs_n, nmask = reduce_tile(tl.program_id(0), offs_ptr,
+                                                                    M, N, BM, BN)
     # the group bounds come from memory, so the compiler cannot see that they are multiples of
     # K_ALIGN (the caller's contract): without the hint every K load of the group is split
     # into single elements (no vector loads), which ran the FP8 wgrad at ~110 TF/s
     k_lo = tl.multiple_of(k_lo, K_ALIGN)
     k_hi = tl.multiple_of(k_hi, K_ALIGN)
-    offs_m = tile_m * BM + tl.arange(0, BM)
-    offs_n = tile_n * BN + tl.arange(0, BN)
-    mmask, nmask = offs_m < M, offs_n < N
     acc = _mainloop(a_ptr, b_ptr, sa_ptr, sb_ptr, offs_m, mmask, offs_n, nmask, k_lo, k_hi,
                     stride_a, stride_b, stride_sa, stride_sb, BR_A, BR_B, FP8, A_E5M2, B_E5M2,
                     BM, BN, BK, False, DOT_F32, offs_n, 1)

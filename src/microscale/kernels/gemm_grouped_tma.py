@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from .gemm_fp8 import _interpreter_f32
-from .gemm_grouped import add_scaled_chunk, tile_group, tokens_epilogue
+from .gemm_grouped import add_scaled_chunk, reduce_tile, tokens_epilogue, tokens_tile
 
 __all__ = ["tma_ok", "launch_tokens", "launch_reduce"]
 
@@ -55,18 +55,11 @@ def _tokens_tma_kernel(a_desc, b_desc, y_ptr, sa_ptr, sb_ptr, offs_ptr, f_ptr, R
                        A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                        BN: tl.constexpr, BK: tl.constexpr, B_TILE_SCALE: tl.constexpr,
                        DOT_F32: tl.constexpr, HAS_F: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BN)
-    tile_m, tile_n = pid // n_tiles, pid % n_tiles
-    group, hi, row0 = tile_group(offs_ptr, tile_m, R, E, BM)
-    offs_m = row0 + tl.arange(0, BM)
-    mmask = offs_m < hi
-    offs_n = tile_n * BN + tl.arange(0, BN)
-    nmask = offs_n < N
-    expert = tl.minimum(tl.maximum(group, 0), E - 1)
-    b_row0 = expert * N + tile_n * BN
+    group, row0, col0, offs_m, mmask, offs_n, nmask, expert, live = tokens_tile(
+        tl.program_id(0), offs_ptr, R, N, E, BM, BN)
+    b_row0 = expert * N + col0
     b_rows = b_row0 + tl.arange(0, BN)
-    k_hi = tl.where((group >= 0) & (group < E), K, 0)          # tail rows and idle programs: 0
+    k_hi = tl.where(live, K, 0)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, k_hi, BK):
         a = _codes(a_desc, row0, k0, A_E5M2, DOT_F32)
@@ -83,20 +76,12 @@ def _reduce_tma_kernel(a_desc, b_desc, y_ptr, sa_ptr, sb_ptr, offs_ptr, M, N, st
                        stride_sa, stride_sb, BR_A: tl.constexpr, BR_B: tl.constexpr,
                        A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, BM: tl.constexpr,
                        BN: tl.constexpr, BK: tl.constexpr, DOT_F32: tl.constexpr):
-    pid = tl.program_id(0)
-    m_tiles, n_tiles = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    e = pid // (m_tiles * n_tiles)
-    rest = pid % (m_tiles * n_tiles)
-    tile_m, tile_n = rest // n_tiles, rest % n_tiles
-    k_hi = tl.load(offs_ptr + e).to(tl.int32)
-    k_lo = tl.where(e == 0, 0, tl.load(offs_ptr + tl.maximum(e - 1, 0)).to(tl.int32))
-    offs_m = tile_m * BM + tl.arange(0, BM)
-    offs_n = tile_n * BN + tl.arange(0, BN)
-    mmask, nmask = offs_m < M, offs_n < N
+    e, k_lo, k_hi, row0, col0, offs_m, mmask, offs_n, nmask = reduce_tile(
+        tl.program_id(0), offs_ptr, M, N, BM, BN)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BK):
-        a = _codes(a_desc, tile_m * BM, k0, A_E5M2, DOT_F32)
-        b = _codes(b_desc, tile_n * BN, k0, B_E5M2, DOT_F32)
+        a = _codes(a_desc, row0, k0, A_E5M2, DOT_F32)
+        b = _codes(b_desc, col0, k0, B_E5M2, DOT_F32)
         acc = add_scaled_chunk(acc, tl.dot(a, tl.trans(b)), sa_ptr, sb_ptr, offs_m, mmask,
                                offs_n, nmask, k0 // BK, stride_sa, stride_sb, BR_A, BR_B, False)
     tl.store(y_ptr + e.to(tl.int64) * M * N + offs_m[:, None] * stride_y + offs_n[None, :], acc,
