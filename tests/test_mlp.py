@@ -51,17 +51,17 @@ def _same_bits(up, down, tokens=(3, 50), x_grad=True, dtype=torch.bfloat16):
 
 @pytest.mark.parametrize("recompute", [None, True, False])
 @pytest.mark.parametrize("x_grad", [True, False])
-@pytest.mark.parametrize("recipe", ["fp8_blockwise", "mxfp8"])
+@pytest.mark.parametrize("recipe", ["fp8_blockwise", "mxfp8", "nvfp4", "nvfp4_no_sr"])
 def test_fused_same_bits_as_three_modules(recipe, recompute, x_grad):
     up, down = _layers(recipe, recompute=recompute)
-    # 150 tokens: FP8 blockwise pads them to 256; MXFP8 fuses on whole 128-token tiles
-    _same_bits(up, down, tokens=(3, 50) if recipe == "fp8_blockwise" else (2, 128), x_grad=x_grad)
+    # 150 tokens: FP8 blockwise pads them to 256, NVFP4 to 160; MXFP8 fuses on whole
+    # 128-token tiles
+    _same_bits(up, down, tokens=(2, 128) if recipe == "mxfp8" else (3, 50), x_grad=x_grad)
     note = ms.explain()[("mlp", "relu2")]
     assert note.startswith("fused") and ("recomputed" in note) == bool(recompute), note
 
 
-@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr", "mxfp4", "fp8_tensorwise",
-                                    "fp8_delayed"])
+@pytest.mark.parametrize("recipe", ["mxfp4", "fp8_tensorwise", "fp8_delayed"])
 def test_unfused_recipes_same_bits_and_say_why(recipe):
     up, down = _layers(recipe)
     _same_bits(up, down)
@@ -131,21 +131,24 @@ def test_keeps_u_not_more():
 
 
 @pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
-                                              ("mxfp8", False)])
+                                              ("mxfp8", False), ("nvfp4", True),
+                                              ("nvfp4", False)])
 def test_fused_kernels_interpreted(recipe, recompute):
-    """The FP8 / MXFP8 register pair kernels applying ``relu_square`` (forward) and
-    ``relu_square_grad`` (the up projection's dy pair) as they load, in Triton's interpreter:
-    still the bits of the three modules on the same kernels."""
+    """The FP8 / MXFP8 register pair kernels and NVFP4's reg pass (with its amax pass)
+    applying ``relu_square`` (forward) and ``relu_square_grad`` (the up projection's dy pair)
+    as they load, in Triton's interpreter: still the bits of the three modules on the same
+    kernels."""
     pytest.importorskip("triton")
     from microscale.recipe import Recipe
     rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
     up, down = _layers(rec, n_in=128, hidden=256, n_out=128, recompute=recompute)
     _same_bits(up, down, tokens=(2, 128))
     paths = ms.explain()
-    key = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "mxfp8_e4m3|mxfp8_e4m3"
-    assert "relu_square_grad fused into its loads" in paths[("quantize_rowcol", key)]
-    if recompute:              # forward's row view alone, backward's column view alone
-        for key in ("fp8_block|none", "none|fp8_block"):
+    fmt = {"fp8_blockwise": "fp8_block", "mxfp8": "mxfp8_e4m3"}.get(recipe, recipe)
+    assert "relu_square_grad fused into its loads" in paths[("quantize_rowcol", f"{fmt}|{fmt}")]
+    if recompute:              # forward's row view alone, backward's column view alone (NVFP4
+        #                        weights' 16x16 views note "nvfp4|none" after forward's x)
+        for key in (f"{fmt}|none", f"none|{fmt}")[fmt == "nvfp4":]:
             assert "relu_square fused into its loads" in paths[("quantize_rowcol", key)], key
 
 
@@ -172,7 +175,8 @@ def test_fullgraph_trace_matches_eager():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
-                                              ("mxfp8", False)])
+                                              ("mxfp8", False), ("nvfp4", False),
+                                              ("nvfp4", True), ("nvfp4_no_sr", False)])
 def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
     """At a 1b-like width ratio on the GPU: the fused node (pair kernels with the relu²
     prologues) = the three modules (Inductor-free eager relu², the plain pair kernel)."""
@@ -180,7 +184,9 @@ def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
     up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
     down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
     down.recompute_input = recompute
-    # (FP8 blockwise pads 4000 tokens to 4096; MXFP8 fuses on whole 128-token tiles)
-    _same_bits(up, down, tokens=(4, 1000) if recipe == "fp8_blockwise" else (4, 1024))
-    key = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "mxfp8_e4m3|mxfp8_e4m3"
-    assert "relu_square_grad fused into its loads" in ms.explain()[("quantize_rowcol", key)]
+    # (FP8 blockwise pads 4000 tokens to 4096, NVFP4 to 4000; MXFP8 fuses on whole 128-token
+    # tiles)
+    _same_bits(up, down, tokens=(4, 1024) if recipe == "mxfp8" else (4, 1000))
+    fmt = {"fp8_blockwise": "fp8_block", "mxfp8": "mxfp8_e4m3"}.get(recipe, "nvfp4")
+    assert "relu_square_grad fused into its loads" in \
+        ms.explain()[("quantize_rowcol", f"{fmt}|{fmt}")]

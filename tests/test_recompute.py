@@ -316,3 +316,62 @@ def test_cli_switch_values():
         assert config_from_args(args, "fp8_blockwise", "out").recompute_input is value, extra
     with pytest.raises(SystemExit):
         p.parse_args(["train", "--recompute-input", "sometimes"])
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("op,dtype", [("relu_square", torch.bfloat16),
+                                      ("relu_square_grad", torch.bfloat16),
+                                      ("relu_square_grad", torch.float16), ("mul", torch.bfloat16),
+                                      ("square", torch.float16)])
+@pytest.mark.parametrize("rows,cols", [(256, 64), (48, 80)], ids=["whole-tile", "masked"])
+def test_nvfp4_prologues_match_the_reference_on_edge_values(op, dtype, rows, cols, device):
+    """The prologues in NVFP4's reg pass and its amax pass (``nn.mlp`` fuses the relu² ones):
+    the x pair (RNE rows, RHT columns: one launch), the dy pair (SR rows, RHT+SR columns: two
+    launches, caller bytes so that the reference draws the same), a column view alone, on a
+    whole [256, 64] tile and a masked one = the reference's views of the op applied first;
+    with in-kernel Philox, the same bits as the kernels given the op's result. Edge values as
+    above."""
+    pytest.importorskip("triton")
+    from microscale.ops import apply_prologue, quantize_views
+    from microscale.tensor import QFormat
+    g = torch.Generator().manual_seed(6)
+    x, u = (torch.randn(rows, cols, generator=g).mul(4).to(dtype) for _ in range(2))
+    big = 40000.0 if dtype == torch.float16 else 2e38
+    u.view(-1)[[3, 13, 20, 21, 22, 24, 600]] = torch.tensor(
+        [float("nan"), -0.0, big, big, -big, big, 1e-4], dtype=dtype)
+    x.view(-1)[[13, 20, 21, 24, 600, 700]] = torch.tensor(
+        [float("nan"), 0.0, 1.5, 1e-3, 1e-4, float("inf")], dtype=dtype)
+    second = u if op in ("relu_square_grad", "mul") else None
+    first = x if second is not None else u
+    x_op = apply_prologue(op, first, second)
+    nf = {"check_finite": False}
+    bits = {"rand_bits": torch.randint(0, 256, (rows, cols), dtype=torch.uint8, generator=g)}
+    bits_t = {"rand_bits": torch.randint(0, 256, (cols, rows), dtype=torch.uint8, generator=g)}
+    seed = {"seed": torch.tensor([11], dtype=torch.int32)}
+    pairs = [(nf, {**nf, "rht": True}, "reference"),
+             ({**nf, "stochastic": True, **bits}, {**nf, "rht": True, "stochastic": True, **bits_t},
+              "reference"),
+             (None, {**nf, "rht": True}, "reference"),
+             ({**nf, "stochastic": True, **seed}, {**nf, "rht": True, "stochastic": True, **seed},
+              "triton")]
+
+    def on(opts, dev):
+        return None if opts is None else \
+            (QFormat.NVFP4, {k: v.to(dev) if torch.is_tensor(v) else v for k, v in opts.items()})
+
+    for row, col, twin in pairs:
+        q_k = quantize_views(first.to(device), on(row, device), on(col, device), "triton", op,
+                             None if second is None else second.to(device))
+        key = f"{'none' if row is None else 'nvfp4'}|nvfp4"
+        assert f"{op} fused into its loads" in ms.explain()[("quantize_rowcol", key)]
+        dev = "cpu" if twin == "reference" else device
+        q_r = quantize_views(x_op.to(dev), on(row, dev), on(col, dev), twin)
+        for qk, qr in zip(q_k, q_r, strict=True):
+            if qr is None:
+                assert qk is None
+                continue
+            for name in ("data", "scale", "amax"):
+                a, b = getattr(qk, name).cpu(), getattr(qr, name).cpu()
+                if a.dtype.is_floating_point and a.element_size() == 1:
+                    a, b = a.view(torch.uint8), b.view(torch.uint8)
+                assert torch.equal(a, b), (name, row, col)

@@ -44,8 +44,9 @@ from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
+from ..op_specs import PROLOGUES
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
-                     kernel_seed, persistent_grid, placeholder, rht_matrix_on)
+                     kernel_seed, persistent_grid, placeholder, rht_matrix_on, take_prologue)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
 
@@ -181,12 +182,12 @@ class _NoView:
 
 
 def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.Tensor,
-               reg: bool):
+               reg: bool, pro=(None, 0)):
     """fp32 ``[2]`` buffer: slot 0 the row view's amax, slot 1 the column view's.
 
     Measured by one kernel for the views without a given amax (``reg``: the register-layout
-    amax kernel); given ones are copied in. Returns the buffer and the two amax tensors to
-    report (the given tensor when given).
+    amax kernel; ``pro``: its prologue ``(y, code)``, of ``op(x, y)``); given ones are copied
+    in. Returns the buffer and the two amax tensors to report (the given tensor when given).
     """
     rows, cols = x2.shape
     dev = x2.device
@@ -202,7 +203,7 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
                                     IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
                                     rows % br == 0 and cols % bc == 0, need[0], need[1],
                                     bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
-                                    cfg["REVERSE"], num_warps=cfg["num_warps"])
+                                    cfg["REVERSE"], *pro, num_warps=cfg["num_warps"])
     elif any(need):
         cfg = CONFIG
         n_tc = cdiv(cols, cfg["AMAX_BC"])
@@ -259,20 +260,24 @@ def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool
     return sr_row or exp_col or sr_col
 
 
-def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False)) -> str:
-    """The pass that runs ("reg", "split", "rows" or "v3"), recorded for ``ms.explain()``."""
+def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False),
+                 prologue: str = "") -> str:
+    """The pass that runs ("reg", "split", "rows" or "v3"), recorded for ``ms.explain()``
+    (with ``prologue``, the op the reg pass applies as it loads; the others are given its
+    result)."""
     want = CONFIG["PASS"]
     if want not in _PASSES:
         raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be one of "
                          f"{_PASSES}, got {want!r}")
     key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
     why = _reg_refusal(row, col, expand) if want == "reg" else None
+    fused = f"; {prologue} fused into its loads" if prologue else ""
     if want == "reg" and _splits(row, col, expand):
         note_path(op, key, "triton (NVFP4 pair split: two reg-pass launches, the column view, "
-                  "then the row view alone)")
+                  "then the row view alone" + fused + ")")
         return "split"
     if want == "reg" and why is None:
-        note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers)")
+        note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers" + fused + ")")
         return "reg"
     if why is not None:
         note_path(op, key, f"triton (NVFP4 rows pass; the reg pass does not take {why})")
@@ -282,11 +287,11 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
-                col: _View | None) -> None:
+                col: _View | None, pro=(None, 0)) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
     quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
-    bytes and the caller's random bytes (or x2)."""
+    bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``."""
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]
@@ -300,7 +305,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-        bool(row and row.expanded), bool(col and col.expanded), num_warps=cfg["num_warps"],
+        bool(row and row.expanded), bool(col and col.expanded), *pro, num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
@@ -329,13 +334,18 @@ def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
 
 
 def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
-         expand=(False, False)):
+         expand=(False, False), prologue=None):
     """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
     amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
     where the pass does (rows and split: both; reg: the row view, and the column view where
-    ``CONFIG['REG']['COL_EXP']`` says)."""
+    ``CONFIG['REG']['COL_EXP']`` says). ``prologue`` ``(name, y)``: the views of ``op(x2,
+    y)``, applied as the reg pass and its amax pass load (they take any view that pass
+    takes), else computed first."""
     dev = x2.device
-    pass_ = _choose_pass(row, col, op, expand)
+    pass_ = _choose_pass(row, col, op, expand, prologue[0] if prologue else "")
+    x2, prologue = take_prologue(x2, prologue, pass_ in ("reg", "split"))
+    pro = (None, 0) if prologue is None else \
+        (x2 if prologue[1] is None else prologue[1], PROLOGUES[prologue[0]][2])
     reg_col = pass_ == "reg" and CONFIG["REG"].get("COL_EXP", False)
     can = (pass_ in ("reg", "rows", "split"), pass_ in ("rows", "split") or reg_col)
     for v, want, ok in zip((row, col), expand, can):
@@ -345,7 +355,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
     reg_amax = CONFIG["PASS"] == "reg" and not (row is not None and row.rht)
-    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax)
+    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax, pro)
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
@@ -354,10 +364,10 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
                  v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
                 for v in views]
     if pass_ == "reg":
-        _launch_reg(x2, amax_buf, seed, bufs, row, col)
+        _launch_reg(x2, amax_buf, seed, bufs, row, col, pro)
     elif pass_ == "split":                     # the column view, then the row view alone
-        _launch_reg(x2, amax_buf, seed, bufs, None, col)
-        _launch_reg(x2, amax_buf, seed, bufs, row, None)
+        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro)
+        _launch_reg(x2, amax_buf, seed, bufs, row, None, pro)
     else:
         _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_)
     return amaxes
@@ -375,15 +385,18 @@ def quantize_nvfp4_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
     return view.result(amax, x.shape, x.dtype)
 
 
-def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col, expand=(False, False)):
+def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col, expand=(False, False),
+                                 prologue=None):
     """Kernel twin of ``ops.rowcol_reference`` for NVFP4 views (either may be None);
-    ``expand`` (a dispatch hint): views to write expanded where the pass can."""
+    ``expand`` (a dispatch hint): views to write expanded where the pass can; ``prologue`` (a
+    hint, ``(name, x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``), fused into the
+    reg pass's loads (and its amax pass's), applied first otherwise."""
     x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, _block_of)
     check_kernel_input(x)
     rv = _View(x2, row[1], False) if row else None
     cv = _View(x2, col[1], True) if col else None
-    amax_r, amax_c = _run(x2, rv, cv, "quantize_rowcol", expand)
+    amax_r, amax_c = _run(x2, rv, cv, "quantize_rowcol", expand, prologue)
     rows, cols = x2.shape
     return (rv.result(amax_r, torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax_c, torch.Size((cols, rows)), x.dtype) if cv else None)
@@ -393,6 +406,6 @@ def _block_of(fmt, opts) -> tuple[int, int]:
     return 16, 16 if opts.get("block_2d") else 1
 
 
-quantize_rowcol_nvfp4_triton.hints = ("expand",)
+quantize_rowcol_nvfp4_triton.hints = ("expand", "prologue")
 for _key in ("nvfp4|nvfp4", "nvfp4|none", "none|nvfp4"):
     register_kernel("quantize_rowcol", _key)(quantize_rowcol_nvfp4_triton)

@@ -87,14 +87,15 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
-                            COL_EXP: tl.constexpr = False):
+                            COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
     COL_EXP: that view expanded instead, bf16 ``qr [rows, cols]`` / ``qc [cols, rows]``,
     ``tensor.py``), scale
     bytes ``sr [rows, cols/16]``, ``sc [cols, rows/16]``. SR 1: caller bytes ``br``/``bc``
-    (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``."""
+    (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``. ``PRO`` > 0: the
+    views of ``op(x, y)`` (``op_specs.PROLOGUES``), applied as the tiles load."""
     s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
     s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
@@ -102,13 +103,13 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
         if COL:
-            raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
+            raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
             col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
                      rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP)
         if ROW:
             if COL and ROW_SR > 0:  # reloaded after the column view's stores (from L1), so
                 #                       the compiler cannot overlap the views' registers
-                raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
+                raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
             r = r0 + 16 * tl.arange(0, NI)[:, None]
             blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]
             sb = ()
@@ -120,9 +121,10 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                 if COL:
                     raw0, raw1 = raw[2 * jp], raw[2 * jp + 1]
                 else:               # a row view alone: two raw tiles live at a time, not 16
-                    raw0 = _load_one(x_ptr, r0, c0, 2 * jp, rows, cols, NI, BC, IN_DTYPE, EVEN)
+                    raw0 = _load_one(x_ptr, r0, c0, 2 * jp, rows, cols, NI, BC, IN_DTYPE, EVEN,
+                                     y_ptr, PRO)
                     raw1 = _load_one(x_ptr, r0, c0, 2 * jp + 1, rows, cols, NI, BC, IN_DTYPE,
-                                     EVEN)
+                                     EVEN, y_ptr, PRO)
                 s0 = _row_view(_row_tile(raw0, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
                                b0, qr_ptr, br_ptr, r + 2 * jp, c0, rows, cols, NI, BC, ROW_SR,
                                EVEN, ROW_EXP)
@@ -146,18 +148,19 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                           NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr,
                           ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
                           SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
-                          REVERSE: tl.constexpr = False):
+                          REVERSE: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0):
     """The amax pass in the same layout: ``amax_ptr[0] = max|x|`` (row view), ``[1]`` the
     column view's (after its RHT). NaN is skipped (it reads as 0); elementwise running maxima,
     one reduction and one atomic per program and view. ``REVERSE``: the tiles from the last
-    one back, so that the quantize pass, which starts at the first, finds them in L2."""
+    one back, so that the quantize pass, which starts at the first, finds them in L2.
+    ``PRO`` > 0: of ``op(x, y)``, as :func:`nvfp4_rowcol_reg_kernel`."""
     acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
     acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         if REVERSE:
             t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
-        raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN)
+        raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
         acc_r, acc_c = tile_maxima(raw, acc_r, acc_c, IN_DTYPE, NI, BC,
                                    ROW or (COL and not COL_RHT), COL and COL_RHT, SIGNS)
     amax_r = tl.max(tl.max(acc_r, axis=1), axis=0)

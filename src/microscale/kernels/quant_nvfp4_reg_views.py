@@ -30,6 +30,7 @@ import triton.language as tl
 
 from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
+from .quant_rowcol_reg import prologue_of
 from ._utils import (bf16_pair, bits_byte, max_abs, nvfp4_block_scales, split_nan,
                      stack_last)
 
@@ -38,33 +39,80 @@ __all__ = ["col_tile", "tile_maxima"]
 
 @triton.jit
 def _load_one(x_ptr, r0, c0, j, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
-              IN_DTYPE: tl.constexpr, EVEN: tl.constexpr):
+              IN_DTYPE: tl.constexpr, EVEN: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0):
     """Raw tile j of a ``[16·NI, BC]`` tile (rows ``r0 + 16 i + j``): for bf16/fp16 the int32
     words ``[NI, BC/2]`` holding columns (2m, 2m+1) (the tile stays packed in registers), for
-    fp32 the ``[NI, BC]`` values."""
+    fp32 the ``[NI, BC]`` values. ``PRO`` > 0: of ``op(x, y)`` (:func:`_prologue_words`),
+    ``y`` read at the same offsets (by the two-tensor ops, 2 and 4)."""
     r = r0 + 16 * tl.arange(0, NI)[:, None] + j
     if IN_DTYPE == 0:
-        c = c0 + tl.arange(0, BC)[None, :]
-        ptr = x_ptr + r * cols + c
-        mask = c < cols
+        offs = r * cols + c0 + tl.arange(0, BC)[None, :]
+        mask = c0 + tl.arange(0, BC)[None, :] < cols
+        x_at, y_at = x_ptr, y_ptr
     else:
         m = c0 // 2 + tl.arange(0, BC // 2)[None, :]
-        ptr = x_ptr.to(tl.pointer_type(tl.int32)) + r * (cols // 2) + m
+        offs = r * (cols // 2) + m
         mask = m < cols // 2
+        x_at = x_ptr.to(tl.pointer_type(tl.int32))
+        if PRO == 2 or PRO == 4:
+            y_at = y_ptr.to(tl.pointer_type(tl.int32))
     if EVEN:
-        out = tl.load(ptr)
+        out = tl.load(x_at + offs)
     else:           # a row view alone may have any number of rows
-        out = tl.load(ptr, mask=mask & (r < rows), other=0)
+        out = tl.load(x_at + offs, mask=mask & (r < rows), other=0)
+    if PRO == 2 or PRO == 4:
+        if EVEN:
+            yw = tl.load(y_at + offs)
+        else:
+            yw = tl.load(y_at + offs, mask=mask & (r < rows), other=0)
+        out = _prologue_words(out, yw, PRO, IN_DTYPE)
+    elif PRO > 0:
+        out = _prologue_words(out, out, PRO, IN_DTYPE)
+    return out
+
+
+@triton.jit
+def _prologue_words(xw, yw, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """``op(x, y)`` (``quant_rowcol_reg.prologue_of``: one rounding to the input dtype) of raw
+    tiles, returned raw: fp32 values as they are, bf16/fp16 words unpacked into their two
+    values and packed again (exact: each result is a value of the input dtype; a NaN stays
+    NaN, its payload's top bits kept)."""
+    if IN_DTYPE == 0:
+        out = prologue_of(xw, yw, PRO, IN_DTYPE)
+    else:
+        lo = prologue_of(_word_half(xw, 0, IN_DTYPE), _word_half(yw, 0, IN_DTYPE), PRO, IN_DTYPE)
+        hi = prologue_of(_word_half(xw, 1, IN_DTYPE), _word_half(yw, 1, IN_DTYPE), PRO, IN_DTYPE)
+        if IN_DTYPE == 1:                   # bf16: the top half of each fp32
+            out = (hi.to(tl.int32, bitcast=True) & -65536) | \
+                ((lo.to(tl.int32, bitcast=True) >> 16) & 0xFFFF)
+        else:
+            out = (hi.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) << 16) | \
+                (lo.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF)
+    return out
+
+
+@triton.jit
+def _word_half(raw, H: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """fp32 values of the low (H = 0) or high (H = 1) halves of bf16/fp16 words."""
+    if IN_DTYPE == 1:
+        if H == 0:
+            out = (raw << 16).to(tl.float32, bitcast=True)
+        else:
+            out = (raw & -65536).to(tl.float32, bitcast=True)
+    else:
+        bits = raw if H == 0 else raw >> 16
+        out = bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
     return out
 
 
 @triton.jit
 def _load16(x_ptr, r0, c0, rows, cols, NI: tl.constexpr, BC: tl.constexpr,
-            IN_DTYPE: tl.constexpr, EVEN: tl.constexpr):
+            IN_DTYPE: tl.constexpr, EVEN: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0):
     """The 16 raw tiles (:func:`_load_one`) of rows ``r0 + 16 i + j``, j = 0..15."""
     xs = ()
     for j in tl.static_range(16):
-        xs = xs + (_load_one(x_ptr, r0, c0, j, rows, cols, NI, BC, IN_DTYPE, EVEN),)
+        xs = xs + (_load_one(x_ptr, r0, c0, j, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr,
+                             PRO),)
     return xs
 
 
@@ -74,14 +122,8 @@ def _half(raw, H: tl.constexpr, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl
     if IN_DTYPE == 0:
         even, odd = tl.split(tl.reshape(raw, (NI, BC // 2, 2)))
         out = even if H == 0 else odd
-    elif IN_DTYPE == 1:                        # bf16: the top half of an fp32
-        if H == 0:
-            out = (raw << 16).to(tl.float32, bitcast=True)
-        else:
-            out = (raw & -65536).to(tl.float32, bitcast=True)
     else:
-        bits = raw if H == 0 else raw >> 16
-        out = bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        out = _word_half(raw, H, IN_DTYPE)
     return out
 
 

@@ -63,8 +63,8 @@ import triton.language as tl
 from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, mx_exponent,
                      round_to_input_dtype, tile_coords)
 
-__all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_value",
-           "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents", "tile_rows"]
+__all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_of",
+           "prologue_value", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents", "tile_rows"]
 
 
 def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
@@ -100,28 +100,35 @@ def fp8_byte(y, E5M2: tl.constexpr, nan, NAN_SEL: tl.constexpr):
 @triton.jit
 def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
     """``x = op(a, b)`` of loaded input values ``a_in`` (and ``b`` at ``b_ptr + offs``) as
-    fp32, rounded once to the input dtype: PRO 1 ``a²``, 2 ``a·b``, 3 ``relu(a)²``, 4 ``a ·
-    (2 relu(b))`` where ``b > 0``, else +0 (``op_specs.PROLOGUES``). The product of two
-    bf16/fp16 values is exact in fp32 (and ``2 b`` is exact, or Inf as in the input dtype), so
-    this is the one correctly rounded multiply eager torch and Inductor compute (NaN kept,
-    overflow to Inf as theirs); the relu is a select that keeps NaN, as ``torch.relu``."""
-    a = a_in.to(tl.float32)
+    fp32, rounded once to the input dtype (:func:`prologue_of`)."""
+    b = 0.0
+    if PRO == 2 or PRO == 4:
+        if mask is None:
+            b = tl.load(b_ptr + offs).to(tl.float32)
+        else:
+            b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    return prologue_of(a_in.to(tl.float32), b, PRO, IN_DTYPE)
+
+
+@triton.jit
+def prologue_of(a, b, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """``op(a, b)`` of fp32 input values, rounded once to the input dtype: PRO 1 ``a²``, 2
+    ``a·b``, 3 ``relu(a)²``, 4 ``a · (2 relu(b))`` where ``b > 0``, else +0
+    (``op_specs.PROLOGUES``; ``b`` unused by 1 and 3). The product of two bf16/fp16 values is
+    exact in fp32 (and ``2 b`` is exact, or Inf as in the input dtype), so this is the one
+    correctly rounded multiply eager torch and Inductor compute (NaN kept, overflow to Inf as
+    theirs); the relu is a select that keeps NaN, as ``torch.relu``."""
     if PRO == 1:
         p = a * a
     elif PRO == 3:
         r = tl.where(a <= 0.0, 0.0, a)
         p = r * r
-    else:
-        if mask is None:
-            b = tl.load(b_ptr + offs).to(tl.float32)
-        else:
-            b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        if PRO == 2:
-            p = a * b
-        elif IN_DTYPE == 2:                 # 2b overflows fp16 before fp32
-            p = a * round_to_input_dtype(b * 2.0, IN_DTYPE)
-        else:                               # fp32 and bf16 overflow together
-            p = a * (b * 2.0)
+    elif PRO == 2:
+        p = a * b
+    elif IN_DTYPE == 2:                     # 2b overflows fp16 before fp32
+        p = a * round_to_input_dtype(b * 2.0, IN_DTYPE)
+    else:                                   # fp32 and bf16 overflow together
+        p = a * (b * 2.0)
     out = tl.where(p != p, p, round_to_input_dtype(p, IN_DTYPE))
     if PRO == 4:
         out = tl.where(b <= 0.0, 0.0, out)

@@ -25,10 +25,13 @@ When
 ====
 :func:`relu2_mlp` fuses where the kernels apply the backward step as they load: the up
 projection's dy views (dgrad's A, wgrad's A) are 1×128 FP8 blockwise (any token count: the
-layer pads to 128) or MXFP8 on whole 128×128 tiles (the register pair kernels,
-:mod:`~microscale.kernels.quant_rowcol_reg`). NVFP4 is not: its tensor scale needs the global
-amax of ``du`` (and of its Hadamard transform) before any code, a pass of its own over ``du``,
-so fusing would read ``ds`` and ``u`` twice. Elsewhere the quantizers would apply the step as
+layer pads to 128), MXFP8 on whole 128×128 tiles (the register pair kernels,
+:mod:`~microscale.kernels.quant_rowcol_reg`) or 1×16 NVFP4 with the recipe's RHT and SR (the
+reg pass, :mod:`~microscale.kernels.quant_nvfp4_reg`). NVFP4's tensor scale needs the global
+amax of ``du`` (and of its Hadamard transform) before any code, so its amax pass applies the
+step as it loads too: ``ds`` and ``u`` are read once by it and once by each of the pair's
+launches, 4 bytes an element each time, against an elementwise pass that read 4 and wrote 2
+and quantizer passes that read 2 (session 24 measured what that nets on an H100). Elsewhere the quantizers would apply the step as
 a separate eager pass inside the op, slower than the elementwise kernel ``torch.compile``
 fuses, so the layers run as two nodes, :func:`~microscale.nn.linear_from` on
 ``"relu_square"`` (same bits).
@@ -56,10 +59,13 @@ from .saved import _stash, _unstash
 
 __all__ = ["relu2_mlp", "Relu2MLPFn"]
 
+_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+
 # the up projection's dy view formats (and blocks) whose kernels fuse the relu² backward into
-# their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg)
+# their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg), NVFP4's reg
+# pass and its amax pass (quant_nvfp4_reg; with the RHT and SR the recipe asks for)
 FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
-                    QFormat.MXFP8_E5M2: (1, 32)}
+                    QFormat.MXFP8_E5M2: (1, 32), QFormat.NVFP4: (1, 16)}
 # FUSE: False runs every relu² MLP as two nodes (benchmarks' A/B, bench_train "mlp-unfused")
 CONFIG = {"FUSE": True}
 
@@ -110,11 +116,12 @@ def _why_not(up, down, x: torch.Tensor) -> str:
     tokens = x.numel() // x.shape[-1]
     for role in ("dgrad.a", "wgrad.a"):
         op = up_plan.operand(role)
-        if FUSED_DY_FORMATS.get(op.format) != op.block or op.rht or \
-                op.rounding == Rounding.STOCHASTIC:
+        nvfp4 = op.format == QFormat.NVFP4
+        if FUSED_DY_FORMATS.get(op.format) != op.block or (not nvfp4 and (
+                op.rht or op.rounding == Rounding.STOCHASTIC)):
             return (f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 "
-                    "FP8 blockwise or MXFP8, no RHT or SR)")
-        if op.format != QFormat.FP8_BLOCK and (tokens % 128 or up.out_features % 128):
+                    "FP8 blockwise or MXFP8 without RHT or SR, 1x16 NVFP4)")
+        if op.format in _MX8 and (tokens % 128 or up.out_features % 128):
             # (FP8 blockwise pads tokens to 128 itself; its features are multiples of 128)
             return (f"{tokens} tokens x {up.out_features} hidden is not whole 128x128 tiles of "
                     "the MXFP8 register pair kernel")
