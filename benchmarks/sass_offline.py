@@ -148,6 +148,27 @@ PRESETS = {
                                             "bound", "cols", "n_seg", "n_tc", "n_tiles")},
                     dict(IN_DTYPE=1, NI=16, BC=32, ROW=True, COL=True, COL_RHT=True,
                          SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2), 4, 2, 256 * 32),
+    # with the relu² MLP's prologues (nn.mlp): relu(u)² forward (x pair, row view expanded),
+    # ds · 2 relu(u) on the up projection's dy (the split pair's launches), and the amax passes
+    "nv_reg_x_exp_relu2": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
+                           _NV_REG | dict(ROW_EXP=True, PRO=3), 4, 1, 256 * 64),
+    "nv_reg_col_rht_sr_grad": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
+                               NV_REG | {"y_ptr": "*bf16"},
+                               _NV_REG | dict(ROW=False, COL_SR=2, BC=32, PRO=4), 4, 2, 256 * 32),
+    "nv_reg_col_rht_sr_bc32": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+                               _NV_REG | dict(ROW=False, COL_SR=2, BC=32), 4, 2, 256 * 32),
+    "nv_reg_row_sr_exp_grad": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
+                               NV_REG | {"qr_ptr": "*bf16", "y_ptr": "*bf16"},
+                               _NV_REG | dict(COL=False, ROW_SR=2, ROW_EXP=True, PRO=4), 4, 1,
+                               256 * 64),
+    "nv_reg_amax_relu2": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX,
+                          dict(IN_DTYPE=1, NI=16, BC=32, EVEN=True, ROW=True, COL=True,
+                               COL_RHT=True, SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2,
+                               REVERSE=True, PRO=3), 4, 2, 256 * 32),
+    "nv_reg_amax_grad": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX | {"y_ptr": "*bf16"},
+                         dict(IN_DTYPE=1, NI=16, BC=32, EVEN=True, ROW=True, COL=True,
+                              COL_RHT=True, SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2,
+                              REVERSE=True, PRO=4), 4, 2, 256 * 32),
     "nv_rows_x": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS, 4, 2, 32 * 32),
     "nv_rows_dy": (quant_nvfp4.nvfp4_rows_kernel, NV_ROWS, _NV_ROWS | dict(ROW_SR=2, COL_SR=2),
                    4, 2, 32 * 32),
@@ -182,8 +203,10 @@ PRESETS = {
 
 def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):
     # constexprs a preset leaves out take the kernel's default (e.g. ROW_EXP, WRITE_ROW)
+    # (and so do the other defaulted arguments a preset does not give, e.g. y_ptr=None, seg=0)
     consts = {p.name: p.default for p in fn.params
-              if p.is_constexpr and p.name not in consts and p.has_default} | consts
+              if p.name not in consts and p.has_default
+              and (p.is_constexpr or p.name not in sig)} | consts
     signature = {n: "constexpr" if n in consts else sig[n] for n in fn.arg_names}
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in ALIGNED if n in sig}
     src = ASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)

@@ -31,8 +31,8 @@ import triton.language as tl
 from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
 from .quant_rowcol_reg import prologue_of
-from ._utils import (bf16_pair, bits_byte, max_abs, nvfp4_block_scales, split_nan,
-                     stack_last)
+from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, nvfp4_block_scales,
+                     split_nan, stack_last)
 
 __all__ = ["col_tile", "tile_maxima"]
 
@@ -76,9 +76,16 @@ def _prologue_words(xw, yw, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
     """``op(x, y)`` (``quant_rowcol_reg.prologue_of``: one rounding to the input dtype) of raw
     tiles, returned raw: fp32 values as they are, bf16/fp16 words unpacked into their two
     values and packed again (exact: each result is a value of the input dtype; a NaN stays
-    NaN, its payload's top bits kept)."""
+    NaN). bf16 on the GPU: both halves rounded and packed by one ``cvt.rn.bf16x2.f32``."""
     if IN_DTYPE == 0:
         out = prologue_of(xw, yw, PRO, IN_DTYPE)
+    elif IN_DTYPE == 1 and NATIVE_CASTS:
+        lo = prologue_of(_word_half(xw, 0, IN_DTYPE), _word_half(yw, 0, IN_DTYPE), PRO, IN_DTYPE,
+                         False)
+        hi = prologue_of(_word_half(xw, 1, IN_DTYPE), _word_half(yw, 1, IN_DTYPE), PRO, IN_DTYPE,
+                         False)
+        out = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [lo, hi],
+                                        dtype=tl.int32, is_pure=True, pack=1)
     else:
         lo = prologue_of(_word_half(xw, 0, IN_DTYPE), _word_half(yw, 0, IN_DTYPE), PRO, IN_DTYPE)
         hi = prologue_of(_word_half(xw, 1, IN_DTYPE), _word_half(yw, 1, IN_DTYPE), PRO, IN_DTYPE)

@@ -111,13 +111,14 @@ def prologue_value(a_in, b_ptr, offs, mask, PRO: tl.constexpr, IN_DTYPE: tl.cons
 
 
 @triton.jit
-def prologue_of(a, b, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
+def prologue_of(a, b, PRO: tl.constexpr, IN_DTYPE: tl.constexpr, ROUND: tl.constexpr = True):
     """``op(a, b)`` of fp32 input values, rounded once to the input dtype: PRO 1 ``a²``, 2
     ``a·b``, 3 ``relu(a)²``, 4 ``a · (2 relu(b))`` where ``b > 0``, else +0
     (``op_specs.PROLOGUES``; ``b`` unused by 1 and 3). The product of two bf16/fp16 values is
     exact in fp32 (and ``2 b`` is exact, or Inf as in the input dtype), so this is the one
     correctly rounded multiply eager torch and Inductor compute (NaN kept, overflow to Inf as
-    theirs); the relu is a select that keeps NaN, as ``torch.relu``."""
+    theirs); the relu is a select that keeps NaN, as ``torch.relu``. ``ROUND`` False: the
+    fp32 value before that rounding (the caller rounds it with the hardware conversion)."""
     if PRO == 1:
         p = a * a
     elif PRO == 3:
@@ -129,9 +130,14 @@ def prologue_of(a, b, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
         p = a * round_to_input_dtype(b * 2.0, IN_DTYPE)
     else:                                   # fp32 and bf16 overflow together
         p = a * (b * 2.0)
-    out = tl.where(p != p, p, round_to_input_dtype(p, IN_DTYPE))
     if PRO == 4:
-        out = tl.where(b <= 0.0, 0.0, out)
+        p = tl.where(b <= 0.0, 0.0, p)
+    if not ROUND or IN_DTYPE == 0:
+        out = p
+    elif NATIVE_CASTS:                      # the hardware conversion keeps NaN a NaN
+        out = round_to_input_dtype(p, IN_DTYPE)
+    else:                                   # the integer rounding could carry a NaN into Inf
+        out = tl.where(p != p, p, round_to_input_dtype(p, IN_DTYPE))
     return out
 
 
