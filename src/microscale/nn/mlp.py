@@ -29,12 +29,14 @@ layer pads to 128), MXFP8 on whole 128×128 tiles (the register pair kernels,
 :mod:`~microscale.kernels.quant_rowcol_reg`) or 1×16 NVFP4 with the recipe's RHT and SR (the
 reg pass, :mod:`~microscale.kernels.quant_nvfp4_reg`). NVFP4's tensor scale needs the global
 amax of ``du`` (and of its Hadamard transform) before any code, so its amax pass applies the
-step as it loads too: ``ds`` and ``u`` are read once by it and once by each of the pair's
-launches, 4 bytes an element each time, against an elementwise pass that read 4 and wrote 2
-and quantizer passes that read 2 (session 24 measured what that nets on an H100). Elsewhere the quantizers would apply the step as
-a separate eager pass inside the op, slower than the elementwise kernel ``torch.compile``
-fuses, so the layers run as two nodes, :func:`~microscale.nn.linear_from` on
-``"relu_square"`` (same bits).
+step as it loads too: ``ds`` and ``u`` are read by it and by each of the pair's two launches,
+4 bytes an element each time, where the elementwise pass read 4 and wrote 2 and the three
+quantizer passes read 2 each; the ALU-bound NVFP4 launches pay ~8 more instructions an
+element for it. It still nets a little (H100, session 24, same process: 125m nvfp4 60.56 →
+59.40 ms a step, 1b 222.6 → 221.1 ms). Elsewhere the quantizers would apply the step as a
+separate eager pass inside the op, slower than the elementwise kernel ``torch.compile`` fuses,
+so the layers run as two nodes, :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same
+bits).
 Also unfused (and said by ``ms.explain()``, ``("mlp", "relu2")``): either projection not an
 :class:`~microscale.Linear` or hooked (module hooks must see each call), a bias on the up
 projection (its gradient needs ``du``), a projection with a precision switch set, delayed
