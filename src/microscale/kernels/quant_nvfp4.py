@@ -39,12 +39,12 @@ import os
 import torch
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
+from ..op_specs import PROLOGUES
 from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
-from ..op_specs import PROLOGUES
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
                      kernel_seed, persistent_grid, placeholder, rht_matrix_on, take_prologue)
 

@@ -64,7 +64,8 @@ from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, m
                      round_to_input_dtype, tile_coords)
 
 __all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_of",
-           "prologue_value", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents", "tile_rows"]
+           "prologue_value", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents",
+           "tile_rows"]
 
 
 def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
