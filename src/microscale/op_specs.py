@@ -159,7 +159,7 @@ def _layout(fmt: QFormat, opts: dict, rows, cols):
             ((rows, cols // 16), torch.float8_e4m3fn)
     if fmt == QFormat.MXFP4:
         return expanded or ((rows, cols // 2), torch.uint8), ((rows, cols // 32), torch.uint8)
-    if fmt in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+    if fmt.is_mx8:
         elem = torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2
         return expanded or ((rows, cols), elem), ((rows, cols // 32), torch.uint8)
     fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)

@@ -176,15 +176,12 @@ def _fp8_pair_kernel(w: Tensor, opts: dict, backend: str) -> bool:
         and w.shape[1] > 0
 
 
-_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
-
-
 def _mx_pair_kernel(w: Tensor, row, col, backend: str) -> bool:
     """Whether :func:`quantize_mx_experts_pair` runs here: MXFP8 both ways without RHT, the
     register pair kernel on (``quant_mx.CONFIG["ROWCOL"]``), N a multiple of its tile rows,
     E·N and K of 128, Triton on CUDA or the interpreter, a backend that asks for kernels."""
     from .kernels.quant_mx import CONFIG as MX_CONFIG
-    return CONFIG["PAIR_KERNEL"] and row[0] in _MX8 and col[0] in _MX8 \
+    return CONFIG["PAIR_KERNEL"] and row[0].is_mx8 and col[0].is_mx8 \
         and not (row[1].get("rht") or col[1].get("rht") or col[1].get("expand")) \
         and _kernels_run(w, backend) and MX_CONFIG["ROWCOL"] == "reg" \
         and w.shape[1] % MX_CONFIG["BR_reg"] == 0 and w.shape[0] * w.shape[1] % 128 == 0 \

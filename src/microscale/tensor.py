@@ -81,6 +81,11 @@ class QFormat(str, Enum):
         return self in (QFormat.NVFP4, QFormat.MXFP4)
 
     @property
+    def is_mx8(self) -> bool:
+        """MXFP8, either element type (E4M3 or E5M2 codes, UE8M0 scales per 32)."""
+        return self in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+
+    @property
     def expandable(self) -> bool:
         """Whether a view can be held expanded (bf16 ``value · block_scale``, see above)."""
         return self in (QFormat.NVFP4, QFormat.MXFP4, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)

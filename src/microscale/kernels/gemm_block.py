@@ -34,7 +34,6 @@ from .gemm_paths import choose_path, family_of
 __all__ = ["BLOCK_PATHS", "scaled_mm_block"]
 
 BLOCK_PATHS = ("auto", "native", "fp8", "dequant", "mainloop")
-_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 
 
 def _sms(device: torch.device) -> int:
@@ -64,8 +63,8 @@ def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None):
         y = gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, out_dtype, cfg)
         note_path("scaled_mm", key, f"triton MXFP8 on FP8 tensor cores ({cfg})")
         return y
-    fn = gemm_fp4.scaled_mm_mxfp8 if qa.fmt in _MX8 else gemm_fp4.scaled_mm_fp4
-    kwargs = {} if qa.fmt in _MX8 else {"apply_factor": apply_factor}
+    fn = gemm_fp4.scaled_mm_mxfp8 if qa.fmt.is_mx8 else gemm_fp4.scaled_mm_fp4
+    kwargs = {} if qa.fmt.is_mx8 else {"apply_factor": apply_factor}
     y = fn(qa, qb, out_dtype, strategy=path, **kwargs)         # notes its own path
     return y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
 

@@ -227,7 +227,7 @@ def _operand(q: QuantizedTensor) -> tuple[torch.Tensor, torch.Tensor, int, int, 
         scale = q.scale.view(torch.uint8)
     elif q.fmt == QFormat.MXFP4:
         elem, kind, scale = _ELEM_E2M1, _SCALE_UE8M0, q.scale
-    elif q.fmt in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+    elif q.fmt.is_mx8:
         elem = _ELEM_E4M3 if q.fmt == QFormat.MXFP8_E4M3 else _ELEM_E5M2
         kind, scale = _SCALE_UE8M0, q.scale
     else:
@@ -378,8 +378,7 @@ def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,
                     out_dtype: torch.dtype = torch.float32, strategy: str = "auto",
                     **tile) -> torch.Tensor:
     """MXFP8 (E4M3/E5M2, any pairing) ``A @ Bᵀ``: FP8 codes and UE8M0 scales through bf16."""
-    mx8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
-    if qa.fmt not in mx8 or qb.fmt not in mx8:
+    if not (qa.fmt.is_mx8 and qb.fmt.is_mx8):
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not MXFP8 x MXFP8")
     return _run(qa, qb, out_dtype, strategy, **tile)
 

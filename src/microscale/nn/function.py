@@ -86,7 +86,6 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # pair kernel writes them so (quant_mx), saving the GEMM's dequantize pass of each (session 19).
 CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
           "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0"}
-_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -122,7 +121,7 @@ class Plan:
 def mx8_expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
     """The MXFP8 part of the expansion rule (here and ``nn.grouped``): an MXFP8 x MXFP8 GEMM's
     A operand is quantized expanded while ``CONFIG["EXPAND_MXFP8"]`` is on."""
-    return fmt_a in _MX8 and fmt_b in _MX8 and CONFIG["EXPAND_MXFP8"]
+    return fmt_a.is_mx8 and fmt_b.is_mx8 and CONFIG["EXPAND_MXFP8"]
 
 
 def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:

@@ -61,8 +61,6 @@ from .saved import _stash, _unstash
 
 __all__ = ["relu2_mlp", "Relu2MLPFn"]
 
-_MX8 = (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
-
 # the up projection's dy view formats (and blocks) whose kernels fuse the relu² backward into
 # their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg), NVFP4's reg
 # pass and its amax pass (quant_nvfp4_reg; with the RHT and SR the recipe asks for)
@@ -123,7 +121,7 @@ def _why_not(up, down, x: torch.Tensor) -> str:
                 op.rht or op.rounding == Rounding.STOCHASTIC)):
             return (f"the up projection's {role} is {op.format.value} {op.block} (fused: 1x128 "
                     "FP8 blockwise or MXFP8 without RHT or SR, 1x16 NVFP4)")
-        if op.format in _MX8 and (tokens % 128 or up.out_features % 128):
+        if op.format.is_mx8 and (tokens % 128 or up.out_features % 128):
             # (FP8 blockwise pads tokens to 128 itself; its features are multiples of 128)
             return (f"{tokens} tokens x {up.out_features} hidden is not whole 128x128 tiles of "
                     "the MXFP8 register pair kernel")
