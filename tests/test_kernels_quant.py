@@ -458,6 +458,17 @@ def test_mx_rowcol_reg_tile_rows_exact(br, monkeypatch):
         assert q.expanded and torch.equal(torch.isnan(q.data.float()), torch.isnan(want))
         assert torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
         assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+    # one view alone, expanded (a recomputed input's column view, nn.recompute): the same
+    # kernel with the other view off
+    for row, col, q0 in (((e4, {**nf, "expand": True}), None, codes[0]),
+                         (None, (e4, {**nf, "expand": True}), codes[1])):
+        q = quantize_views(x, row, col, "triton")[0 if row else 1]
+        assert "MXFP8 view: tile in registers" in ms.explain()[
+            ("quantize_rowcol", "mxfp8_e4m3|none" if row else "none|mxfp8_e4m3")]
+        want = q0.expand().data.float()
+        assert q.expanded and torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
+        assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+        assert torch.equal(q.amax, q0.amax)
     if br == 64:                 # [64, 128] with 2 warps wrote wrong bits on an H100: refused
         monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 2)
         with pytest.raises(ValueError, match="2 warps"):

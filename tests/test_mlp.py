@@ -131,7 +131,8 @@ def test_keeps_u_not_more():
 
 
 @pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
-                                              ("mxfp8", False), ("nvfp4", True)])
+                                              ("mxfp8", False), ("mxfp8", True),
+                                              ("nvfp4", True)])
 def test_fused_kernels_interpreted(recipe, recompute):
     """The FP8 / MXFP8 register pair kernels and NVFP4's reg pass (with its amax pass)
     applying ``relu_square`` (forward) and ``relu_square_grad`` (the up projection's dy pair)
@@ -176,8 +177,9 @@ def test_fullgraph_trace_matches_eager():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
-                                              ("mxfp8", False), ("nvfp4", False),
-                                              ("nvfp4", True), ("nvfp4_no_sr", False)])
+                                              ("mxfp8", False), ("mxfp8", True),
+                                              ("nvfp4", False), ("nvfp4", True),
+                                              ("nvfp4_no_sr", False)])
 def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
     """At a 1b-like width ratio on the GPU: the fused node (pair kernels with the relu²
     prologues) = the three modules (Inductor-free eager relu², the plain pair kernel)."""

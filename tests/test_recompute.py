@@ -214,11 +214,12 @@ def test_prologue_kernels_match_the_reference_on_edge_values(fmt, op, device):
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("views", ["fp8_block|fp8_block", "none|fp8_block", "none|fp8_tensor",
-                                   "mxfp8_e4m3|mxfp8_e5m2"])
+                                   "mxfp8_e4m3|mxfp8_e5m2", "none|mxfp8_e4m3"])
 @pytest.mark.parametrize("op", ["relu_square", "relu_square_grad"])
 def test_relu_prologues_match_the_reference_on_edge_values(op, views, dtype, device):
     """``relu_square`` / ``relu_square_grad`` (``nn.mlp``) in the FP8 kernels (a 1x128 pair and
-    column view, the tensorwise cast, the MXFP8 pair) = the reference's views of the op applied
+    column view, the tensorwise cast, the MXFP8 pair and column view) = the reference's views
+    of the op applied
     first: NaN and
     ±0 in u (relu keeps NaN; the gradient is +0 where u <= 0), 2u overflowing (fp16 before
     fp32), 0 · Inf, products that underflow."""

@@ -218,22 +218,25 @@ def _col_reg(col: _View | None) -> bool:
     return bool(CONFIG["COL_REG"]) and col is not None and col.fmt == QFormat.MXFP4
 
 
-def _reg_applies(x2: torch.Tensor, row, col) -> bool:
+def _reg_applies(x2: torch.Tensor, row, col, single: bool = False) -> bool:
     """An MXFP8 pair (no RHT; views as ``(format, options)``) on a shape of whole [128, 128]
-    tiles, with ROWCOL "reg"."""
+    tiles, with ROWCOL "reg"; ``single``: one of the two views may be None (the kernel then
+    writes the other alone)."""
     mode = CONFIG["ROWCOL"]
     if mode not in ("mx", "reg"):
         raise ValueError(f"quant_mx.CONFIG['ROWCOL'] (MICROSCALE_MX_ROWCOL) must be 'mx' or "
                          f"'reg', got {mode!r}")
-    return mode == "reg" and all(v is not None and v[0] in _ELEM and v[0] != QFormat.MXFP4
-                                 and not v[1].get("rht", False) for v in (row, col)) \
-        and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
+    views = [v for v in (row, col) if v is not None]
+    return mode == "reg" and len(views) == (1 if single else 2) \
+        and all(v[0] in _ELEM and v[0] != QFormat.MXFP4 and not v[1].get("rht", False)
+                for v in views) and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
 
 
-def _run_reg(x2: torch.Tensor, row: _View, col: _View, prologue=None,
+def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=None,
              seg: int = 0) -> torch.Tensor:
-    """The register pair kernel; ``prologue`` ``(name, y)``: the views of ``op(x2, y)``;
-    ``seg``: x2 stacks experts of ``seg`` rows, the column view per expert (0: one matrix)."""
+    """The register pair kernel (a view None: the other alone); ``prologue`` ``(name, y)``:
+    the views of ``op(x2, y)``; ``seg``: x2 stacks experts of ``seg`` rows, the column view
+    per expert (0: one matrix)."""
     rows, cols = x2.shape
     amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
     br, warps = CONFIG["BR_reg"], CONFIG["num_warps_reg"]
@@ -245,15 +248,16 @@ def _run_reg(x2: torch.Tensor, row: _View, col: _View, prologue=None,
                          "4 warps or another BR_reg")
     n_tc, n_tiles = cols // 128, (rows // br) * (cols // 128)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
-    mx8_rowcol_reg_kernel[grid](x2, amax, row.out, row.scale, col.out, col.scale, rows,
-                                cols, n_tc, n_tiles, _ELEM[row.fmt], row.scale_rounding == "ceil",
-                                _ELEM[col.fmt], col.scale_rounding == "ceil", CONFIG["NAN_SEL"],
-                                CONFIG["NUM_STAGES_reg"], row.expanded, col.expanded,
+    r, c = row or col, col or row           # a missing view's arguments: the other's, unused
+    mx8_rowcol_reg_kernel[grid](x2, amax, r.out, r.scale, c.out, c.scale, rows,
+                                cols, n_tc, n_tiles, _ELEM[r.fmt], r.scale_rounding == "ceil",
+                                _ELEM[c.fmt], c.scale_rounding == "ceil", CONFIG["NAN_SEL"],
+                                CONFIG["NUM_STAGES_reg"], r.expanded, c.expanded,
                                 CONFIG["REVERSE_reg"], br,
                                 x2 if prologue is None or prologue[1] is None else prologue[1],
                                 0 if prologue is None else PROLOGUES[prologue[0]][2],
-                                IN_DTYPE_CODE[x2.dtype], seg or rows,
-                                num_warps=CONFIG["num_warps_reg"])
+                                IN_DTYPE_CODE[x2.dtype], seg or rows, row is not None,
+                                col is not None, num_warps=CONFIG["num_warps_reg"])
     return amax
 
 
@@ -299,15 +303,19 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False), 
     check_views(x2, row, col, lambda fmt, opts: (32, 1))
     check_kernel_input(x)
     expand = expand if CONFIG["EXPAND"] else (False, False)
-    reg = _reg_applies(x2, row, col)
+    # one view alone runs the register kernel where that pays: its prologue fused into the
+    # loads, or the view written expanded (nn.recompute's column view: no decode pass after)
+    reg = _reg_applies(x2, row, col) or (_reg_applies(x2, row, col, single=True) and (
+        prologue is not None or (expand[0] if row else expand[1])))
     x2, prologue = take_prologue(x2, prologue, reg)     # fused into the register pair kernel
     rv = _View(x2, row[0], row[1], False, expand[0], reg) if row else None
     cv = _View(x2, col[0], col[1], True, expand[1], reg) if col else None
     if reg:
         amax = _run_reg(x2, rv, cv, prologue)
-        done = [n for n, v in (("row", rv), ("column", cv)) if v.expanded]
-        note_path("quantize_rowcol", rowcol_key(row[0].value, col[0].value),
-                  "triton (MXFP8 pair: tile in registers, quant_rowcol_reg"
+        done = [n for n, v in (("row", rv), ("column", cv)) if v and v.expanded]
+        note_path("quantize_rowcol", rowcol_key(row and row[0].value, col and col[0].value),
+                  f"triton (MXFP8 {'pair' if rv and cv else 'view'}: tile in registers, "
+                  "quant_rowcol_reg"
                   + (f"; {' and '.join(done)} view written expanded" if done else "")
                   + (f"; {prologue[0]} fused into its loads" if prologue else "") + ")")
     else:

@@ -316,7 +316,7 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
                           REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
-                          seg=0):
+                          seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, 128]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
@@ -327,7 +327,9 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`. ``seg`` (a multiple of
     BR; ``rows`` for one matrix): x's rows are stacked experts of ``seg`` rows and the column
     view is written per expert, ``[E, cols, seg]`` (scales ``[E, cols, seg/32]``): every
-    expert weight's transpose (as ``fp8_rowcol_reg_kernel``'s ``seg``)."""
+    expert weight's transpose (as ``fp8_rowcol_reg_kernel``'s ``seg``). ``WRITE_ROW=False`` /
+    ``WRITE_COL=False``: that view is neither computed nor written (its pointers unused), e.g.
+    a recomputed input's column view alone (``nn.recompute``), expanded and from a prologue."""
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
     CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
@@ -338,37 +340,40 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         r0, c0 = tile_coords(t, n_tc, BR, 128)
         x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR)
         a = tl.abs(x)
-        # row view: [NI, G, 4 blocks, 32]
-        rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)                  # [NI, G, 4]
-        acc = tl.maximum(acc, tl.max(rmax, axis=2))
-        k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
-        y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None], (NI, G, 128))
-        qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
-        if ROW_EXP:
-            qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, 4, 32)), k[:, :, :, None],
-                                         ROW_ELEM == 1), (NI, G, 128))
-        tl.store(qr_ptr + offs, qr)
-        rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
-        sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
-        tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
-        # column view: [CB blocks, 8 i, G, 128]: block g holds rows 32g .. 32g+31
-        cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, 128)), axis=2), axis=1)  # [CB, 128]
-        kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
-        yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
-                        (NI, G, 128))
-        qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
-        e = r0 // seg                       # the expert (0 for one matrix) and its rows
-        r_e = r0 - e * seg
-        if COL_EXP:
-            qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
-                              COL_ELEM == 1)
-            _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, 128)), r_e, c0,
-                            seg, NI, G)
+        if WRITE_ROW:           # row view: [NI, G, 4 blocks, 32]
+            rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)              # [NI, G, 4]
+            acc = tl.maximum(acc, tl.max(rmax, axis=2))
+            k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
+            y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None],
+                           (NI, G, 128))
+            qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
+            if ROW_EXP:
+                qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, 4, 32)), k[:, :, :, None],
+                                             ROW_ELEM == 1), (NI, G, 128))
+            tl.store(qr_ptr + offs, qr)
+            rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
+            sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
+            tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
         else:
-            _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR)
-        cidx = (c0 + tl.arange(0, 128))[None, :] * (seg // 32) + r_e // 32 \
-            + tl.arange(0, CB)[:, None]
-        tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
+            acc = tl.maximum(acc, tl.max(a, axis=2))
+        if WRITE_COL:           # column view: [CB blocks, 8 i, G, 128]: rows 32g .. 32g+31
+            cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, 128)), axis=2), axis=1)  # [CB, 128]
+            kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
+            yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
+                            (NI, G, 128))
+            qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
+            e = r0 // seg                   # the expert (0 for one matrix) and its rows
+            r_e = r0 - e * seg
+            if COL_EXP:
+                qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
+                                  COL_ELEM == 1)
+                _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, 128)), r_e, c0,
+                                seg, NI, G)
+            else:
+                _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR)
+            cidx = (c0 + tl.arange(0, 128))[None, :] * (seg // 32) + r_e // 32 \
+                + tl.arange(0, CB)[:, None]
+            tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
     amax = tl.max(tl.max(acc, axis=1), axis=0)
     tl.atomic_max(amax_ptr, amax)
     tl.atomic_max(amax_ptr + 1, amax)

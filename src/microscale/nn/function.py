@@ -84,8 +84,12 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # EXPAND_MXFP8: MXFP8 A operands (x for fprop, dy for dgrad and wgrad) quantized straight into
 # the expanded form where the GEMM decodes them (the dequant path), as FP4's are; the register
 # pair kernel writes them so (quant_mx), saving the GEMM's dequantize pass of each (session 19).
+# EXPAND_XT_MXFP8: wgrad's MXFP8 xᵀ, kept for backward, written expanded too (2 bytes an
+# element kept instead of 1 + 1/32; no decode pass in backward): a speed-for-memory trade,
+# off by default (session 25 measures it: bench_train's "@xt-expanded").
 CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
-          "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0"}
+          "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0",
+          "EXPAND_XT_MXFP8": os.environ.get("MICROSCALE_EXPAND_XT_MXFP8", "0") != "0"}
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -125,8 +129,9 @@ def mx8_expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
 
 
 def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
-    """Whether ``gemm``'s A operand (consumed at once) is quantized straight into the expanded
-    form, bf16 ``value · block_scale`` (``tensor.py``): FP4 operands, and MXFP8 ones with
+    """Whether ``gemm``'s A operand (consumed at once; so is a B recomputed in backward,
+    ``nn.recompute``) is quantized straight into the expanded form, bf16 ``value ·
+    block_scale`` (``tensor.py``): FP4 operands, and MXFP8 ones with
     ``CONFIG["EXPAND_MXFP8"]``, where that GEMM decodes them to it anyway
     (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
     fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
@@ -302,9 +307,11 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         prologue = None
     expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
                                      x_pad.shape[1], x2d.device)
+    expand_xt = want_xt and CONFIG["EXPAND_XT_MXFP8"] and plan.operand("wgrad.b").format.is_mx8 \
+        and _expand_a(plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
-                       per_rank=True, expand=(expand_x, False), prologue=prologue)
+                       per_rank=True, expand=(expand_x, expand_xt), prologue=prologue)
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
                              None if seeds is None else seeds[1:2], tokens=x_pad.shape[0])
     if fprop_q:

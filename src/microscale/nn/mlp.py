@@ -198,7 +198,8 @@ class Relu2MLPFn(torch.autograd.Function):
         p_dn, s_dn, u_dtype, hidden, has_bias = ctx.down
         down = _Layer(p_dn, s_dn, need_du, need_dwd, u_dtype, hidden, has_bias)
         if need_dwd and q_st is None:       # relu(u)²'s column view, requantized from u
-            q_st = recomputed_xt("relu_square", (u,), hidden, p_dn, s_dn, seeds_dn)
+            q_st = recomputed_xt("relu_square", (u,), hidden, p_dn, s_dn, seeds_dn,
+                                 dy2d.shape[1])
         ds, dw_down, db_down = linear_grads(down, dy2d, q_st, q_wdt, None, None, seeds_dn,
                                             (need_du, need_dwd, need_dbd))
         del q_st, q_wdt

@@ -57,7 +57,7 @@ from torch import nn
 from ..op_specs import PROLOGUES
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import Plan, _fprop, _views, linear_grads, padded_sources
+from .function import Plan, _expand_a, _fprop, _views, linear_grads, padded_sources
 from .saved import save_for_grads, saved_for_grads
 
 __all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from",
@@ -108,12 +108,14 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
         and can_recompute(plan, layer.weight.requires_grad, tokens)
 
 
-# where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise or 1x128
-# blockwise, whose kept column view is the largest item an FP8 step keeps beyond bf16's and
-# whose quantizers apply the op as they load (PROLOGUES: the recompute costs no bf16 pass).
-# Not MXFP8: its op runs first, and at 1b that cost 0.858x -> 0.812x for 0.864x -> 0.798x
-# memory (session 15 call 7); not NVFP4 (4.5 bits an element; under its 0.9x target already).
-AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK)
+# where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise, 1x128
+# blockwise or MXFP8, whose kept column view is the largest item an FP8 step keeps beyond
+# bf16's and whose quantizers apply the op as they load (PROLOGUES: the recompute costs no
+# bf16 pass). MXFP8 since session 25: its register kernel writes the column view alone, from
+# the op's sources and expanded (the wgrad GEMM's bf16 operand, no decode pass; session 15's
+# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b). Not NVFP4 (4.5 bits
+# an element; under its 0.9x target already).
+AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 # ... and only in layers at least this wide: the recompute adds a pass over x (the sources
 # read, the column view quantized) that the layer's GEMMs amortize over out_features. H100,
 # session 15, one process each: 1b's down projection (2048 wide) fp8_tensorwise 1.190x ->
@@ -160,7 +162,7 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         head, _, q_wt, hp, seeds = saved_for_grads(ctx)
         sources, x_amax = (head[:-1], head[-1]) if ctx.reuse_amax else (head, None)
         q_xt = recomputed_xt(ctx.op, sources, ctx.in_features, ctx.plan, ctx.state, seeds,
-                             amax=x_amax)
+                             dy2d.shape[-1], amax=x_amax)
         need_dx = any(ctx.needs_input_grad[7:])
         w_hp = hp[-1] if need_dx and not ctx.dgrad_q else None
         dx, dw, db = linear_grads(ctx, dy2d, q_xt, q_wt, None, w_hp, seeds,
@@ -172,14 +174,20 @@ class RecomputedInputLinearFn(torch.autograd.Function):
 
 
 def recomputed_xt(op: str, sources, in_features: int, plan: Plan, state: dict, seeds,
-                  amax: torch.Tensor | None = None):
+                  out_features: int, amax: torch.Tensor | None = None):
     """wgrad's xᵀ view of ``x = op(*sources)``, quantized in backward: forward's x, bit for
     bit, the op applied by the quantizer as it loads the sources (fused where a kernel can,
-    ``op_specs.PROLOGUES``); ``amax``: forward's tensorwise amax of x, where it serves."""
+    ``op_specs.PROLOGUES``); ``amax``: forward's tensorwise amax of x, where it serves. The
+    view is consumed at once, so an MXFP8 one is quantized straight into the bf16 ``value ·
+    block_scale`` form where the wgrad GEMM decodes to it (:func:`_expand_a`'s rule, as for
+    the A operands; the register kernel writes it): no decode pass. (NVFP4's stays codes: an
+    expanded NVFP4 column view goes to the rows pass, which would apply the op first.)"""
     src_pad, prologue = padded_sources(op, sources, in_features,
                                        plan.recipe.required_multiples()["tokens"])
+    expand = plan.operand("wgrad.b").format.is_mx8 and _expand_a(
+        plan, "wgrad", out_features, in_features, src_pad.shape[0], src_pad.device)
     return _views(src_pad, plan, state, None, "wgrad.b", None if seeds is None else seeds[0:1],
-                  per_rank=True, prologue=prologue, amax=amax)[1]
+                  per_rank=True, expand=(False, expand), prologue=prologue, amax=amax)[1]
 
 
 def _same_tensor_amax(plan: Plan) -> bool:
