@@ -157,9 +157,9 @@ KERNEL_SETS = {
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},
-    # session 25: wgrad's MXFP8 xᵀ kept expanded (bf16, no decode pass in backward; 2 bytes an
-    # element kept instead of 1)
-    "xt-expanded": {"nn.function": {"EXPAND_XT_MXFP8": True}},
+    # session 25: wgrad's xᵀ kept expanded where its GEMM decodes it (MXFP8, FP4: bf16, no
+    # decode pass in backward; 2 bytes an element kept instead of 1 or 0.56)
+    "xt-expanded": {"nn.function": {"EXPAND_XT": True}},
     # session 22: FP8 128x128 weight pairs from the tile kernel (a transposing store for Wᵀ),
     # the default before, instead of the register pair kernel with one scale a tile
     "fp8w-tile": {"quant_fp8": {"W128": "tile"}},

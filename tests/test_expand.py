@@ -293,6 +293,24 @@ def test_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp8"])
+def test_layer_with_kept_xt_expanded_equals_layer_without(recipe, monkeypatch):
+    """``CONFIG["EXPAND_XT"]``: wgrad's xᵀ is kept expanded (a bf16 ``[in, tokens]`` saved
+    instead of codes), and the step's outputs and gradients keep their bits."""
+    def saved_bf16_xt(on: bool):
+        monkeypatch.setitem(function.CONFIG, "EXPAND_XT", on)
+        kept = []
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: kept.append(t) or t, lambda t: t):
+            out = _train_step(recipe, True, monkeypatch)
+        # xᵀ: [in, tokens padded to the recipe's multiple] (NVFP4's Wᵀ is [128, 96])
+        return out, any(t.dtype == torch.bfloat16 and tuple(t.shape) in ((128, 48), (128, 64))
+                        for t in kept)
+    (on, kept_on), (off, kept_off) = saved_bf16_xt(True), saved_bf16_xt(False)
+    assert kept_on and not kept_off
+    for a, b in zip(on, off):
+        assert torch.equal(a, b)
+
+
 def test_expand_decision(monkeypatch):
     """Off CUDA the A operands of FP4 and MXFP8 GEMMs are expanded (MXFP8: with
     ``CONFIG["EXPAND_MXFP8"]``, on by default); FP8 never."""
@@ -317,9 +335,11 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
     fmt = "mxfp8_e4m3" if recipe == "mxfp8" else recipe
     assert takes_expanded(fmt, fmt, 4096, 768, 768, torch.device("cuda"))
     outs = []
-    for expand in (True, False):
+    for expand in (True, False, "xt"):      # "xt": wgrad's xᵀ kept expanded too (EXPAND_XT)
         if not expand:
             monkeypatch.setattr(function, "_expand_a", lambda *a, **k: False)
+        if expand == "xt":
+            monkeypatch.setitem(function.CONFIG, "EXPAND_XT", True)
         torch.manual_seed(0)
         layer = ms.Linear(768, 1024, recipe=ms.Recipe.from_name(recipe).without_sr()).cuda()
         x = torch.randn(4096, 768, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -328,10 +348,11 @@ def test_gpu_layer_with_expansion_equals_layer_without(recipe, monkeypatch):
         outs.append((y.detach(), x.grad, layer.weight.grad))
         if expand:
             path = ms.explain()[("scaled_mm", f"{fmt}x{fmt}")]
-            assert "expanded" in path, path
+            assert ("A and B given expanded" if expand == "xt" else "expanded") in path, path
         monkeypatch.undo()
-    for a, b in zip(*outs):
-        assert torch.equal(a, b)
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            assert torch.equal(a, b)
 
 
 @pytest.mark.gpu

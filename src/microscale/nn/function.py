@@ -84,12 +84,12 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # EXPAND_MXFP8: MXFP8 A operands (x for fprop, dy for dgrad and wgrad) quantized straight into
 # the expanded form where the GEMM decodes them (the dequant path), as FP4's are; the register
 # pair kernel writes them so (quant_mx), saving the GEMM's dequantize pass of each (session 19).
-# EXPAND_XT_MXFP8: wgrad's MXFP8 xᵀ, kept for backward, written expanded too (2 bytes an
-# element kept instead of 1 + 1/32; no decode pass in backward): a speed-for-memory trade,
-# off by default (session 25 measures it: bench_train's "@xt-expanded").
+# EXPAND_XT: wgrad's xᵀ, kept for backward, written expanded too where that GEMM decodes it
+# (MXFP8: 2 bytes an element kept instead of 1 + 1/32; FP4: 2 instead of 0.56), so backward
+# runs no decode pass: a speed-for-memory trade, off by default (bench_train's "@xt-expanded").
 CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
           "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0",
-          "EXPAND_XT_MXFP8": os.environ.get("MICROSCALE_EXPAND_XT_MXFP8", "0") != "0"}
+          "EXPAND_XT": os.environ.get("MICROSCALE_EXPAND_XT", "0") != "0"}
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -307,8 +307,8 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         prologue = None
     expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
                                      x_pad.shape[1], x2d.device)
-    expand_xt = want_xt and CONFIG["EXPAND_XT_MXFP8"] and plan.operand("wgrad.b").format.is_mx8 \
-        and _expand_a(plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
+    expand_xt = want_xt and CONFIG["EXPAND_XT"] and _expand_a(
+        plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
                        per_rank=True, expand=(expand_x, expand_xt), prologue=prologue)
