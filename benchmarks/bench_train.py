@@ -160,6 +160,9 @@ KERNEL_SETS = {
     # session 25: wgrad's xᵀ kept expanded where its GEMM decodes it (MXFP8, FP4: bf16, no
     # decode pass in backward; 2 bytes an element kept instead of 1 or 0.56)
     "xt-expanded": {"nn.function": {"EXPAND_XT": True}},
+    # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row
+    # view alone), as the SR dy pairs run, instead of one launch holding both views
+    "nv-split-x": {"quant_nvfp4": {"SPLIT_X": True}},
     # session 22: FP8 128x128 weight pairs from the tile kernel (a transposing store for Wᵀ),
     # the default before, instead of the register pair kernel with one scale a tile
     "fp8w-tile": {"quant_fp8": {"W128": "tile"}},

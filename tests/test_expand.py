@@ -82,6 +82,26 @@ def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
         assert _same(q.data, (r.expand() if e else r).data)
 
 
+@pytest.mark.parametrize("device,shape", [("cpu", (256, 128)), ("cpu", (48, 80)),
+                                          pytest.param("cuda", (4096, 768), marks=pytest.mark.gpu)])
+def test_nvfp4_x_pair_split_equals_one_launch(device, shape, monkeypatch):
+    """``CONFIG['SPLIT_X']``: the x pair (row view expanded, RHT'd column view) as two reg-pass
+    launches gives the one launch's bits, which equal the reference's."""
+    from microscale.kernels import quant_nvfp4
+    x = _x(shape, seed=4)
+    row, col = (N, {**NF, "expand": True}), (N, {**NF, "rht": True})
+    one = quantize_views(x.to(device), row, col, "triton")
+    assert "reg pass" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X", True)
+    two = quantize_views(x.to(device), row, col, "triton")
+    assert "pair split" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
+    ref = quantize_views(x, row, col, "reference")
+    for a, b, r in zip(one, two, ref):
+        for q in (a, b):
+            assert _same(q.data.cpu(), r.data) and _same(q.amax.cpu(), r.amax)
+            assert torch.equal(q.scale.cpu().view(torch.uint8), r.scale.view(torch.uint8))
+
+
 @pytest.mark.parametrize("expand", [(True, True), (False, True)])
 def test_nvfp4_expanded_column_to_rows_pass(expand, monkeypatch):
     """``EXP_COL_ROWS_MAX_COLS`` (``SPLIT_EXP_COL`` off): a pair whose column view is asked

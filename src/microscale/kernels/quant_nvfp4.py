@@ -119,6 +119,12 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG_COL": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                       "maxnreg": None},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
+          # SPLIT_X: every other pair splits too (the x pair: a round-to-nearest row view,
+          # written expanded, beside the RHT'd column view), whose one launch holds all 16
+          # raw tiles for both views (offline SASS, Triton 3.9: 255 registers and 480 bytes
+          # of stack a thread at 2 programs an SM) against the column view alone at 3 and the
+          # row view alone at 6 (65 registers): x read once more. Off until an A/B (session 25)
+          "SPLIT_X": False,
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
@@ -257,7 +263,7 @@ def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool
     exp_col = bool(expand[1]) and CONFIG["SPLIT_EXP_COL"] \
         and not CONFIG["REG"].get("COL_EXP", False)
     sr_col = col.stochastic and not row.stochastic and CONFIG["SPLIT_SR_COL"]
-    return sr_row or exp_col or sr_col
+    return sr_row or exp_col or sr_col or CONFIG["SPLIT_X"]
 
 
 def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False),
