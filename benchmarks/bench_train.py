@@ -161,8 +161,10 @@ KERNEL_SETS = {
     # decode pass in backward; 2 bytes an element kept instead of 1 or 0.56)
     "xt-expanded": {"nn.function": {"EXPAND_XT": True}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row
-    # view alone), as the SR dy pairs run, instead of one launch holding both views
-    "nv-split-x": {"quant_nvfp4": {"SPLIT_X": True}},
+    # view alone), as the SR dy pairs run, at every width ("nv-split-x"), or at none (in one
+    # launch holding both views, "nv-split-x-off"); the default splits inputs <= 1024 wide
+    "nv-split-x": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 1 << 30}},
+    "nv-split-x-off": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 0}},
     # session 22: FP8 128x128 weight pairs from the tile kernel (a transposing store for Wᵀ),
     # the default before, instead of the register pair kernel with one scale a tile
     "fp8w-tile": {"quant_fp8": {"W128": "tile"}},

@@ -85,14 +85,16 @@ def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
 @pytest.mark.parametrize("device,shape", [("cpu", (256, 128)), ("cpu", (48, 80)),
                                           pytest.param("cuda", (4096, 768), marks=pytest.mark.gpu)])
 def test_nvfp4_x_pair_split_equals_one_launch(device, shape, monkeypatch):
-    """``CONFIG['SPLIT_X']``: the x pair (row view expanded, RHT'd column view) as two reg-pass
-    launches gives the one launch's bits, which equal the reference's."""
+    """The x pair (row view expanded, RHT'd column view) as two reg-pass launches (inputs at
+    most ``CONFIG['SPLIT_X_MAX_COLS']`` wide) gives the one launch's bits, which equal the
+    reference's."""
     from microscale.kernels import quant_nvfp4
     x = _x(shape, seed=4)
     row, col = (N, {**NF, "expand": True}), (N, {**NF, "rht": True})
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", shape[1] - 1)
     one = quantize_views(x.to(device), row, col, "triton")
     assert "reg pass" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X", True)
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", shape[1])
     two = quantize_views(x.to(device), row, col, "triton")
     assert "pair split" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
     ref = quantize_views(x, row, col, "reference")
@@ -112,6 +114,7 @@ def test_nvfp4_expanded_column_to_rows_pass(expand, monkeypatch):
     from microscale.kernels import quant_nvfp4
     x = _x((256, 128), seed=5)
     pair = ((N, NF), (N, {**NF, "rht": True}))
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_EXP_COL", False)
     monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_COL_ROWS_MAX_COLS", 128)
     rows = _check_pair(x, *pair, expand, "triton", path="rows pass")

@@ -173,6 +173,7 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
     and the single views, bit for bit with the reference."""
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
     x = sample(shape, dtype, exact=True, seed=4)
     flat = x.view(-1, shape[-1])
     flat[5, 7], flat[40, 33], flat[41, 2], flat[100, 17] = (float("nan"), float("inf"),
@@ -201,12 +202,14 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_nvfp4_reg_amax_rounds_the_rotated_maximum(dtype):
+def test_nvfp4_reg_amax_rounds_the_rotated_maximum(dtype, monkeypatch):
     """The reg amax pass keeps the rotated values unrounded and rounds their maximum once
     (``_rht.finish_rotated``, valid since the rounding is monotone). On data whose RHT sums are
     exact in fp32 but not in the input dtype, with no Inf or NaN to dominate the maximum, the
     column view's amax (and so every scale) equals the reference's; the fp32 maximum would not."""
     from microscale.hadamard import rht
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
     x = sample((512, 128), dtype, exact=True, seed=9)       # a seed whose maximum rounds
     nf = {"check_finite": False}
     views = (("nvfp4", nf), ("nvfp4", {**nf, "rht": True}))

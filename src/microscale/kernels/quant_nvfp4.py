@@ -119,12 +119,16 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG_COL": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                       "maxnreg": None},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
-          # SPLIT_X: every other pair splits too (the x pair: a round-to-nearest row view,
-          # written expanded, beside the RHT'd column view), whose one launch holds all 16
-          # raw tiles for both views (offline SASS, Triton 3.9: 255 registers and 480 bytes
-          # of stack a thread at 2 programs an SM) against the column view alone at 3 and the
-          # row view alone at 6 (65 registers): x read once more. Off until an A/B (session 25)
-          "SPLIT_X": False,
+          # SPLIT_X_MAX_COLS: every other pair (the x pair: a round-to-nearest row view,
+          # written expanded, beside the RHT'd column view) splits too where its input is at
+          # most this wide (0: never). Its one launch holds all 16 raw tiles for both views
+          # (offline SASS, Triton 3.9: 255 registers and 480 bytes of stack a thread, 2
+          # programs an SM); split, the column view alone runs at 3 and the row view alone at
+          # 6 (65 registers), x read once more. H100, session 25 call 4 (profiled, same
+          # process): the 125m x pairs at 768 columns 3.27 -> 2.91 ms a step, with relu²'s
+          # prologue at 3072 3.87 -> 3.93 ms (step 0.703x -> 0.707x of bf16 splitting both);
+          # 1b (2048 / 8192) 0.872x -> 0.859x. So only narrow inputs split.
+          "SPLIT_X_MAX_COLS": 1024,
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
@@ -255,7 +259,8 @@ def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool
     ``SPLIT_SR_COL``, a round-to-nearest row view beside a stochastically rounded column view
     splits too: in one launch the two spill (255 registers and 368 bytes of stack a thread,
     Triton 3.6 offline SASS; 588 µs graph-replayed at 8192² on an H100 with the amax given,
-    against 237 µs for the column view alone, session 21 call 1)."""
+    against 237 µs for the column view alone, session 21 call 1). Any other pair (the x
+    pair) splits where its input is at most ``SPLIT_X_MAX_COLS`` wide."""
     if not (CONFIG["SPLIT"] and row is not None and col is not None) or row.rht \
             or row.block_2d or col.block_2d or col.shape[0] < CONFIG["SPLIT_MIN_COLS"]:
         return False
@@ -263,7 +268,7 @@ def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool
     exp_col = bool(expand[1]) and CONFIG["SPLIT_EXP_COL"] \
         and not CONFIG["REG"].get("COL_EXP", False)
     sr_col = col.stochastic and not row.stochastic and CONFIG["SPLIT_SR_COL"]
-    return sr_row or exp_col or sr_col or CONFIG["SPLIT_X"]
+    return sr_row or exp_col or sr_col or col.shape[0] <= CONFIG["SPLIT_X_MAX_COLS"]
 
 
 def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False),
