@@ -14,10 +14,13 @@ it was the largest per-layer item an FP8 step kept beyond what bf16 keeps).
 
 Cost: forward quantizes only the row view (fprop), backward the column view of the
 recomputed ``s``. Both quantize from the sources, the op applied as the quantizer loads them
-where a kernel can (``op_specs.PROLOGUES``: the FP8 1x128 row-only and column-only register
-kernel and the tensorwise cast pass, which in backward takes forward's amax of ``s`` instead
-of measuring it again), so under ``torch.compile`` ``s`` is never written in bf16; elsewhere
-(MXFP8, NVFP4, the reference) the op runs first, with the same bits. Measured on an H100 (whole
+where a kernel can (``op_specs.PROLOGUES``: the FP8 1x128 and MXFP8 register kernels writing
+one view alone, and the tensorwise cast pass, which in backward takes forward's amax of ``s``
+instead of measuring it again), so under ``torch.compile`` ``s`` is never written in bf16;
+elsewhere (NVFP4, MXFP8 off whole 128x128 tiles, the reference) the op runs first, with the
+same bits. An MXFP8 column view recomputed in backward is written expanded (bf16 ``value ·
+2^k``, the wgrad GEMM's operand on Hopper), so it also saves the decode pass the kept codes
+took. Measured on an H100 (whole
 step in one CUDA graph, ratio to compiled bf16 in the same process;
 ``benchmarks/results/h100_20261125_session13/``, call 4): at 1b, peak memory 0.863× →
 0.794-0.796× for fp8_tensorwise 1.192× → 1.179× and fp8_blockwise 1.115× → 1.099× (with the op
@@ -26,15 +29,18 @@ process): fp8_tensorwise 1.190× → 1.195× (0.859× → 0.792× memory), fp8_b
 1.110× (0.866× → 0.797×), within a percent; at 125m (call 8) 0.951× → 0.936× and 0.902× →
 0.874×. So the switch's default (``None``) is on where xᵀ's wgrad view is FP8 tensorwise or
 blockwise and the layer is at least 2048 wide (:data:`AUTO_MIN_OUT`: issue 11's ≤ 0.8× memory
-target at 1b, 125m's speed kept), off elsewhere: MXFP8, whose op runs first, lost 5% at 1b
-with it (call 7: 0.858× → 0.812× for 0.864× → 0.798× memory).
+target at 1b, 125m's speed kept), off elsewhere. MXFP8 joined in session 25 (H100,
+``h100_20261127_session25/`` call 1, one process): at 1b 0.949× → 0.942× for 0.853× → 0.777×
+memory (session 15's MXFP8 recompute, the op run first and the view decoded, lost 5%: 0.858×
+→ 0.812×); at 125m, forced on, 0.799× → 0.789× (0.837× → 0.746× memory), so the width rule
+stays.
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
 sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8
-tensorwise or blockwise in a layer at least 2048 wide;
+tensorwise, blockwise or MXFP8 in a layer at least 2048 wide;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
 ``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
@@ -126,7 +132,7 @@ AUTO_MIN_OUT = 2048
 
 def recompute_on(switch: bool | None, plan: Plan, out_features: int) -> bool:
     """The layer's ``recompute_input``: True/False as set; None (the default) on where wgrad's
-    xᵀ is FP8 tensorwise or blockwise (:data:`AUTO_FORMATS`) and the layer is at least
+    xᵀ is FP8 tensorwise, blockwise or MXFP8 (:data:`AUTO_FORMATS`) and the layer is at least
     :data:`AUTO_MIN_OUT` wide."""
     if switch is not None:
         return bool(switch)
@@ -200,7 +206,7 @@ def _same_tensor_amax(plan: Plan) -> bool:
 
 def set_recompute_input(model: nn.Module, on: bool | None = True) -> int:
     """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model`` (``None``:
-    back to the default, on for FP8 wgrad views); returns how many layers (only those called
+    back to the default, on for FP8 and MXFP8 wgrad views); returns how many layers (only those called
     through :func:`linear_from` are affected)."""
     from .linear import Linear
     layers = [m for m in model.modules() if isinstance(m, Linear)]
