@@ -206,8 +206,8 @@ def _same_tensor_amax(plan: Plan) -> bool:
 
 def set_recompute_input(model: nn.Module, on: bool | None = True) -> int:
     """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model`` (``None``:
-    back to the default, on for FP8 and MXFP8 wgrad views); returns how many layers (only those called
-    through :func:`linear_from` are affected)."""
+    back to the default, on for FP8 and MXFP8 wgrad views); returns how many layers (only
+    those called through :func:`linear_from` are affected)."""
     from .linear import Linear
     layers = [m for m in model.modules() if isinstance(m, Linear)]
     for m in layers:
