@@ -165,6 +165,11 @@ KERNEL_SETS = {
     # launch holding both views, "nv-split-x-off"); the default splits inputs <= 1024 wide
     "nv-split-x": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 1 << 30}},
     "nv-split-x-off": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 0}},
+    # session 25: the one-launch x pair (inputs wider than 1024) on [256, 32] tiles, or in 8
+    # warps at one program an SM: offline SASS (Triton 3.9) 254-255 registers with no stack
+    # and ~60 instructions an element, against 255 + 480 bytes of stack and 52.9
+    "nv-reg-bc32": {"quant_nvfp4:CONFIG.REG": {"BC": 32}},
+    "nv-reg-w8": {"quant_nvfp4:CONFIG.REG": {"num_warps": 8, "PROGS_PER_SM": 1}},
     # session 22: FP8 128x128 weight pairs from the tile kernel (a transposing store for Wᵀ),
     # the default before, instead of the register pair kernel with one scale a tile
     "fp8w-tile": {"quant_fp8": {"W128": "tile"}},

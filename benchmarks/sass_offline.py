@@ -175,6 +175,11 @@ PRESETS = {
     # the views training consumes at once, written expanded (bf16 value · block scale)
     "nv_reg_x_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
                      _NV_REG | dict(ROW_EXP=True), 4, 1, 256 * 64),
+    # session 25: the x pair on [256, 32] tiles (half the values a thread: no spill?)
+    "nv_reg_x_exp_bc32": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
+                          _NV_REG | dict(ROW_EXP=True, BC=32), 4, 1, 256 * 32),
+    "nv_reg_x_exp_w8": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
+                        _NV_REG | dict(ROW_EXP=True), 8, 1, 256 * 64),
     "nv_reg_col_rht_sr_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
                               NV_REG | {"qc_ptr": "*bf16"},
                               _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=True), 4, 1, 256 * 64),

@@ -104,6 +104,23 @@ def test_nvfp4_x_pair_split_equals_one_launch(device, shape, monkeypatch):
             assert torch.equal(q.scale.cpu().view(torch.uint8), r.scale.view(torch.uint8))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("reg", [{}, {"BC": 32}, {"num_warps": 8, "PROGS_PER_SM": 1}],
+                         ids=["default", "bc32", "w8"])
+def test_gpu_nvfp4_x_pair_one_launch_tiles(reg, monkeypatch):
+    """The x pair in one reg-pass launch (inputs wider than ``SPLIT_X_MAX_COLS``) on the tile
+    configs of ``CONFIG['REG']`` that session 25 timed, against the reference on the GPU."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], **reg})
+    x = _x((4096, 2048), seed=7)
+    row, col = (N, {**NF, "expand": True}), (N, {**NF, "rht": True})
+    got = quantize_views(x.cuda(), row, col, "triton")
+    assert "reg pass" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
+    for q, r in zip(got, quantize_views(x, row, col, "reference")):
+        assert _same(q.data.cpu(), r.data) and _same(q.amax.cpu(), r.amax)
+        assert torch.equal(q.scale.cpu().view(torch.uint8), r.scale.view(torch.uint8))
+
+
 @pytest.mark.parametrize("expand", [(True, True), (False, True)])
 def test_nvfp4_expanded_column_to_rows_pass(expand, monkeypatch):
     """``EXP_COL_ROWS_MAX_COLS`` (``SPLIT_EXP_COL`` off): a pair whose column view is asked
