@@ -219,10 +219,8 @@ def test_prologue_kernels_match_the_reference_on_edge_values(fmt, op, device):
 def test_relu_prologues_match_the_reference_on_edge_values(op, views, dtype, device):
     """``relu_square`` / ``relu_square_grad`` (``nn.mlp``) in the FP8 kernels (a 1x128 pair and
     column view, the tensorwise cast, the MXFP8 pair and column view) = the reference's views
-    of the op applied
-    first: NaN and
-    ±0 in u (relu keeps NaN; the gradient is +0 where u <= 0), 2u overflowing (fp16 before
-    fp32), 0 · Inf, products that underflow."""
+    of the op applied first: NaN and ±0 in u (relu keeps NaN; the gradient is +0 where u <= 0),
+    2u overflowing (fp16 before fp32), 0 · Inf, products that underflow."""
     pytest.importorskip("triton")
     from microscale.distributed.reduce import local_amax
     from microscale.ops import apply_prologue, quantize_views
