@@ -218,16 +218,15 @@ def _col_reg(col: _View | None) -> bool:
     return bool(CONFIG["COL_REG"]) and col is not None and col.fmt == QFormat.MXFP4
 
 
-def _reg_applies(x2: torch.Tensor, row, col, single: bool = False) -> bool:
-    """An MXFP8 pair (no RHT; views as ``(format, options)``) on a shape of whole [128, 128]
-    tiles, with ROWCOL "reg"; ``single``: one of the two views may be None (the kernel then
-    writes the other alone)."""
+def _reg_applies(x2: torch.Tensor, row, col) -> bool:
+    """MXFP8 views (no RHT; ``(format, options)``, one of them may be None: the kernel then
+    writes the other alone) on a shape of whole [128, 128] tiles, with ROWCOL "reg"."""
     mode = CONFIG["ROWCOL"]
     if mode not in ("mx", "reg"):
         raise ValueError(f"quant_mx.CONFIG['ROWCOL'] (MICROSCALE_MX_ROWCOL) must be 'mx' or "
                          f"'reg', got {mode!r}")
     views = [v for v in (row, col) if v is not None]
-    return mode == "reg" and len(views) == (1 if single else 2) \
+    return mode == "reg" and bool(views) \
         and all(v[0] in _ELEM and v[0] != QFormat.MXFP4 and not v[1].get("rht", False)
                 for v in views) and x2.shape[0] % 128 == 0 and x2.shape[1] % 128 == 0
 
@@ -270,8 +269,8 @@ def mx_pairs_experts(w2: torch.Tensor, n_experts: int, row, col, expand_row: boo
     gives. Views as ``(format, options)``; N a multiple of the kernel's tile rows."""
     rows, cols = w2.shape
     n = rows // max(n_experts, 1)
-    if n * n_experts != rows or not _reg_applies(w2, row, col) or n % CONFIG["BR_reg"] \
-            or rows == 0:
+    if n * n_experts != rows or row is None or col is None or not _reg_applies(w2, row, col) \
+            or n % CONFIG["BR_reg"] or rows == 0:
         raise KernelUnsupported("stacked MXFP8 expert weight pairs need the register kernel")
     check_kernel_input(w2)
     rv = _View(w2, row[0], row[1], False, expand_row, True)
@@ -303,10 +302,11 @@ def quantize_rowcol_mx_triton(x: torch.Tensor, row, col, expand=(False, False), 
     check_views(x2, row, col, lambda fmt, opts: (32, 1))
     check_kernel_input(x)
     expand = expand if CONFIG["EXPAND"] else (False, False)
-    # one view alone runs the register kernel where that pays: its prologue fused into the
-    # loads, or the view written expanded (nn.recompute's column view: no decode pass after)
-    reg = _reg_applies(x2, row, col) or (_reg_applies(x2, row, col, single=True) and (
-        prologue is not None or (expand[0] if row else expand[1])))
+    # a pair runs the register kernel; one view alone where that pays: its prologue fused into
+    # the loads, or the view written expanded (nn.recompute's column view: no decode pass)
+    pays = (row is not None and col is not None) or prologue is not None \
+        or (expand[0] if row else expand[1])
+    reg = bool(pays) and _reg_applies(x2, row, col)
     x2, prologue = take_prologue(x2, prologue, reg)     # fused into the register pair kernel
     rv = _View(x2, row[0], row[1], False, expand[0], reg) if row else None
     cv = _View(x2, col[0], col[1], True, expand[1], reg) if col else None
