@@ -97,20 +97,24 @@ def test_cuda_graph_replays_the_training_step(recipe):
         assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_grouped_weight_step_no_sync_and_graphed(compiled):
-    """fp8_blockwise with all 128x128 weights quantized in one launch per step (ms.weight_cache,
-    as the harness runs it): no host sync after the first step (the weight table is cached),
+@pytest.mark.parametrize("recipe,compiled", [("fp8_blockwise", False), ("fp8_blockwise", True),
+                                             ("nvfp4_no_sr", False)])
+def test_grouped_weight_step_no_sync_and_graphed(recipe, compiled):
+    """fp8_blockwise with all 128x128 weights quantized in one launch per step, nvfp4_no_sr with
+    all 16x16 weights in two (ms.weight_cache, as the harness runs it): no host sync after the
+    first step (the weight table is cached),
     and the step captured in a CUDA graph replays the uncached losses, bit for bit in eager
     mode. Compiled, within float rounding only: Inductor's scatter for the embedding's
     gradient adds atomically, in no fixed order, so two compiled runs differ in the last bits
     whatever the weights (the grouping's bits are the eager case's and test_weight_cache's)."""
     torch._dynamo.reset()
-    _grouped_step_test(compiled)
+    _grouped_step_test(compiled, recipe)
+    many = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "nvfp4|none"
+    assert ms.explain()[("quantize_rowcol_many", many)] == "triton"
 
 
-def _grouped_step_test(compiled: bool) -> None:
-    eager, grouped = _model("fp8_blockwise"), _model("fp8_blockwise")
+def _grouped_step_test(compiled: bool, recipe: str = "fp8_blockwise") -> None:
+    eager, grouped = _model(recipe), _model(recipe)
     run = torch.compile(grouped, fullgraph=True) if compiled else grouped
     plain = torch.compile(eager, fullgraph=True) if compiled else eager   # the same Inductor
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-3, capturable=True) for m in (eager, grouped)]

@@ -220,6 +220,98 @@ def test_groups_weights_decides_where_one_launch_pays(monkeypatch):
     monkeypatch.undo()
     nv = torch.nn.Sequential(ms.Linear(128, 128, recipe="nvfp4"),
                              ms.Linear(128, 128, recipe="nvfp4"))
-    assert not wc.groups_weights(nv)
+    assert wc.groups_weights(nv)                         # NVFP4 16x16 weights: two launches
+    mx = torch.nn.Sequential(ms.Linear(128, 128, recipe="mxfp8"),
+                             ms.Linear(128, 128, recipe="mxfp8"))
+    assert not wc.groups_weights(mx)
     one = torch.nn.Sequential(ms.Linear(128, 128, recipe="fp8_blockwise"))
     assert not wc.groups_weights(one)
+
+
+def _nvfp4_model(backend: str, recipe: str = "nvfp4"):
+    torch.manual_seed(4)
+    r = dataclasses.replace(ms.Recipe.parse(recipe), backend=backend)
+    return torch.nn.Sequential(ms.Linear(128, 96, bias=False, recipe=r), torch.nn.GELU(),
+                               ms.Linear(96, 144, bias=False, recipe=r), torch.nn.GELU(),
+                               ms.Linear(144, 128, bias=False, recipe="fp8_tensorwise"))
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_nvfp4_weights_quantized_together_give_the_same_bits(backend):
+    """nvfp4: the 16x16 weights of all layers come from one many-tensor call, each W once,
+    expanded, Wᵀ its transpose (partial [32, 64] kernel tiles at 96 and 144); outputs and
+    gradients equal the uncached run's (one expanded view per forward) bit for bit."""
+    x = torch.randn(32, 128, dtype=torch.bfloat16)
+    runs = []
+    for cached in (False, True):
+        model = _nvfp4_model(backend)
+        xi = x.clone().requires_grad_(True)
+        torch.manual_seed(11)
+        with ms.weight_cache(model) if cached else _null():
+            if cached:
+                q_w, q_wt = model[0]._weight_cache[1:]
+                assert q_w.expanded and q_w.data.shape == (96, 128)
+                assert torch.equal(q_wt.data.view(torch.int16), q_w.data.t().view(torch.int16))
+            y = model(xi)
+            (y.float() * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
+        runs.append([y, xi.grad] + [p.grad for p in model.parameters()])
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
+    if backend == "triton":
+        assert ms.explain()[("quantize_rowcol_many", "nvfp4|none")] == "triton"
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-equal bf16 values, NaN where NaN (the reference's expanded NaN is 0xFFFF, the
+    kernels' 0x7FC0: a NaN block's scale byte says NaN either way)."""
+    nan = a.isnan()
+    return torch.equal(nan, b.isnan()) and torch.equal(a.view(torch.int16)[~nan],
+                                                       b.view(torch.int16)[~nan])
+
+
+def test_nvfp4_many_kernel_matches_the_reference_on_edges():
+    """The many-tensor NVFP4 kernel = quantize_rowcol (16x16, expanded) per tensor and the
+    reference, with NaN, ±Inf, an all-zero tensor, fp32/bf16 inputs, partial tiles."""
+    from microscale.ops import quantize_views
+    from microscale.ops_many import quantize_views_many
+    g = torch.Generator().manual_seed(6)
+    view = (ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False})
+    for dtype in (torch.float32, torch.bfloat16):
+        xs = [(torch.randn(r, c, generator=g) * 3).to(dtype) for r, c in
+              ((32, 64), (48, 80), (16, 16), (64, 32))]
+        xs[1][5, 7], xs[1][40, 3] = float("nan"), float("inf")
+        xs[0][0, 0] = -float("inf")
+        xs[3].zero_()
+        got = quantize_views_many(xs, view, view, "triton")
+        for x, (q_w, q_wt) in zip(xs, got):
+            assert torch.equal(q_wt.data.view(torch.int16), q_w.data.t().view(torch.int16))
+            for be in ("triton", "reference"):
+                r_w, _ = quantize_views(x, (view[0], {**view[1], "expand": True}), None, be)
+                assert _same_values(q_w.data, r_w.data)
+                assert torch.equal(q_w.scale.view(torch.uint8), r_w.scale.view(torch.uint8))
+                assert torch.equal(q_w.amax, r_w.amax)
+    with pytest.raises(ValueError, match="not supported"):
+        quantize_views_many([torch.randn(24, 32)], view, view, "triton")
+    sr = (ms.QFormat.NVFP4, {"block_2d": True, "stochastic": True})
+    with pytest.raises(ValueError, match="not supported"):
+        quantize_views_many([torch.randn(32, 32)], sr, sr, "triton")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels():
+    """At the 125m/1b weight shapes (fp32 masters): the two many-tensor launches give each W
+    the bytes of quantize_rowcol's per-tensor kernels and of the reference."""
+    from microscale.ops import quantize_views
+    from microscale.ops_many import quantize_views_many
+    g = torch.Generator(device="cuda").manual_seed(2)
+    view = (ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False})
+    xs = [torch.randn(r, c, device="cuda", generator=g) * 0.02 for r, c in
+          ((768, 768), (256, 768), (3072, 768), (768, 3072), (2048, 8192), (48, 2064))]
+    xs[0][3, 5] = float("nan")
+    for x, (q_w, _) in zip(xs, quantize_views_many(xs, view, view, "triton")):
+        for be in ("triton", "reference"):
+            r_w, _ = quantize_views(x, (view[0], {**view[1], "expand": True}), None, be)
+            assert _same_values(q_w.data, r_w.data)
+            assert torch.equal(q_w.scale.view(torch.uint8), r_w.scale.view(torch.uint8))
+            assert torch.equal(q_w.amax, r_w.amax)

@@ -11,10 +11,19 @@ gives it; the outputs are flat, tensor after tensor in list order (offsets from 
 two outputs of the op alias. :func:`quantize_views_many` cuts them into
 :class:`~microscale.tensor.QuantizedTensor` pairs (views, no copies).
 
-What it serves: FP8 128×128 weight pairs (``fp8_blockwise``: W for fprop and its exact
-transpose for dgrad), quantized once per optimizer step by :func:`microscale.weight_cache`
-in one launch (:mod:`microscale.kernels.quant_many`) instead of one per weight. The reference
-is ``quantize_rowcol`` tensor by tensor; :func:`many_supported` says which views it takes.
+What it serves, once per optimizer step under :func:`microscale.weight_cache`, instead of
+launches per weight:
+
+* FP8 128×128 weight pairs (``fp8_blockwise``: W for fprop and its exact transpose for
+  dgrad), in one launch (:mod:`microscale.kernels.quant_many`);
+* NVFP4 16×16 weights (``nvfp4``): the quantized Wᵀ is the transpose of the quantized W
+  (SPEC §3), so the op writes one view, W expanded (bf16 ``value · tile_scale``, what both
+  Hopper GEMMs read), and the column outputs are empty; two launches, the amaxes then the
+  views (:mod:`microscale.kernels.quant_many_nvfp4`). :func:`quantize_views_many` returns
+  ``(W, Wᵀ)`` as that view and its transpose.
+
+The reference is ``quantize_rowcol`` tensor by tensor; :func:`many_supported` says which
+views it takes.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from torch import Tensor
 from .backend import dispatch, rowcol_key
 from .ops import _define, _fake, _pack, parse_view_spec, rowcol_reference, view_spec
 from .tensor import QFormat
+
+_EMPTY_COL = ""                      # the column view of a one-view (NVFP4 16x16) call
 
 __all__ = ["quantize_views_many", "many_supported", "rowcol_many_reference", "flat_offsets"]
 
@@ -43,26 +54,51 @@ def flat_offsets(shapes, block: tuple[int, int]) -> tuple[list[int], list[int], 
 
 def many_supported(row, col, shape) -> bool:
     """Whether ``(row, col)`` views of a ``shape`` tensor can go through the many-tensor op:
-    FP8 128×128 both ways with the same options, whole tiles."""
-    if row is None or col is None or row[0] != QFormat.FP8_BLOCK or row != col:
+    FP8 128×128 both ways, or NVFP4 16×16 round-to-nearest both ways (one view serves), with
+    the same options, whole tiles, the amax measured."""
+    if row is None or col is None or row != col or len(shape) != 2:
         return False
     opts = row[1]
-    return tuple(opts.get("block", (1, 128))) == (128, 128) and len(shape) == 2 \
-        and shape[0] % 128 == 0 and shape[1] % 128 == 0 and not opts.get("scale") \
-        and not opts.get("amax")
+    if opts.get("scale") is not None or opts.get("amax") is not None:
+        return False
+    if row[0] == QFormat.NVFP4:
+        return _nvfp4_one_view(row) and shape[0] % 16 == 0 and shape[1] % 16 == 0
+    return row[0] == QFormat.FP8_BLOCK and tuple(opts.get("block", (1, 128))) == (128, 128) \
+        and shape[0] % 128 == 0 and shape[1] % 128 == 0
+
+
+def _nvfp4_one_view(view) -> bool:
+    """An NVFP4 view whose quantized transpose is the transpose of its quantization (SPEC §3:
+    16×16 tiles, round-to-nearest, no RHT)."""
+    opts = view[1]
+    return view[0] == QFormat.NVFP4 and bool(opts.get("block_2d")) and not opts.get("rht") \
+        and not opts.get("stochastic")
+
+
+def _block_of(view) -> tuple[int, int]:
+    """The flat outputs' scale granularity: one per 128×128 tile (FP8), one per row and 16
+    columns (NVFP4's ``[rows, cols/16]`` scale bytes, a tile's byte on its 16 rows)."""
+    return (1, 16) if view[0] == QFormat.NVFP4 else (128, 128)
 
 
 def rowcol_many_reference(xs: list[Tensor], row, col) -> list[Tensor]:
-    """The spec: ``quantize_rowcol`` per tensor, flattened and concatenated."""
-    pairs = [rowcol_reference(x, row, col) for x in xs]
-    out = [torch.cat([getattr(q[v], name).reshape(-1) for q in pairs])
-           for v in (0, 1) for name in ("data", "scale")]
+    """The spec: ``quantize_rowcol`` per tensor, flattened and concatenated (an absent column
+    view: empty outputs; a view asked expanded: decoded to it, as ``quantize_rowcol`` does)."""
+    base = (row[0], {k: v for k, v in row[1].items() if k != "expand"})
+    pairs = [rowcol_reference(x, base, col) for x in xs]
+    if row[1].get("expand"):
+        pairs = [(q[0].expand(), q[1]) for q in pairs]
+    out = []
+    for v in (0, 1):
+        for name in ("data", "scale"):
+            parts = [getattr(q[v], name).reshape(-1) for q in pairs if q[v] is not None]
+            out.append(torch.cat(parts) if parts else xs[0].new_empty(0, dtype=torch.uint8))
     return out + [torch.stack([q[0].amax.reshape(()) for q in pairs])]
 
 
 def _many_op(xs: list[Tensor], row: str, col: str, backend: str) -> list[Tensor]:
-    views = [parse_view_spec(row), parse_view_spec(col)]
-    key = rowcol_key(views[0][0].value, views[1][0].value)
+    views = [parse_view_spec(row), parse_view_spec(col) if col else None]
+    key = rowcol_key(views[0][0].value, views[1] and views[1][0].value)
     return list(dispatch("quantize_rowcol_many", key, backend, xs[0].device,
                          rowcol_many_reference, xs, *views))
 
@@ -73,22 +109,29 @@ _define("quantize_rowcol_many(Tensor[] xs, str row, str col, str backend) -> Ten
 @_fake("quantize_rowcol_many")
 def _(xs, row, col, backend):
     fmt, opts = parse_view_spec(row)
-    fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
-    _, _, nq, ns = flat_offsets([x.shape for x in xs], (128, 128))
+    _, _, nq, ns = flat_offsets([x.shape for x in xs], _block_of((fmt, opts)))
     x0 = xs[0]
+    amax = x0.new_empty(len(xs), dtype=torch.float32)
+    if fmt == QFormat.NVFP4:
+        return [x0.new_empty(nq, dtype=torch.bfloat16),
+                x0.new_empty(ns, dtype=torch.float8_e4m3fn),
+                x0.new_empty(0, dtype=torch.uint8), x0.new_empty(0, dtype=torch.uint8), amax]
+    fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
     return [x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32),
-            x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32),
-            x0.new_empty(len(xs), dtype=torch.float32)]
+            x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32), amax]
 
 
 def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
     """``[(q_row, q_col)]`` of every tensor (each as ``quantize_views(x, row, col)``) from one
-    op call; every shape must pass :func:`many_supported`."""
+    op call; every shape must pass :func:`many_supported`. NVFP4 16×16: ``q_row`` expanded
+    and ``q_col`` its transpose (the same bits as quantizing Wᵀ, SPEC §3)."""
     for x in xs:
         if not many_supported(row, col, x.shape):
             raise ValueError(f"quantize_views_many: views {row[0].value} / {col[0].value} of a "
-                             f"{tuple(x.shape)} tensor are not supported (FP8 128x128 pairs of "
-                             "whole tiles only)")
+                             f"{tuple(x.shape)} tensor are not supported (FP8 128x128 pairs or "
+                             "NVFP4 16x16 round-to-nearest views of whole tiles only)")
+    if row[0] == QFormat.NVFP4:
+        return _nvfp4_views_many(xs, row, backend)
     qr, sr, qc, sc, amax = torch.ops.microscale.quantize_rowcol_many(
         [x.detach() for x in xs], view_spec(*row), view_spec(*col), backend)
     q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], (128, 128))
@@ -104,4 +147,21 @@ def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
                                        sc[s_at:s_at + ns].view(cols // 128, rows // 128), a),
                       torch.Size((cols, rows)), x.dtype)
         out.append((q_row, q_col))
+    return out
+
+
+def _nvfp4_views_many(xs: list[Tensor], row: tuple, backend: str):
+    """NVFP4 16×16 weights: one expanded view each from one op call, W and its transpose."""
+    w_view = (row[0], {**row[1], "expand": True})
+    q, s, _, _, amax = torch.ops.microscale.quantize_rowcol_many(
+        [x.detach() for x in xs], view_spec(*w_view), _EMPTY_COL, backend)
+    q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], (1, 16))
+    out = []
+    for i, (x, q_at, s_at) in enumerate(zip(xs, q_offs, s_offs)):
+        rows, cols = x.shape
+        nq, ns = rows * cols, rows * (cols // 16)
+        q_w = _pack(w_view[0], w_view[1], (q[q_at:q_at + nq].view(rows, cols),
+                                           s[s_at:s_at + ns].view(rows, cols // 16), amax[i]),
+                    torch.Size((rows, cols)), x.dtype)
+        out.append((q_w, q_w.t()))
     return out

@@ -35,14 +35,14 @@ from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take 
 from ._utils import IN_DTYPE_CODE, persistent_grid, split_nan
 from .quant_fp8 import _IN_MAX, _options, _quant_128x128
 
-__all__ = ["quantize_rowcol_many_fp8_block_triton", "CONFIG"]
+__all__ = ["quantize_rowcol_many_fp8_block_triton", "tables", "in_ptr", "CONFIG"]
 
 CONFIG = {"num_warps": 8, "PROGS_PER_SM": 2, "TABLES_CACHED": 16}
 _TABLES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
 
 @triton.jit
-def _in_ptr(addr, IN_DTYPE: tl.constexpr):
+def in_ptr(addr, IN_DTYPE: tl.constexpr):
     if IN_DTYPE == 0:
         return addr.to(tl.pointer_type(tl.float32))
     elif IN_DTYPE == 1:
@@ -61,7 +61,7 @@ def fp8_block_many_kernel(tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, ama
         i = tl.load(tile_ptr + 3 * t)
         r0 = tl.load(tile_ptr + 3 * t + 1)
         c0 = tl.load(tile_ptr + 3 * t + 2)
-        x_ptr = _in_ptr(tl.load(tab_ptr + 5 * i), IN_DTYPE)
+        x_ptr = in_ptr(tl.load(tab_ptr + 5 * i), IN_DTYPE)
         rows = tl.load(tab_ptr + 5 * i + 1).to(tl.int32)
         cols = tl.load(tab_ptr + 5 * i + 2).to(tl.int32)
         q_off = tl.load(tab_ptr + 5 * i + 3)
@@ -77,18 +77,22 @@ def fp8_block_many_kernel(tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, ama
         tl.atomic_max(amax_ptr + i, tl.max(tl.max(tmax, axis=1), axis=0))
 
 
-def _tables(xs: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(tensor table, tile table) for these inputs, cached by their addresses and shapes."""
-    key = (xs[0].device, *((x.data_ptr(), *x.shape) for x in xs))
+def tables(xs: list[torch.Tensor], tile: tuple[int, int],
+           block: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tensor table, tile table) for these inputs walked in ``tile`` steps, with each
+    tensor's offsets in the flat outputs for scales of one per ``block``; cached by the
+    inputs' addresses and shapes (a new table is a host-to-device copy: not while a CUDA
+    graph is being captured)."""
+    key = (xs[0].device, tile, block, *((x.data_ptr(), *x.shape) for x in xs))
     if key not in _TABLES:
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
             raise KernelUnsupported("a new weight table while a CUDA graph is being captured "
                                     "(run one step before capturing)")
-        q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], (128, 128))
+        q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], block)
         tab = [[x.data_ptr(), x.shape[0], x.shape[1], qo, so]
                for x, qo, so in zip(xs, q_offs, s_offs)]
         tiles = [[i, r0, c0] for i, x in enumerate(xs)
-                 for r0 in range(0, x.shape[0], 128) for c0 in range(0, x.shape[1], 128)]
+                 for r0 in range(0, x.shape[0], tile[0]) for c0 in range(0, x.shape[1], tile[1])]
         if len(_TABLES) >= CONFIG["TABLES_CACHED"]:
             _TABLES.pop(next(iter(_TABLES)))
         dev = xs[0].device
@@ -122,7 +126,7 @@ def quantize_rowcol_many_fp8_block_triton(xs: list[torch.Tensor], row, col) -> l
     _, pow2, fp8_dtype = _check(xs, row, col)
     _, _, nq, ns = flat_offsets([x.shape for x in xs], (128, 128))
     dev = xs[0].device
-    tab, tiles = _tables(xs)
+    tab, tiles = tables(xs, (128, 128), (128, 128))
     qr, qc = (torch.empty(nq, dtype=fp8_dtype, device=dev) for _ in range(2))
     sr, sc = (torch.empty(ns, dtype=torch.float32, device=dev) for _ in range(2))
     amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)

@@ -213,6 +213,18 @@ def one_weight_view(plan: Plan, tokens: int, shape, device: torch.device) -> boo
         and _expand_a(plan, "dgrad", tokens, n_in, n_out, device)
 
 
+def cacheable_one_view(plan: Plan, device: torch.device) -> bool:
+    """Whether :func:`microscale.weight_cache` may hold W as one expanded 16×16 view serving
+    both GEMMs (W and its transpose): :func:`same_tiled_weight`, and no native FP4 GEMM on
+    the device (Blackwell's reads codes)."""
+    if not (CONFIG["ONE_WEIGHT_VIEW"] and same_tiled_weight(plan)):
+        return False
+    if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
+        return True
+    from ..kernels.blackwell import has_native_block_scaling
+    return not has_native_block_scaling(device)
+
+
 def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed,
                  tokens: int | None = None):
     """W for fprop and Wᵀ for dgrad: quantized here from the fp32 master (once, expanded,

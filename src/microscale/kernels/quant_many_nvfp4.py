@@ -1,0 +1,126 @@
+"""Many NVFP4 weights in two launches: every 16×16-tiled W of a model, once a step.
+
+An NVFP4 layer's weight is quantized with 16×16 tiles (SPEC §3), so the quantized Wᵀ that
+dgrad reads is the transpose of the quantized W, and on Hopper both GEMMs read W as the bf16
+matrix ``value · tile_scale`` ("expanded", ``tensor.py``): one view, written once
+(``nn.function.one_weight_view``). Per weight that is two launches (the global amax, then the
+quantize pass) of a few µs of bytes each; at 125m (17 quantized blocks, 102 weights) the
+weights took ~1.1 ms of an H100 step, mostly launch and tail (session 25 profile). Here:
+
+* ``nvfp4_2d_many_amax_kernel`` walks the ``[BR, BC]`` tiles of *all* the weights (the tile
+  and tensor tables of ``quant_many``) and takes each tensor's global amax by atomic max into
+  ``amax[i]`` (``max |x|``, NaN read as 0, as every NVFP4 amax pass);
+* ``nvfp4_2d_many_kernel`` walks the same tiles again: each tensor's global scales from its
+  amax, then ``quant_nvfp4_rows.quantize_rows``, the per-tensor rows pass's own tile code
+  (16×16 tile maxima, E4M3 scale bytes, E2M1 values), written expanded at the tensor's
+  offset in one flat bf16 buffer, its scale bytes ``[rows, cols/16]`` (each tile's byte on
+  its 16 rows) at its offset in one flat byte buffer.
+
+So each tensor's bytes are those of ``quantize_rowcol(W, nvfp4 2D expanded, None)``, tested
+against it and the reference. Rows and columns must be multiples of 16 (whole tiles).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..backend import KernelUnsupported, register_kernel
+from ..ops_many import flat_offsets
+from ..tensor import QFormat
+from ._utils import IN_DTYPE_CODE, abs_nan0, nvfp4_global_scales, persistent_grid
+from .quant_many import in_ptr, tables
+from .quant_nvfp4_rows import quantize_rows
+
+__all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
+
+# [BR, BC] tiles, as the per-tensor rows pass's BR x BC = 32 x 32 but twice as wide (fp32
+# masters: 8 KB a tile); not yet timed against other tiles on a GPU.
+CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8}
+
+
+@triton.jit
+def _tile(tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    """Tile ``t``: its tensor index, input pointer, shape, flat offsets and row/column indices."""
+    i = tl.load(tile_ptr + 3 * t)
+    r0 = tl.load(tile_ptr + 3 * t + 1)
+    c0 = tl.load(tile_ptr + 3 * t + 2)
+    x_ptr = in_ptr(tl.load(tab_ptr + 5 * i), IN_DTYPE)
+    rows = tl.load(tab_ptr + 5 * i + 1).to(tl.int32)
+    cols = tl.load(tab_ptr + 5 * i + 2).to(tl.int32)
+    q_off = tl.load(tab_ptr + 5 * i + 3)
+    s_off = tl.load(tab_ptr + 5 * i + 4)
+    return i, x_ptr, rows, cols, q_off, s_off, r0, c0, r0 + tl.arange(0, BR), c0 + tl.arange(0, BC)
+
+
+@triton.jit
+def nvfp4_2d_many_amax_kernel(tab_ptr, tile_ptr, amax_ptr, n_tiles, IN_DTYPE: tl.constexpr,
+                              BR: tl.constexpr, BC: tl.constexpr):
+    """``amax[i] = max |x_i|`` (NaN read as 0) over the tiles of every tensor; ``amax``
+    zeroed before."""
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+        i, x_ptr, rows, cols, _, _, _, _, offs_r, offs_c = _tile(tab_ptr, tile_ptr, t, IN_DTYPE,
+                                                                 BR, BC)
+        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
+        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+        tl.atomic_max(amax_ptr + i, tl.max(tl.max(abs_nan0(x.to(tl.float32)), axis=1), axis=0))
+
+
+@triton.jit
+def nvfp4_2d_many_kernel(tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, n_tiles,
+                         IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    """Each tensor's 16×16-tiled NVFP4 view, expanded (bf16 ``value · tile_scale``), with the
+    global scales of ``amax[i]``."""
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+        i, x_ptr, rows, cols, q_off, s_off, _, c0, offs_r, offs_c = _tile(tab_ptr, tile_ptr, t,
+                                                                          IN_DTYPE, BR, BC)
+        mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
+        x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
+        s_enc6, s_dec = nvfp4_global_scales(amax_ptr + i)
+        quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off, s_ptr + s_off,
+                      amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, False, True, 0, True)
+
+
+def _check(xs: list[torch.Tensor], row, col) -> None:
+    if not xs:
+        raise KernelUnsupported("no tensors")
+    if row is None or col is not None:
+        raise KernelUnsupported("one view (W; Wᵀ is its transpose)")
+    fmt, opts = row
+    if fmt != QFormat.NVFP4 or not opts.get("block_2d") or not opts.get("expand") \
+            or opts.get("rht") or opts.get("stochastic") or opts.get("amax") is not None:
+        raise KernelUnsupported("NVFP4 16x16 tiles, round-to-nearest, expanded, amax measured")
+    x0 = xs[0]
+    for x in xs:
+        if x.dim() != 2 or x.shape[0] % 16 or x.shape[1] % 16:
+            raise KernelUnsupported(f"shape {tuple(x.shape)}: whole 16x16 tiles only")
+        if x.dtype != x0.dtype or x.device != x0.device or not x.is_contiguous():
+            raise KernelUnsupported("one dtype, one device, contiguous tensors")
+        if x.dtype not in IN_DTYPE_CODE:
+            raise KernelUnsupported(f"dtype {x.dtype}")
+
+
+def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[torch.Tensor]:
+    """Kernel twin of ``ops_many.rowcol_many_reference`` for NVFP4 16×16 weights: the flat
+    outputs ``[expanded W (bf16), scale bytes, (empty), (empty), amax]``."""
+    _check(xs, row, col)
+    _, _, nq, ns = flat_offsets([x.shape for x in xs], (1, 16))
+    dev = xs[0].device
+    br, bc = CONFIG["BR"], CONFIG["BC"]
+    tab, tiles = tables(xs, (br, bc), (1, 16))
+    q = torch.empty(nq, dtype=torch.bfloat16, device=dev)
+    s = torch.empty(ns, dtype=torch.float8_e4m3fn, device=dev)
+    amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)
+    n_tiles = tiles.shape[0]
+    grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM"]),)
+    code = IN_DTYPE_CODE[xs[0].dtype]
+    nvfp4_2d_many_amax_kernel[grid](tab, tiles, amax, n_tiles, code, br, bc,
+                                    num_warps=CONFIG["num_warps"])
+    nvfp4_2d_many_kernel[grid](tab, tiles, amax, q, s.view(torch.uint8), n_tiles, code, br, bc,
+                               num_warps=CONFIG["num_warps"])
+    empty = q.new_empty(0)
+    return [q, s, empty, empty.view(torch.uint8), amax]
+
+
+register_kernel("quantize_rowcol_many", "nvfp4|none")(quantize_rowcol_many_nvfp4_triton)
