@@ -116,8 +116,8 @@ def test_stochastic_rounding_streams_differ_per_rank_and_reproduce(ranks):
     seeds = [results[r]["sr"]["seeds"] for r in range(world)]
     for r in range(world):
         assert torch.equal(results[r]["sr"]["again"], seeds[r])       # reproducible
-        expected = (seeds[0] + r * RANK_STRIDE) % SEED_MODULUS          # documented mixing
-        assert torch.equal(seeds[r], expected)
+        expected = (seeds[0].long() + r * RANK_STRIDE) % SEED_MODULUS   # documented mixing
+        assert torch.equal(seeds[r].long(), expected)
         for q in range(r):
             assert not set(seeds[r].tolist()) & set(seeds[q].tolist())   # distinct streams
     layer = W.ms.Linear(128, 128, recipe="nvfp4")

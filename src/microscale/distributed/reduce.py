@@ -100,11 +100,12 @@ def sr_rank() -> int:
 
 
 def rank_seeds(seeds: torch.Tensor) -> torch.Tensor:
-    """``seeds`` (int64, in [0, 2^31 - 1)) moved to this rank's stream; unchanged on rank 0."""
+    """``seeds`` (int32 or int64, in [0, 2^31 - 1)) moved to this rank's stream (computed in
+    int64, returned in the seeds' dtype); unchanged on rank 0."""
     rank = sr_rank()
     if rank == 0:
         return seeds
-    return (seeds + rank * RANK_STRIDE) % SEED_MODULUS
+    return ((seeds.long() + rank * RANK_STRIDE) % SEED_MODULUS).to(seeds.dtype)
 
 
 def all_reduce_max(t: torch.Tensor, group_name: str) -> torch.Tensor:

@@ -406,7 +406,7 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
 
 def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, plan: Plan,
            state: dict, seeds: torch.Tensor | None, needs_grad: bool) -> torch.Tensor:
-    """``y = x Wᵀ + b`` with the plan's quantized GEMMs; ``seeds`` is int64 ``[N_SEEDS]`` when
+    """``y = x Wᵀ + b`` with the plan's quantized GEMMs; ``seeds`` is int32 ``[N_SEEDS]`` when
     the plan rounds stochastically, ``state`` the delayed-scaling tensors by
     ``"<role>/history"`` and ``"<role>/scale"``."""
     if plan.fprop_hp and plan.grads_hp:

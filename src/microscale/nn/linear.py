@@ -349,7 +349,9 @@ class Linear(nn.Module):
         if self.generator is not None:
             seeds = _seeds_from(self.generator, device)
         else:
-            seeds = torch.randint(0, SEED_MODULUS, (N_SEEDS,), device=device, dtype=torch.int64)
+            # int32, what the kernels load: no conversion per quantize call (the same values as
+            # an int64 draw from the same generator state: the range is below 2^32)
+            seeds = torch.randint(0, SEED_MODULUS, (N_SEEDS,), device=device, dtype=torch.int32)
         return rank_seeds(seeds)          # each data-parallel rank its own stream
 
     def _label(self) -> str:

@@ -43,7 +43,7 @@ def _buffer_name(role: str, what: str) -> str:
 @torch.compiler.disable
 def _seeds_from(generator: torch.Generator, device: torch.device) -> torch.Tensor:
     """Seeds from a layer-owned generator (dynamo cannot trace a Generator: a graph break)."""
-    return torch.cat([draw_seed(generator, device) for _ in range(N_SEEDS)])
+    return torch.cat([draw_seed(generator, device) for _ in range(N_SEEDS)]).to(torch.int32)
 
 
 def _decode_state(state, label: str) -> tuple[dict, dict]:
