@@ -247,8 +247,9 @@ def test_grad_accum_matches_one_batch_and_quantizes_weights_once(tmp_path, data,
     loss mean's summation order differs) and each layer quantizes its weights once a step."""
     from microscale.nn.linear import Linear
     fills = []
-    real = Linear.fill_weight_cache
-    monkeypatch.setattr(Linear, "fill_weight_cache", lambda self: fills.append(1) or real(self))
+    real = Linear.set_weight_cache        # each layer's cached views, one by one or many at once
+    monkeypatch.setattr(Linear, "set_weight_cache",
+                        lambda self, *a: fills.append(1) or real(self, *a))
     runs = {}
     for n in (1, 2):
         out = tmp_path / f"accum{n}"

@@ -28,8 +28,8 @@ What it changes and what it does not:
 * FP8 128×128 weights (``fp8_blockwise``) are quantized all in one launch
   (:mod:`microscale.ops_many`): a 125m model's 120 weights cost ~2.2 ms a step one by one on
   an H100, mostly launch and tail. NVFP4 16×16 weights (``nvfp4``, ``nvfp4_no_sr``) all in
-  two (their amaxes, then each W once, expanded: both GEMMs read it, dgrad as its transpose;
-  ~1.1 ms of a 125m step one by one). The others are quantized layer by layer.
+  two (their amaxes, then each W once, expanded: both GEMMs read it, dgrad as its transpose,
+  so no GEMM decodes W per micro-batch). The others are quantized layer by layer.
 * FSDP2-sharded weights are gathered per forward; their quantized all-gather
   (:mod:`microscale.distributed.allgather`) is the equivalent there, so they are refused.
 
@@ -95,19 +95,27 @@ def _fill(layers: list) -> list[int]:
 # 1b (1-17M) no gain (1.124x either way) for ~1 GB more peak memory (both views of every weight
 # held through the step).
 GROUP_MAX_MEAN_NUMEL = 4 << 20
+# The formats whose grouping pays without gradient accumulation (groups_weights). Not NVFP4:
+# at 125m its two launches take 0.67 ms against 1.0 ms for the weights one by one, yet the
+# step ran 0.5% slower grouped, twice (H100, session 26 calls 1-2, both orders: 0.703x /
+# 0.707x, 0.710x / 0.715x of bf16; profiled, the GEMMs and Inductor's kernels each ~0.3 ms
+# slower with the cached views as graph inputs). Under gradient accumulation ms.weight_cache
+# still quantizes NVFP4 weights all at once (once a step instead of once a micro-batch).
+GROUP_FORMATS = frozenset({QFormat.FP8_BLOCK})
 
 
 def groups_weights(model: torch.nn.Module) -> bool:
     """Whether to run a training step inside :func:`weight_cache` without gradient
-    accumulation: it would quantize two or more of ``model``'s weights in one call (FP8
-    128×128 or NVFP4 16×16 weights: one or two launches instead of some per layer) and they are small enough for that to
-    pay (mean size ≤ ``GROUP_MAX_MEAN_NUMEL``). False for FSDP2-sharded models."""
+    accumulation: it would quantize two or more of ``model``'s weights in one call, in a format
+    where that pays (``GROUP_FORMATS``: FP8 128×128 weights, one launch instead of one per
+    layer), and they are small enough (mean size ≤ ``GROUP_MAX_MEAN_NUMEL``). False for
+    FSDP2-sharded models."""
     try:
         layers = _cached_layers(model)
     except ValueError:                                   # sharded: gathered per forward
         return False
     keyed = [(k[0], layer.gemm_weight().numel()) for layer in layers
-             if (k := _many_key(layer)) is not None]
+             if (k := _many_key(layer)) is not None and k[1][1][0] in GROUP_FORMATS]
     keys = [k for k, _ in keyed]
     small = bool(keyed) and sum(n for _, n in keyed) / len(keyed) <= GROUP_MAX_MEAN_NUMEL
     return small and any(keys.count(k) > 1 for k in set(keys))
