@@ -4,6 +4,7 @@ and dgrad shapes of the 125m and 1b models (T = 16 × 1024 and 8 × 2048 tokens)
 
     python benchmarks/bench_alpha_mm.py                 # both models, every tile config
     python benchmarks/bench_alpha_mm.py --models 125m --configs 0,1
+    python benchmarks/bench_alpha_mm.py --models 125m,125m-kv --configs 0,8,9,10,11,12,13
 
 Columns (µs, graph-replayed, so no launch overhead): ``bf16`` cuBLAS bf16 → bf16 (what a bf16
 layer pays), ``fp32`` cuBLAS bf16 → fp32 (the old NVFP4 path's GEMM), ``fp32+`` that plus the
@@ -31,6 +32,8 @@ SHAPES = {
     "125m": [("qkv", 16384, 2304, 768), ("o", 16384, 768, 768), ("up", 16384, 3072, 768),
              ("down", 16384, 768, 3072), ("dgrad_qkv", 16384, 768, 2304),
              ("dgrad_up", 16384, 768, 3072), ("dgrad_down", 16384, 3072, 768)],
+    # the zoo's separate projections (q and o are "o"'s shape, fprop and dgrad)
+    "125m-kv": [("kv", 16384, 256, 768), ("dgrad_kv", 16384, 768, 256)],
     "1b": [("qkv", 16384, 6144, 2048), ("o", 16384, 2048, 2048), ("up", 16384, 8192, 2048),
            ("down", 16384, 2048, 8192), ("dgrad_qkv", 16384, 2048, 6144),
            ("dgrad_up", 16384, 2048, 8192), ("dgrad_down", 16384, 8192, 2048)],
@@ -42,11 +45,24 @@ CONFIGS = [dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
            dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8),
            dict(TMA=True, BM=64, BN=256, BK=64, NUM_STAGES=4, num_warps=4),
            dict(TMA=False, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
-           dict(TMA=False, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8)]
+           dict(TMA=False, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8),
+           # session 26: the TMA kernel's loop not flattened, warp-specialized, its epilogue
+           # stored in two halves (so 4 stages fit at 128x256)
+           dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8, FLATTEN=False),
+           dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8, FLATTEN=False,
+                WS=True),
+           dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8, SUBTILE=True),
+           dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8, SUBTILE=True),
+           dict(TMA=True, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=4, FLATTEN=False,
+                WS=True),
+           dict(TMA=True, BM=128, BN=128, BK=128, NUM_STAGES=3, num_warps=8, SUBTILE=True)]
 
 
 def _label(i: int, c: dict) -> str:
-    return f"c{i}:{'tma' if c['TMA'] else 'ptr'}{c['BM']}x{c['BN']}s{c['NUM_STAGES']}w{c['num_warps']}"
+    extra = "".join(f"-{k.lower()}" for k in ("WS", "SUBTILE") if c.get(k)) \
+        + ("-noflat" if c.get("FLATTEN") is False else "")
+    return f"c{i}:{'tma' if c['TMA'] else 'ptr'}{c['BM']}x{c['BN']}s{c['NUM_STAGES']}" \
+        f"w{c['num_warps']}{'' if c.get('BK', 64) == 64 else 'k' + str(c['BK'])}{extra}"
 
 
 def _row(model, name, m, n, k, configs, dev, copy_gbs) -> dict:

@@ -119,12 +119,18 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stri
 def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                          GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
-                         FROM_AMAX: tl.constexpr, B_KN: tl.constexpr = False):
+                         FROM_AMAX: tl.constexpr, B_KN: tl.constexpr = False,
+                         FLATTEN: tl.constexpr = True, WS: tl.constexpr = False,
+                         SUBTILE: tl.constexpr = False):
+    """``SUBTILE``: the epilogue stores the tile as two ``[BM, BN/2]`` halves (y_desc's block);
+    ``WS``: Triton's warp specialization of the loop (loads and MMAs in their own warps);
+    ``FLATTEN``: the tile and K loops flattened into one pipelined loop. Same bits either way:
+    the MMAs and the epilogue's arithmetic do not change."""
     n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     f = _factor(f_ptr, fb_ptr, FROM_AMAX)
-    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True,
-                      num_stages=NUM_STAGES):
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=FLATTEN,
+                      num_stages=NUM_STAGES, warp_specialize=WS):
         pid_m, pid_n = grouped_tile(t, M, N, BM, BN, GROUP_M)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(k_tiles):
@@ -133,7 +139,12 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                 acc = tl.dot(a, b_desc.load([ki * BK, pid_n * BN]), acc)
             else:
                 acc = tl.dot(a, b_desc.load([pid_n * BN, ki * BK]).T, acc)
-        y_desc.store([pid_m * BM, pid_n * BN], (acc * f).to(y_desc.dtype))
+        if SUBTILE:
+            lo, hi = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
+            y_desc.store([pid_m * BM, pid_n * BN], (lo * f).to(y_desc.dtype))
+            y_desc.store([pid_m * BM, pid_n * BN + BN // 2], (hi * f).to(y_desc.dtype))
+        else:
+            y_desc.store([pid_m * BM, pid_n * BN], (acc * f).to(y_desc.dtype))
 
 
 _SMS: dict[int, int] = {}
@@ -161,7 +172,7 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     N-contiguous: the module docstring's layouts; any other is copied). ``f``: an fp32
     one-element tensor on the device, or a pair ``(amax_a, amax_b)`` of NVFP4 amaxes, whose α
     (``nvfp4_alpha``) the kernel computes itself. ``tile`` overrides :data:`CONFIG` (BM, BN,
-    BK, NUM_STAGES, num_warps, TMA)."""
+    BK, NUM_STAGES, num_warps, TMA; the TMA kernel's FLATTEN, WS, SUBTILE)."""
     m, k = a.shape
     n = b.shape[0]
     if b.shape[1] != k or a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
@@ -182,11 +193,13 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
         b_desc = TensorDescriptor.from_tensor(b.t(), [bk, bn]) if b_kn else \
             TensorDescriptor.from_tensor(b, [bn, bk])
         descs = (TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
-                 TensorDescriptor.from_tensor(y, [bm, bn]))
+                 TensorDescriptor.from_tensor(y, [bm, bn // 2 if cfg.get("SUBTILE") else bn]))
         grid = (min(_num_sms(a.device), cdiv(m, bm) * cdiv(n, bn)),)
         _alpha_mm_tma_kernel[grid](*descs, fa, fb, m, n, k, GROUP_M=CONFIG["GROUP_M"],
                                    FROM_AMAX=from_amax, B_KN=b_kn, **cfg)
     else:
+        for key in ("FLATTEN", "WS", "SUBTILE"):           # the TMA kernel's knobs only
+            cfg.pop(key, None)
         grid = (cdiv(m, bm) * cdiv(n, bn),)
         _alpha_mm_kernel[grid](a, b, fa, fb, y, m, n, k, a.stride(0), b.stride(0), b.stride(1),
                                y.stride(0), GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
