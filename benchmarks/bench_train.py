@@ -106,6 +106,8 @@ KERNEL_SETS = {
     # session 16: NVFP4's α applied by the consumer to cuBLAS's fp32 output (before: the Triton
     # GEMM applies it in its epilogue and writes bf16, gemm_paths.EPILOGUE)
     "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},
+    # session 26: the alpha GEMM's one tile for every shape (before SMALL_TILE)
+    "alpha-one-tile": {"gemm_alpha": {"SMALL_NK": 0}},
     # session 16: a pair whose column view is asked for expanded (nvfp4_no_sr's dy) on the rows
     # pass, which writes it expanded, instead of the reg pass + a decode pass: at every width
     # (call 4), never (the default before), or up to 4096 columns (the default since call 5)

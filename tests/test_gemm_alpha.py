@@ -170,9 +170,11 @@ def test_gpu_alpha_mm_tma_and_pointer(mnk):
     f = torch.tensor([0.3711], device="cuda")
     ref = (torch.mm(a, b.t(), out_dtype=torch.float32) * f).bfloat16()
     b_kn = b.t().contiguous()             # B as the transpose of a row-major [K, N]
-    for tma in (True, False):
-        assert torch.equal(alpha_mm(a, b, f, torch.bfloat16, TMA=tma), ref), tma
-        assert torch.equal(alpha_mm(a, b_kn.t(), f, torch.bfloat16, TMA=tma), ref), tma
+    knobs = [{"TMA": True}, {"TMA": False}, {"TMA": True, "SUBTILE": True, "NUM_STAGES": 4},
+             {"TMA": True, "FLATTEN": False}, {"TMA": True, "FLATTEN": False, "WS": True}]
+    for knob in knobs:                    # the same MMAs in the same K order: the same bits
+        assert torch.equal(alpha_mm(a, b, f, torch.bfloat16, **knob), ref), knob
+        assert torch.equal(alpha_mm(a, b_kn.t(), f, torch.bfloat16, **knob), ref), knob
 
 
 @pytest.mark.gpu

@@ -50,16 +50,29 @@ from ..quant.nvfp4 import nvfp4_alpha
 from ._utils import cdiv, grouped_tile, round_to_input_dtype
 from .gemm_paths import alpha_epilogue
 
-__all__ = ["alpha_mm", "CONFIG"]
+__all__ = ["alpha_mm", "tile_for", "CONFIG"]
 
 # Tile (BM, BN, BK, stages, warps): the best of bench_alpha_mm.py's eight configs at every
 # 125m and 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16 -> bf16; 128x256
 # with 4 stages does not fit the shared memory, 128x128 tiles ran 4-12% slower).
+# SMALL_TILE, for B of at most SMALL_NK elements (N·K): the epilogue stored in two halves
+# frees the shared memory for a fourth stage. Session 26 (H100, graph-replayed, call 3): at
+# every 125m shape 3-14% faster than TILE (0.96-0.99x cuBLAS: q/o 38.5 -> 36.3 µs, k/v 24.9 ->
+# 21.4, up 124.5 -> 121.1, down 116.0 -> 110.9, their dgrads 23.0 -> 21.0, 116.7 -> 111.5,
+# 124.4 -> 121.2), slower at the 1b shapes it was tried on (2048² 197.8 -> 211.4, 2048x8192
+# 779 -> 798), hence the bound (3072·768 in, 2048² out).
 CONFIG = {
     "TMA": True,
     "TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
+    "SMALL_TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8, SUBTILE=True),
+    "SMALL_NK": 3072 * 768,
     "GROUP_M": 8,
 }
+
+
+def tile_for(n: int, k: int) -> dict:
+    """The default tile of an ``[M, K] · [N, K]ᵀ`` call (:data:`CONFIG`)."""
+    return CONFIG["SMALL_TILE"] if n * k <= CONFIG["SMALL_NK"] else CONFIG["TILE"]
 
 
 @triton.jit
@@ -185,7 +198,7 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
     if m == 0 or n == 0:
         return y
-    cfg = {**CONFIG["TILE"], **tile}
+    cfg = {**tile_for(n, k), **tile}
     use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y)
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     if use_tma:
