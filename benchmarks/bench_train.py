@@ -108,6 +108,8 @@ KERNEL_SETS = {
     "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},
     # session 26: the alpha GEMM's one tile for every shape (before SMALL_TILE)
     "alpha-one-tile": {"gemm_alpha": {"SMALL_NK": 0}},
+    # session 26: NVFP4's amax pass into a zeroed buffer by atomics (before AMAX_PARTIALS)
+    "amax-atomic": {"quant_nvfp4": {"AMAX_PARTIALS": False}},
     # session 16: a pair whose column view is asked for expanded (nvfp4_no_sr's dy) on the rows
     # pass, which writes it expanded, instead of the reg pass + a decode pass: at every width
     # (call 4), never (the default before), or up to 4096 columns (the default since call 5)

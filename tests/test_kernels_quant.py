@@ -1028,3 +1028,36 @@ def test_nvfp4_passes_agree_bit_for_bit(row, col, monkeypatch):
     monkeypatch.setitem(quant_nvfp4.CONFIG, "PASS", "typo")
     with pytest.raises(ValueError, match="PASS"):
         ms.quantize_rowcol(x, row, col, backend="triton")
+
+
+def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch):
+    """``quant_nvfp4.CONFIG['AMAX_PARTIALS']``: the reg amax pass leaves per-program maxima that
+    the quantize launches reduce (one launch and the split pair's two, a view alone): the same
+    views and amaxes as the zeroed buffer with atomics, the reference's amaxes, and each view's
+    amax in its own storage (no copy needed for the op's outputs); NaN skipped."""
+    from microscale.kernels import quant_nvfp4
+    from microscale.ops import quantize_views
+    g = torch.Generator().manual_seed(8)
+    x = (torch.randn(512, 48, generator=g) * 3).bfloat16()     # 4 amax tiles, 2 programs
+    x[300, 7] = float("nan")
+    nv = {"check_finite": False}
+    sr = {**nv, "stochastic": True, "seed": torch.tensor([5])}
+    Q = ms.QFormat
+    cases = [((Q.NVFP4, nv), (Q.NVFP4, {**nv, "rht": True})),                  # x pair
+             ((Q.NVFP4, sr), (Q.NVFP4, {**sr, "rht": True})),                  # dy pair, split
+             (None, (Q.NVFP4, {**nv, "rht": True})), ((Q.NVFP4, nv), None)]     # one view
+    for row, col in cases:
+        outs = []
+        for on in (True, False):
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "AMAX_PARTIALS", on)
+            outs.append(quantize_views(x, row, col, "triton"))
+        ref = quantize_views(x, row, col, "reference")
+        for q, w, r in zip(*outs, ref):
+            if q is None:
+                continue
+            assert torch.equal(q.data.view(torch.uint8), w.data.view(torch.uint8))
+            assert torch.equal(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
+            assert torch.equal(q.amax, w.amax) and torch.equal(q.amax, r.amax)
+        if row and col:
+            ptrs = {q.amax.untyped_storage().data_ptr() for q in outs[0]}
+            assert len(ptrs) == 2

@@ -172,7 +172,36 @@ def mx_exponent(vmax, ELEM: tl.constexpr, CEIL: tl.constexpr):
 @triton.jit
 def nvfp4_global_scales(amax_ptr):
     """``(fp32(S_enc * fp32(1/6)), S_dec)`` from the fp32 amax at ``amax_ptr`` (SPEC §2 step 2)."""
-    amax = tl.load(amax_ptr)
+    return nvfp4_scales_of(tl.load(amax_ptr))
+
+
+@triton.jit
+def nvfp4_amax_of(amax_ptr, slot, n_part, NP: tl.constexpr):
+    """View ``slot``'s (0 row, 1 column) amax: ``amax_ptr[slot]``, or with ``NP`` > 0 the max of
+    the amax pass's ``n_part`` per-program maxima (``amax_ptr[2p + slot]``, ``NP`` ≥ n_part a
+    power of two), so no zeroed buffer and no atomics are needed (max is exact in any order)."""
+    if NP == 0:
+        return tl.load(amax_ptr + slot)
+    p = tl.arange(0, NP)
+    return tl.max(tl.load(amax_ptr + 2 * p + slot, mask=p < n_part, other=0.0), axis=0)
+
+
+@triton.jit
+def store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW: tl.constexpr, COL: tl.constexpr,
+                 NP: tl.constexpr):
+    """With ``NP`` > 0 (per-program maxima), program 0 writes the amax of each view the launch
+    quantizes to its own output (no buffer shared by the two, so none is copied)."""
+    if NP > 0:
+        if tl.program_id(0) == 0:
+            if ROW:
+                tl.store(ar_ptr, amax_r)
+            if COL:
+                tl.store(ac_ptr, amax_c)
+
+
+@triton.jit
+def nvfp4_scales_of(amax):
+    """:func:`nvfp4_global_scales` of an fp32 amax value."""
     s_enc = tl.minimum(tl.math.div_rn(2688.0, amax), 3.4028234663852886e38)
     s_enc = tl.where(s_enc == 0.0, 1.0, s_enc)
     return s_enc * 0.1666666716337204, tl.math.div_rn(1.0, s_enc)   # fp32(S_enc*fp32(1/6))

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 
 import torch
+import triton
 
 from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..op_specs import PROLOGUES
@@ -131,6 +132,10 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "SPLIT_X_MAX_COLS": 1024,
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
+          # AMAX_PARTIALS: the reg amax pass leaves per-program maxima that the quantize launches
+          # reduce (_Partials): no zeroed [2] buffer and no copy of the column view's amax (the
+          # op's outputs may not share storage) per call, ~340 small kernels of a 125m step.
+          "AMAX_PARTIALS": True,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
 
@@ -191,30 +196,62 @@ class _NoView:
         self.bits = None
 
 
+class _Partials:
+    """The reg amax pass's per-program maxima (``amax [2·n]``), reduced by the quantize
+    launches, and the views' amax outputs their program 0 writes (``CONFIG['AMAX_PARTIALS']``:
+    no zeroed buffer, no atomics, and no copy of a column amax that shared the row's buffer;
+    one fill and one copy kernel less per call)."""
+
+    def __init__(self, amax: torch.Tensor, n: int, row, col):
+        dev = amax.device
+        self.amax, self.n, self.np = amax, n, triton.next_power_of_2(n)
+        self.outs = [torch.empty((), dtype=torch.float32, device=dev) if v is not None else amax
+                     for v in (row, col)]
+
+    def args(self) -> tuple:
+        return self.n, self.np, *self.outs
+
+
+def _reg_amax(x2: torch.Tensor, need, col_rht: bool, pro, partial: bool) -> torch.Tensor:
+    """The register-layout amax kernel over the views in ``need``: a zeroed ``[2]`` buffer it
+    raises by atomics, or (``partial``) ``[2 · programs]`` per-program maxima."""
+    rows, cols = x2.shape
+    cfg = CONFIG["REG_AMAX"]
+    br, bc = 16 * cfg["NI"], cfg["BC"]
+    n_tc = cdiv(cols, bc)
+    n_tiles = cdiv(rows, br) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
+    amax_buf = torch.empty(2 * grid[0], dtype=torch.float32, device=x2.device) if partial \
+        else torch.zeros(2, dtype=torch.float32, device=x2.device)
+    nvfp4_amax_reg_kernel[grid](x2, amax_buf, rows, cols, n_tc, n_tiles,
+                                IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
+                                rows % br == 0 and cols % bc == 0, need[0], need[1], col_rht,
+                                RHT_SIGN_MASK, cfg["NUM_STAGES"], cfg["REVERSE"], *pro,
+                                PARTIAL=partial, num_warps=cfg["num_warps"])
+    return amax_buf
+
+
 def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.Tensor,
-               reg: bool, pro=(None, 0)):
+               reg: bool, pro=(None, 0), partial: bool = False):
     """fp32 ``[2]`` buffer: slot 0 the row view's amax, slot 1 the column view's.
 
     Measured by one kernel for the views without a given amax (``reg``: the register-layout
     amax kernel; ``pro``: its prologue ``(y, code)``, of ``op(x, y)``); given ones are copied
     in. Returns the buffer and the two amax tensors to report (the given tensor when given).
+    ``partial`` (the reg amax kernel, no amax given): a :class:`_Partials` instead of the
+    buffer, its outputs the amaxes to report.
     """
     rows, cols = x2.shape
     dev = x2.device
-    amax_buf = torch.zeros(2, dtype=torch.float32, device=dev)
     need = [v is not None and v.amax is None for v in (row, col)]
-    if any(need) and reg:
-        cfg = CONFIG["REG_AMAX"]
-        br, bc = 16 * cfg["NI"], cfg["BC"]
-        n_tc = cdiv(cols, bc)
-        n_tiles = cdiv(rows, br) * n_tc
-        grid = (persistent_grid(n_tiles, dev, cfg["PROGS_PER_SM"]),)
-        nvfp4_amax_reg_kernel[grid](x2, amax_buf, rows, cols, n_tc, n_tiles,
-                                    IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
-                                    rows % br == 0 and cols % bc == 0, need[0], need[1],
-                                    bool(col and col.rht), RHT_SIGN_MASK, cfg["NUM_STAGES"],
-                                    cfg["REVERSE"], *pro, num_warps=cfg["num_warps"])
-    elif any(need):
+    if reg and any(need):
+        amax_buf = _reg_amax(x2, need, bool(col and col.rht), pro, partial)
+        if partial:
+            parts = _Partials(amax_buf, amax_buf.numel() // 2, row, col)
+            return parts, parts.outs
+    else:
+        amax_buf = torch.zeros(2, dtype=torch.float32, device=dev)
+    if any(need) and not reg:
         cfg = CONFIG
         n_tc = cdiv(cols, cfg["AMAX_BC"])
         n_tiles = cdiv(rows, cfg["AMAX_BR"]) * n_tc
@@ -298,11 +335,12 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
-                col: _View | None, pro=(None, 0)) -> None:
+                col: _View | None, pro=(None, 0), parts=()) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
     quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
-    bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``."""
+    bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
+    ``parts``: :meth:`_Partials.args` when ``amax_buf`` holds per-program maxima."""
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]
@@ -316,14 +354,14 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-        bool(row and row.expanded), bool(col and col.expanded), *pro, num_warps=cfg["num_warps"],
-        **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
+        bool(row and row.expanded), bool(col and col.expanded), *pro, *parts,
+        num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
 def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
-                 col: _View | None, pass_: str) -> None:
+                 col: _View | None, pass_: str, parts=()) -> None:
     """The "rows" or "v3" quantize pass over the views given (``views``: both slots, a
-    placeholder where a view is absent)."""
+    placeholder where a view is absent); ``parts`` as :func:`_launch_reg` (rows pass only)."""
     rows, cols = x2.shape
     rows_pass = pass_ == "rows"
     cfg = CONFIG if rows_pass else {**CONFIG, **CONFIG["V3"]}
@@ -340,7 +378,7 @@ def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
         row.sr_mode if row else 0,
         col is not None, bool(col and col.rht), bool(col and col.block_2d),
         col.sr_mode if col else 0, cfg["NUM_STAGES"],
-        *((bool(row and row.expanded), bool(col and col.expanded)) if rows_pass else ()),
+        *((bool(row and row.expanded), bool(col and col.expanded), *parts) if rows_pass else ()),
         num_warps=cfg["num_warps"])
 
 
@@ -366,7 +404,12 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
     reg_amax = CONFIG["PASS"] == "reg" and not (row is not None and row.rht)
-    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax, pro)
+    partial = CONFIG["AMAX_PARTIALS"] and reg_amax and pass_ != "v3" \
+        and all(v is None or v.amax is None for v in (row, col))
+    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax, pro, partial)
+    parts = ()
+    if partial:
+        parts, amax_buf = amax_buf.args(), amax_buf.amax
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
@@ -375,12 +418,12 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
                  v.scale.view(torch.uint8), v.bits if v.bits is not None else x2)
                 for v in views]
     if pass_ == "reg":
-        _launch_reg(x2, amax_buf, seed, bufs, row, col, pro)
+        _launch_reg(x2, amax_buf, seed, bufs, row, col, pro, parts)
     elif pass_ == "split":                     # the column view, then the row view alone
-        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro)
-        _launch_reg(x2, amax_buf, seed, bufs, row, None, pro)
+        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro, parts)
+        _launch_reg(x2, amax_buf, seed, bufs, row, None, pro, parts)
     else:
-        _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_)
+        _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_, parts)
     return amaxes
 
 

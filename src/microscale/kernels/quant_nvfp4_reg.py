@@ -70,7 +70,7 @@ import triton.language as tl
 
 from ..hadamard import RHT_SIGNS_16
 from ._rht import finish_rotated
-from ._utils import nvfp4_global_scales, tile_coords
+from ._utils import nvfp4_amax_of, nvfp4_scales_of, store_amaxes, tile_coords
 from .quant_nvfp4_reg_views import (_load16, _load_one, _row_tile, _row_view, _row_words,
                                     _store_row_scales, _store_scale_rows, col_tile, tile_maxima)
 
@@ -87,7 +87,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             ROW: tl.constexpr, ROW_SR: tl.constexpr, COL: tl.constexpr,
                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
-                            COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0):
+                            COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
+                            n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
@@ -95,9 +96,14 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     ``tensor.py``), scale
     bytes ``sr [rows, cols/16]``, ``sc [cols, rows/16]``. SR 1: caller bytes ``br``/``bc``
     (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``. ``PRO`` > 0: the
-    views of ``op(x, y)`` (``op_specs.PROLOGUES``), applied as the tiles load."""
-    s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
-    s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
+    views of ``op(x, y)`` (``op_specs.PROLOGUES``), applied as the tiles load. ``NP`` > 0:
+    ``amax_ptr`` holds the amax pass's ``n_part`` per-program maxima, and program 0 writes the
+    views' amaxes to ``ar_ptr`` / ``ac_ptr`` (``store_amaxes``)."""
+    amax_r = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
+    amax_c = nvfp4_amax_of(amax_ptr, 1, n_part, NP)
+    store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW, COL, NP)
+    s_enc6_r, s_dec_r = nvfp4_scales_of(amax_r)
+    s_enc6_c, s_dec_c = nvfp4_scales_of(amax_c)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
     seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -148,10 +154,13 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                           NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr,
                           ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
                           SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
-                          REVERSE: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0):
+                          REVERSE: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
+                          PARTIAL: tl.constexpr = False):
     """The amax pass in the same layout: ``amax_ptr[0] = max|x|`` (row view), ``[1]`` the
     column view's (after its RHT). NaN is skipped (it reads as 0); elementwise running maxima,
-    one reduction and one atomic per program and view. ``REVERSE``: the tiles from the last
+    one reduction and one atomic per program and view. ``PARTIAL``: no atomics, each program
+    stores its two maxima at ``amax_ptr[2·pid]``, ``[2·pid + 1]`` (no zeroed buffer; the
+    quantize pass reduces them, ``_utils.nvfp4_amax_of``). ``REVERSE``: the tiles from the last
     one back, so that the quantize pass, which starts at the first, finds them in L2.
     ``PRO`` > 0: of ``op(x, y)``, as :func:`nvfp4_rowcol_reg_kernel`."""
     acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
@@ -164,11 +173,14 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
         acc_r, acc_c = tile_maxima(raw, acc_r, acc_c, IN_DTYPE, NI, BC,
                                    ROW or (COL and not COL_RHT), COL and COL_RHT, SIGNS)
     amax_r = tl.max(tl.max(acc_r, axis=1), axis=0)
-    if ROW:
-        tl.atomic_max(amax_ptr, amax_r)
-    if COL:
-        if COL_RHT:
-            tl.atomic_max(amax_ptr + 1,
-                          finish_rotated(tl.max(tl.max(acc_c, axis=1), axis=0), IN_DTYPE))
-        else:
-            tl.atomic_max(amax_ptr + 1, amax_r)
+    amax_c = finish_rotated(tl.max(tl.max(acc_c, axis=1), axis=0), IN_DTYPE) if COL_RHT \
+        else amax_r
+    if PARTIAL:
+        at = amax_ptr + 2 * tl.program_id(0)
+        tl.store(at, amax_r)
+        tl.store(at + 1, amax_c)
+    else:
+        if ROW:
+            tl.atomic_max(amax_ptr, amax_r)
+        if COL:
+            tl.atomic_max(amax_ptr + 1, amax_c)

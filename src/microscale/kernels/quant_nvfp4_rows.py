@@ -31,8 +31,8 @@ import triton.language as tl
 
 from ._rht import rht_tile
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
-from ._utils import (block_flag, nvfp4_block_scales, nvfp4_global_scales, select_byte, split_nan,
-                     tile_coords)
+from ._utils import (block_flag, nvfp4_amax_of, nvfp4_block_scales, nvfp4_scales_of,
+                     select_byte, split_nan, store_amaxes, tile_coords)
 
 __all__ = ["quantize_rows", "nvfp4_rows_kernel"]
 
@@ -103,12 +103,17 @@ def nvfp4_rows_kernel(x_ptr, amax_ptr, m_ptr, seed_ptr,
                       ROW_SR: tl.constexpr,
                       COL: tl.constexpr, COL_RHT: tl.constexpr, COL_2D: tl.constexpr,
                       COL_SR: tl.constexpr, NUM_STAGES: tl.constexpr,
-                      ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False):
+                      ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
+                      n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None):
     """Persistent loop over ``[BR, BC]`` tiles: one load, the row view and/or the column view
     (the transposed tile). Same arguments as ``quant_nvfp4_v3.nvfp4_v3_kernel``, plus
-    ROW_EXP / COL_EXP: that view written expanded (bf16, ``tensor.py``)."""
-    s_enc6_r, s_dec_r = nvfp4_global_scales(amax_ptr)
-    s_enc6_c, s_dec_c = nvfp4_global_scales(amax_ptr + 1)
+    ROW_EXP / COL_EXP: that view written expanded (bf16, ``tensor.py``), and the amax pass's
+    per-program maxima as ``quant_nvfp4_reg.nvfp4_rowcol_reg_kernel`` takes them (``NP``)."""
+    amax_r = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
+    amax_c = nvfp4_amax_of(amax_ptr, 1, n_part, NP)
+    store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW, COL, NP)
+    s_enc6_r, s_dec_r = nvfp4_scales_of(amax_r)
+    s_enc6_c, s_dec_c = nvfp4_scales_of(amax_c)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
     seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
