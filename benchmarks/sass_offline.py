@@ -56,6 +56,7 @@ NV_REG = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*i32", "qr_ptr": "
           "sr_ptr": "*u8", "br_ptr": "*u8", "qc_ptr": "*i32", "sc_ptr": "*u8", "bc_ptr": "*u8",
           "rows": "i32", "cols": "i32", "n_tc": "i32", "n_tiles": "i32"}
 NV_ROWS = NV_REG | {"m_ptr": "*fp32", "qr_ptr": "*u8", "qc_ptr": "*u8"}
+_PARTS = {"n_part": "i32", "ar_ptr": "*fp32", "ac_ptr": "*fp32"}
 NV_AMAX = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "m_ptr": "*fp32", "rows": "i32", "cols": "i32",
            "n_tc": "i32", "n_tiles": "i32"}
 _NV_REG = dict(IN_DTYPE=1, NI=16, BC=64, EVEN=True, ROW=True, ROW_SR=0, COL=True, COL_RHT=True,
@@ -178,6 +179,16 @@ PRESETS = {
     # session 25: the x pair on [256, 32] tiles (half the values a thread: no spill?)
     "nv_reg_x_exp_bc32": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
                           _NV_REG | dict(ROW_EXP=True, BC=32), 4, 1, 256 * 32),
+    # session 26: the amax pass's per-program maxima reduced at the start (AMAX_PARTIALS)
+    "nv_reg_x_exp_parts": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
+                           NV_REG | _PARTS | {"qr_ptr": "*bf16"},
+                           _NV_REG | dict(ROW_EXP=True, NP=512), 4, 1, 256 * 64),
+    "nv_reg_col_rht_parts": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | _PARTS,
+                             _NV_REG | dict(ROW=False, NP=512), 4, 1, 256 * 64),
+    "nv_reg_amax_parts": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX,
+                          dict(IN_DTYPE=1, NI=16, BC=32, EVEN=True, ROW=True, COL=True,
+                               COL_RHT=True, SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=2,
+                               REVERSE=True, PARTIAL=True), 4, 2, 256 * 32),
     "nv_reg_x_exp_w8": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
                         _NV_REG | dict(ROW_EXP=True), 8, 1, 256 * 64),
     "nv_reg_col_rht_sr_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,

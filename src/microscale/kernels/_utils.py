@@ -180,10 +180,12 @@ def nvfp4_amax_of(amax_ptr, slot, n_part, NP: tl.constexpr):
     """View ``slot``'s (0 row, 1 column) amax: ``amax_ptr[slot]``, or with ``NP`` > 0 the max of
     the amax pass's ``n_part`` per-program maxima (``amax_ptr[2p + slot]``, ``NP`` ≥ n_part a
     power of two), so no zeroed buffer and no atomics are needed (max is exact in any order)."""
-    if NP == 0:
-        return tl.load(amax_ptr + slot)
-    p = tl.arange(0, NP)
-    return tl.max(tl.load(amax_ptr + 2 * p + slot, mask=p < n_part, other=0.0), axis=0)
+    if NP == 0:           # (if/else, not an early return: Triton compiles past a return)
+        amax = tl.load(amax_ptr + slot)
+    else:
+        p = tl.arange(0, NP)
+        amax = tl.max(tl.load(amax_ptr + 2 * p + slot, mask=p < n_part, other=0.0), axis=0)
+    return amax
 
 
 @triton.jit
