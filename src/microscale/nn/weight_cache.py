@@ -21,7 +21,8 @@ What it changes and what it does not:
   as Transformer Engine does across micro-batches.
 * A layer whose precision (plan) changes inside the block falls back to quantizing per call.
 * The cache holds both views of every quantized weight for the duration of the block (FP8:
-  2 bytes per parameter; NVFP4: about 1.1).
+  2 bytes per parameter; NVFP4 16×16 weights: 2.06, W expanded in bf16 and its tile
+  scales, the view both GEMMs read; other NVFP4 weights: about 1.1).
 * The weights must not change inside the block: leaving it checks each weight's version
   counter and raises (naming the layers) if one was modified in place, because the cached
   views would then have been stale.
