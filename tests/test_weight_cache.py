@@ -294,6 +294,17 @@ def test_nvfp4_many_kernel_matches_the_reference_on_edges():
         quantize_views_many([torch.randn(32, 32)], sr, sr, "triton")
 
 
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_nvfp4_many_op_schema_and_fake(backend):
+    """The op's NVFP4 outputs (expanded bf16 W, scale bytes, two empty column outputs, amaxes)
+    match its fake implementation (what torch.compile traces) and its schema (no aliasing)."""
+    from microscale.op_specs import view_spec
+    spec = view_spec(ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False, "expand": True})
+    xs = [torch.randn(32, 64), torch.randn(48, 16)]
+    torch.library.opcheck(torch.ops.microscale.quantize_rowcol_many.default,
+                          (xs, spec, "", backend), test_utils=("test_schema", "test_faketensor"))
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels():

@@ -124,8 +124,8 @@ def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[
                                     num_warps=CONFIG["num_warps"])
     nvfp4_2d_many_kernel[grid](tab, tiles, amax, q, s.view(torch.uint8), n_tiles, code, br, bc,
                                num_warps=CONFIG["num_warps"])
-    empty = q.new_empty(0)
-    return [q, s, empty, empty.view(torch.uint8), amax]
+    no_col = [q.new_empty(0, dtype=torch.uint8) for _ in range(2)]   # two: outputs never alias
+    return [q, s, *no_col, amax]
 
 
 register_kernel("quantize_rowcol_many", "nvfp4|none")(quantize_rowcol_many_nvfp4_triton)

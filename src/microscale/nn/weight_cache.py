@@ -69,8 +69,8 @@ def _is_sharded(weight: torch.Tensor) -> bool:
 def _fill(layers: list) -> list[int]:
     """Fill every layer's cache; returns the weights' version counters. Layers whose W / Wᵀ
     pairs the many-tensor op takes (FP8 128×128 or NVFP4 16×16 both ways, same options, dtype,
-    device and backend) are quantized together, one launch per group (:mod:`microscale.ops_many`); the
-    rest one layer at a time."""
+    device and backend) are quantized together, one op call per group
+    (:mod:`microscale.ops_many`); the rest one layer at a time."""
     from ..ops_many import quantize_views_many
     versions: dict[int, int] = {}
     groups: dict[tuple, list] = {}
