@@ -145,25 +145,35 @@ def _mx8_configs() -> dict:
     return {g: getattr(mx, g) for g in ("fprop", "dgrad", "wgrad")}
 
 
-@pytest.mark.parametrize("backend", ["reference", "triton"])
-def test_fp8_weights_quantized_together_give_the_same_bits(backend):
-    """fp8_blockwise: the 128x128 weight pairs of all layers come from one many-tensor call
-    (the Triton kernel under the interpreter, or the reference); a layer of another recipe is
-    quantized on its own; outputs and gradients equal the uncached run bit for bit."""
-    x = torch.randn(96, 256, dtype=torch.bfloat16)
+def _cached_equals_plain(make_model, x: torch.Tensor, check_cache) -> None:
+    """A model's outputs and gradients uncached and inside ms.weight_cache (``check_cache``
+    looks at the cache first): equal bit for bit (SR seeds drawn from one fixed state)."""
     runs = []
     for cached in (False, True):
-        model = _fp8_model(backend)
+        model = make_model()
         xi = x.clone().requires_grad_(True)
+        torch.manual_seed(11)
         with ms.weight_cache(model) if cached else _null():
             if cached:
-                assert [m._weight_cache[1].scale.shape for m in model.modules()
-                        if isinstance(m, ms.Linear)][:2] == [(3, 2), (1, 3)]
+                check_cache(model)
             y = model(xi)
             (y.float() * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
         runs.append([y, xi.grad] + [p.grad for p in model.parameters()])
     for a, b in zip(*runs):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_fp8_weights_quantized_together_give_the_same_bits(backend):
+    """fp8_blockwise: the 128x128 weight pairs of all layers come from one many-tensor call
+    (the Triton kernel under the interpreter, or the reference); a layer of another recipe is
+    quantized on its own; outputs and gradients equal the uncached run bit for bit."""
+    def check(model):
+        assert [m._weight_cache[1].scale.shape for m in model.modules()
+                if isinstance(m, ms.Linear)][:2] == [(3, 2), (1, 3)]
+
+    _cached_equals_plain(lambda: _fp8_model(backend), torch.randn(96, 256, dtype=torch.bfloat16),
+                         check)
     if backend == "triton":
         assert ms.explain()[("quantize_rowcol_many", "fp8_block|fp8_block")] == "triton"
 
@@ -238,22 +248,13 @@ def test_nvfp4_weights_quantized_together_give_the_same_bits(backend):
     """nvfp4: the 16x16 weights of all layers come from one many-tensor call, each W once,
     expanded, Wᵀ its transpose (partial [32, 64] kernel tiles at 96 and 144); outputs and
     gradients equal the uncached run's (one expanded view per forward) bit for bit."""
-    x = torch.randn(32, 128, dtype=torch.bfloat16)
-    runs = []
-    for cached in (False, True):
-        model = _nvfp4_model(backend)
-        xi = x.clone().requires_grad_(True)
-        torch.manual_seed(11)
-        with ms.weight_cache(model) if cached else _null():
-            if cached:
-                q_w, q_wt = model[0]._weight_cache[1:]
-                assert q_w.expanded and q_w.data.shape == (96, 128)
-                assert torch.equal(q_wt.data.view(torch.int16), q_w.data.t().view(torch.int16))
-            y = model(xi)
-            (y.float() * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
-        runs.append([y, xi.grad] + [p.grad for p in model.parameters()])
-    for a, b in zip(*runs):
-        assert torch.equal(a, b)
+    def check(model):
+        q_w, q_wt = model[0]._weight_cache[1:]
+        assert q_w.expanded and q_w.data.shape == (96, 128)
+        assert torch.equal(q_wt.data.view(torch.int16), q_w.data.t().view(torch.int16))
+
+    _cached_equals_plain(lambda: _nvfp4_model(backend), torch.randn(32, 128, dtype=torch.bfloat16),
+                         check)
     if backend == "triton":
         assert ms.explain()[("quantize_rowcol_many", "nvfp4|none")] == "triton"
 

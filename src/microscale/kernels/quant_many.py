@@ -35,7 +35,8 @@ from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take 
 from ._utils import IN_DTYPE_CODE, persistent_grid, split_nan
 from .quant_fp8 import _IN_MAX, _options, _quant_128x128
 
-__all__ = ["quantize_rowcol_many_fp8_block_triton", "tables", "in_ptr", "CONFIG"]
+__all__ = ["quantize_rowcol_many_fp8_block_triton", "tables", "table_tile", "check_inputs",
+           "CONFIG"]
 
 CONFIG = {"num_warps": 8, "PROGS_PER_SM": 2, "TABLES_CACHED": 16}
 _TABLES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -52,22 +53,30 @@ def in_ptr(addr, IN_DTYPE: tl.constexpr):
 
 
 @triton.jit
+def table_tile(tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, BR: tl.constexpr,
+               BC: tl.constexpr):
+    """Tile ``t`` of the tables (:func:`tables`): its tensor index, input pointer, shape, flat
+    output offsets, first row and column, and its row and column indices."""
+    i = tl.load(tile_ptr + 3 * t)
+    r0 = tl.load(tile_ptr + 3 * t + 1)
+    c0 = tl.load(tile_ptr + 3 * t + 2)
+    x_ptr = in_ptr(tl.load(tab_ptr + 5 * i), IN_DTYPE)
+    rows = tl.load(tab_ptr + 5 * i + 1).to(tl.int32)
+    cols = tl.load(tab_ptr + 5 * i + 2).to(tl.int32)
+    q_off = tl.load(tab_ptr + 5 * i + 3)
+    s_off = tl.load(tab_ptr + 5 * i + 4)
+    return i, x_ptr, rows, cols, q_off, s_off, r0, c0, r0 + tl.arange(0, BR), c0 + tl.arange(0, BC)
+
+
+@triton.jit
 def fp8_block_many_kernel(tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, amax_ptr, n_tiles,
                           IN_DTYPE: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
                           POW2: tl.constexpr, E5M2: tl.constexpr):
     """128×128 tiles of many tensors: W's codes and scales and those of Wᵀ (the transpose of
     the same bytes), the tensor's amax by atomic max."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        i = tl.load(tile_ptr + 3 * t)
-        r0 = tl.load(tile_ptr + 3 * t + 1)
-        c0 = tl.load(tile_ptr + 3 * t + 2)
-        x_ptr = in_ptr(tl.load(tab_ptr + 5 * i), IN_DTYPE)
-        rows = tl.load(tab_ptr + 5 * i + 1).to(tl.int32)
-        cols = tl.load(tab_ptr + 5 * i + 2).to(tl.int32)
-        q_off = tl.load(tab_ptr + 5 * i + 3)
-        s_off = tl.load(tab_ptr + 5 * i + 4)
-        offs_r = r0 + tl.arange(0, 128)
-        offs_c = c0 + tl.arange(0, 128)
+        i, x_ptr, rows, cols, q_off, s_off, r0, c0, offs_r, offs_c = table_tile(
+            tab_ptr, tile_ptr, t, IN_DTYPE, 128, 128)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :])
         x, nan = split_nan(x.to(tl.float32))
@@ -109,15 +118,20 @@ def _check(xs: list[torch.Tensor], row, col):
     parsed = _options(row[1])
     if parsed[0] != (128, 128):
         raise KernelUnsupported(f"block {parsed[0]}: the weights' 128x128 tiles only")
+    check_inputs(xs, 128)
+    return parsed
+
+
+def check_inputs(xs: list[torch.Tensor], tile: int) -> None:
+    """Whole ``tile × tile`` tiles of 2-D contiguous tensors of one dtype and device."""
     x0 = xs[0]
     for x in xs:
-        if x.dim() != 2 or x.shape[0] % 128 or x.shape[1] % 128:
-            raise KernelUnsupported(f"shape {tuple(x.shape)}: whole 128x128 tiles only")
+        if x.dim() != 2 or x.shape[0] % tile or x.shape[1] % tile:
+            raise KernelUnsupported(f"shape {tuple(x.shape)}: whole {tile}x{tile} tiles only")
         if x.dtype != x0.dtype or x.device != x0.device or not x.is_contiguous():
             raise KernelUnsupported("one dtype, one device, contiguous tensors")
         if x.dtype not in IN_DTYPE_CODE:
             raise KernelUnsupported(f"dtype {x.dtype}")
-    return parsed
 
 
 def quantize_rowcol_many_fp8_block_triton(xs: list[torch.Tensor], row, col) -> list[torch.Tensor]:

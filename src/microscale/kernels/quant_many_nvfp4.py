@@ -35,7 +35,7 @@ from ..backend import KernelUnsupported, register_kernel
 from ..ops_many import flat_offsets
 from ..tensor import QFormat
 from ._utils import IN_DTYPE_CODE, abs_nan0, nvfp4_global_scales, persistent_grid
-from .quant_many import in_ptr, tables
+from .quant_many import check_inputs, table_tile, tables
 from .quant_nvfp4_rows import quantize_rows
 
 __all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
@@ -46,27 +46,13 @@ CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8}
 
 
 @triton.jit
-def _tile(tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
-    """Tile ``t``: its tensor index, input pointer, shape, flat offsets and row/column indices."""
-    i = tl.load(tile_ptr + 3 * t)
-    r0 = tl.load(tile_ptr + 3 * t + 1)
-    c0 = tl.load(tile_ptr + 3 * t + 2)
-    x_ptr = in_ptr(tl.load(tab_ptr + 5 * i), IN_DTYPE)
-    rows = tl.load(tab_ptr + 5 * i + 1).to(tl.int32)
-    cols = tl.load(tab_ptr + 5 * i + 2).to(tl.int32)
-    q_off = tl.load(tab_ptr + 5 * i + 3)
-    s_off = tl.load(tab_ptr + 5 * i + 4)
-    return i, x_ptr, rows, cols, q_off, s_off, r0, c0, r0 + tl.arange(0, BR), c0 + tl.arange(0, BC)
-
-
-@triton.jit
 def nvfp4_2d_many_amax_kernel(tab_ptr, tile_ptr, amax_ptr, n_tiles, IN_DTYPE: tl.constexpr,
                               BR: tl.constexpr, BC: tl.constexpr):
     """``amax[i] = max |x_i|`` (NaN read as 0) over the tiles of every tensor; ``amax``
     zeroed before."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        i, x_ptr, rows, cols, _, _, _, _, offs_r, offs_c = _tile(tab_ptr, tile_ptr, t, IN_DTYPE,
-                                                                 BR, BC)
+        i, x_ptr, rows, cols, _, _, _, _, offs_r, offs_c = table_tile(tab_ptr, tile_ptr, t,
+                                                                      IN_DTYPE, BR, BC)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         tl.atomic_max(amax_ptr + i, tl.max(tl.max(abs_nan0(x.to(tl.float32)), axis=1), axis=0))
@@ -78,8 +64,8 @@ def nvfp4_2d_many_kernel(tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, n_tiles,
     """Each tensor's 16×16-tiled NVFP4 view, expanded (bf16 ``value · tile_scale``), with the
     global scales of ``amax[i]``."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        i, x_ptr, rows, cols, q_off, s_off, _, c0, offs_r, offs_c = _tile(tab_ptr, tile_ptr, t,
-                                                                          IN_DTYPE, BR, BC)
+        i, x_ptr, rows, cols, q_off, s_off, _, c0, offs_r, offs_c = table_tile(
+            tab_ptr, tile_ptr, t, IN_DTYPE, BR, BC)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         s_enc6, s_dec = nvfp4_global_scales(amax_ptr + i)
@@ -96,14 +82,7 @@ def _check(xs: list[torch.Tensor], row, col) -> None:
     if fmt != QFormat.NVFP4 or not opts.get("block_2d") or not opts.get("expand") \
             or opts.get("rht") or opts.get("stochastic") or opts.get("amax") is not None:
         raise KernelUnsupported("NVFP4 16x16 tiles, round-to-nearest, expanded, amax measured")
-    x0 = xs[0]
-    for x in xs:
-        if x.dim() != 2 or x.shape[0] % 16 or x.shape[1] % 16:
-            raise KernelUnsupported(f"shape {tuple(x.shape)}: whole 16x16 tiles only")
-        if x.dtype != x0.dtype or x.device != x0.device or not x.is_contiguous():
-            raise KernelUnsupported("one dtype, one device, contiguous tensors")
-        if x.dtype not in IN_DTYPE_CODE:
-            raise KernelUnsupported(f"dtype {x.dtype}")
+    check_inputs(xs, 16)
 
 
 def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[torch.Tensor]:
