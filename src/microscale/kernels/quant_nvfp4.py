@@ -133,7 +133,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           # AMAX_PARTIALS: the reg amax pass leaves per-program maxima that the quantize launches
-          # reduce (_Partials): no zeroed [2] buffer and no copy of the column view's amax (the
+          # reduce (_amax_pass): no zeroed [2] buffer and no copy of the column view's amax (the
           # op's outputs may not share storage) per call, ~340 small kernels of a 125m step.
           "AMAX_PARTIALS": True,
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
@@ -196,22 +196,6 @@ class _NoView:
         self.bits = None
 
 
-class _Partials:
-    """The reg amax pass's per-program maxima (``amax [2·n]``), reduced by the quantize
-    launches, and the views' amax outputs their program 0 writes (``CONFIG['AMAX_PARTIALS']``:
-    no zeroed buffer, no atomics, and no copy of a column amax that shared the row's buffer;
-    one fill and one copy kernel less per call)."""
-
-    def __init__(self, amax: torch.Tensor, n: int, row, col):
-        dev = amax.device
-        self.amax, self.n, self.np = amax, n, triton.next_power_of_2(n)
-        self.outs = [torch.empty((), dtype=torch.float32, device=dev) if v is not None else amax
-                     for v in (row, col)]
-
-    def args(self) -> tuple:
-        return self.n, self.np, *self.outs
-
-
 def _reg_amax(x2: torch.Tensor, need, col_rht: bool, pro, partial: bool) -> torch.Tensor:
     """The register-layout amax kernel over the views in ``need``: a zeroed ``[2]`` buffer it
     raises by atomics, or (``partial``) ``[2 · programs]`` per-program maxima."""
@@ -233,13 +217,16 @@ def _reg_amax(x2: torch.Tensor, need, col_rht: bool, pro, partial: bool) -> torc
 
 def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.Tensor,
                reg: bool, pro=(None, 0), partial: bool = False):
-    """fp32 ``[2]`` buffer: slot 0 the row view's amax, slot 1 the column view's.
+    """``(buffer, amaxes, parts)``: the fp32 ``[2]`` buffer (slot 0 the row view's amax, slot 1
+    the column view's), the two amax tensors to report (the given tensor when given) and
+    ``()``, the quantize launches' trailing arguments.
 
     Measured by one kernel for the views without a given amax (``reg``: the register-layout
     amax kernel; ``pro``: its prologue ``(y, code)``, of ``op(x, y)``); given ones are copied
-    in. Returns the buffer and the two amax tensors to report (the given tensor when given).
-    ``partial`` (the reg amax kernel, no amax given): a :class:`_Partials` instead of the
-    buffer, its outputs the amaxes to report.
+    in. ``partial`` (the reg amax kernel, no amax given; ``CONFIG['AMAX_PARTIALS']``): the
+    buffer holds per-program maxima (``[2 · n]``), the amaxes are fresh 0-d outputs the
+    quantize launches' program 0 writes, and ``parts`` is ``(n, NP, *amaxes)``: no zeroed
+    buffer, no atomics, no copy of a column amax out of a shared buffer.
     """
     rows, cols = x2.shape
     dev = x2.device
@@ -247,8 +234,10 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     if reg and any(need):
         amax_buf = _reg_amax(x2, need, bool(col and col.rht), pro, partial)
         if partial:
-            parts = _Partials(amax_buf, amax_buf.numel() // 2, row, col)
-            return parts, parts.outs
+            n = amax_buf.numel() // 2
+            outs = [torch.empty((), dtype=torch.float32, device=dev) if v is not None
+                    else amax_buf for v in (row, col)]      # (an absent view's: never written)
+            return amax_buf, outs, (n, triton.next_power_of_2(n), *outs)
     else:
         amax_buf = torch.zeros(2, dtype=torch.float32, device=dev)
     if any(need) and not reg:
@@ -268,7 +257,7 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
             amaxes.append(given)
         else:
             amaxes.append(amax_buf[i])
-    return amax_buf, amaxes
+    return amax_buf, amaxes, ()
 
 
 def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) -> str | None:
@@ -340,7 +329,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
-    ``parts``: :meth:`_Partials.args` when ``amax_buf`` holds per-program maxima."""
+    ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]
@@ -406,10 +395,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     reg_amax = CONFIG["PASS"] == "reg" and not (row is not None and row.rht)
     partial = CONFIG["AMAX_PARTIALS"] and reg_amax and pass_ != "v3" \
         and all(v is None or v.amax is None for v in (row, col))
-    amax_buf, amaxes = _amax_pass(x2, row, col, m, reg_amax, pro, partial)
-    parts = ()
-    if partial:
-        parts, amax_buf = amax_buf.args(), amax_buf.amax
+    amax_buf, amaxes, parts = _amax_pass(x2, row, col, m, reg_amax, pro, partial)
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
