@@ -164,6 +164,14 @@ KERNEL_SETS = {
     # session 25: wgrad's xᵀ kept expanded where its GEMM decodes it (MXFP8, FP4: bf16, no
     # decode pass in backward; 2 bytes an element kept instead of 1 or 0.56)
     "xt-expanded": {"nn.function": {"EXPAND_XT": True}},
+    # session 27: wgrad's kept xᵀ decoded inside its GEMM, not by the expand op (one decode
+    # per GEMM; with the op, q/k/v's shared xᵀ is decoded once)
+    "no-decode-op": {"nn.function": {"DECODE_XT_OP": False}},
+    # session 27: MX / FP8 blockwise pairs return each view's amax, the column's a copy out of
+    # the kernels' two-amax buffer (before SHARE_COL_AMAX)
+    "no-share-amax": {"ops": {"SHARE_COL_AMAX": False}},
+    # session 27: both of the above off
+    "s26": {"nn.function": {"DECODE_XT_OP": False}, "ops": {"SHARE_COL_AMAX": False}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row
     # view alone), as the SR dy pairs run, at every width ("nv-split-x"), or at none (in one
     # launch holding both views, "nv-split-x-off"); the default splits inputs <= 1024 wide

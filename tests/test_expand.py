@@ -425,3 +425,73 @@ def test_gpu_expanded_views_match_reference(pair):
     ref = quantize_views(x, row, col, "reference")
     for q, r in zip(got, ref):
         assert q.expanded and _same(q.data.cpu(), r.expand().data)
+
+
+class _SharedInput(torch.nn.Module):
+    """q, k and v of one input, as attention has them."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(64, 64, bias=False)
+        self.k = torch.nn.Linear(64, 32, bias=False)
+        self.v = torch.nn.Linear(64, 32, bias=False)
+
+    def forward(self, x):
+        return self.q(x).sum() + 2 * self.k(x).sum() + 3 * self.v(x).sum()
+
+
+def _grads(model, x, compiled_graphs=None):
+    """Gradients of one step; with ``compiled_graphs`` (a list) the model runs compiled and
+    each backward graph is appended to it."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    def keep(gm, _):
+        compiled_graphs.append(gm)
+        return make_boxed_func(gm)
+    run = model if compiled_graphs is None else torch.compile(
+        model, fullgraph=True, backend=aot_autograd(   # Inductor's partitioner (it CSEs)
+            fw_compiler=lambda gm, _: make_boxed_func(gm), bw_compiler=keep,
+            partition_fn=min_cut_rematerialization_partition))
+    model.zero_grad()
+    run(x).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("recipe", ["nvfp4", "mxfp8"])
+def test_shared_xt_decoded_once_under_compile(recipe, monkeypatch):
+    """``CONFIG["DECODE_XT_OP"]``: wgrad's kept xᵀ (codes) is decoded by the ``expand`` op, so
+    q, k and v, which share x, decode it once in a compiled backward (the compiler's CSE merges
+    the three identical calls), and every gradient keeps its bits: compiled against eager,
+    and against the GEMM decoding xᵀ itself."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _SharedInput()
+    ms.convert(model, ms.Recipe.from_name(recipe).without_sr(), keep_high_precision=[])
+    x = torch.randn(128, 64)
+    eager = _grads(model, x)
+    graphs = []
+    compiled = _grads(model, x, graphs)
+    expands = [n for g in graphs for n in g.graph.nodes
+               if n.target is torch.ops.microscale.expand.default]
+    assert len(expands) == 1, graphs[0].code
+    monkeypatch.setitem(function.CONFIG, "DECODE_XT_OP", False)
+    no_op = _grads(model, x)
+    for a, b, c in zip(eager, compiled, no_op):
+        assert torch.equal(a, b) and torch.equal(a, c)
+
+
+def test_expand_op_fake_and_errors():
+    """The op's fake gives the decoded shape and dtype (opcheck), and FP8 is refused by name."""
+    from microscale.ops import expand, operand_spec
+    q = quantize_views(torch.randn(32, 64), (N, NF), None, "reference")[0]
+    # (opcheck's schema-check mode has no multiply of fp8 scales on CPU: the fake only)
+    torch.library.opcheck(torch.ops.microscale.expand.default,
+                          (q.data, q.scale, q.amax, operand_spec(q), "reference"),
+                          test_utils=("test_faketensor",))
+    e = expand(q, "reference")
+    assert e.expanded and e.data.dtype == torch.bfloat16 and e.data.shape == (32, 64)
+    assert _same(e.data, q.expand().data) and expand(e, "reference") is e
+    with pytest.raises(ValueError, match="expand"):
+        expand(ms.quantize(torch.randn(4, 128), "fp8_block"), "reference")

@@ -942,9 +942,12 @@ def test_gpu_rowcol_reg_exact(which, nan_sel, dtype, monkeypatch):
 @pytest.mark.parametrize("shape", [(16384, 768), (4096, 3072), (1008, 80)])
 def test_gpu_nvfp4_reg_pass_matches(shape, monkeypatch):
     """The reg pass on the GPU at training shapes (and a partial tile): bit for bit with the
-    reference (caller bits) and with the rows pass (in-kernel Philox), NaN and Inf included."""
+    reference (caller bits) and with the rows pass (in-kernel Philox), NaN and Inf included.
+    Both views in one launch (``SPLIT`` off: pairs at most 1024 wide split by default, and
+    the split launches have tests of their own)."""
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT", False)
     x = sample(shape, torch.bfloat16, exact=True, seed=2)
     x[5, 7], x[70, 9], x[3, 2], x[9, 60] = float("nan"), -float("nan"), float("inf"), -3e38
     rows, cols = x.shape
@@ -1061,3 +1064,34 @@ def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch):
         if row and col:
             ptrs = {q.amax.untyped_storage().data_ptr() for q in outs[0]}
             assert len(ptrs) == 2
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+@pytest.mark.parametrize("row,col", [("mxfp8_e4m3", "mxfp8_e4m3"), ("mxfp8_e5m2", "mxfp8_e4m3"),
+                                     ("mxfp4", "mxfp4"), ("fp8_block", "fp8_block")])
+def test_pair_shares_its_amax(row, col, backend, monkeypatch):
+    """``ops.CONFIG["SHARE_COL_AMAX"]``: an MX or FP8 blockwise pair returns its amax once (an
+    empty column slot, the fake's too) and both views carry it: the same value as each view's
+    reference amax and as the pair without sharing, NaN-free and with a NaN in x."""
+    from microscale import ops
+    x = sample((256, 384), torch.bfloat16, spread=20, seed=3)
+    nf = {"check_finite": False}
+    views = ((ms.QFormat(row), nf), (ms.QFormat(col), nf))
+    specs = [ops.view_spec(*v) for v in views]
+    torch.library.opcheck(torch.ops.microscale.quantize_rowcol.default,
+                          (x, *specs, backend, None, None, None, None, None, None, None),
+                          test_utils=("test_faketensor",))
+    raw = torch.ops.microscale.quantize_rowcol(x, *specs, backend, *[None] * 7)
+    assert raw[5].numel() == 0 and raw[2].dim() == 0
+    for bad in (False, True):
+        if bad:
+            x[7, 9] = float("nan")
+        shared = ops.quantize_views(x, *views, backend)
+        monkeypatch.setitem(ops.CONFIG, "SHARE_COL_AMAX", False)
+        own = ops.quantize_views(x, *views, backend)
+        monkeypatch.setitem(ops.CONFIG, "SHARE_COL_AMAX", True)
+        ref = ops.quantize_views(x, *views, "reference")
+        assert shared[1].amax is shared[0].amax
+        for q in (*own, *ref):
+            assert torch.equal(shared[0].amax, q.amax) or (bad and q.amax.isnan() and
+                                                           shared[0].amax.isnan())

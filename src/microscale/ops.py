@@ -67,6 +67,13 @@ from .tensor import QFormat, QuantizedTensor
 from .validate import check_generator
 
 _LIB = torch.library.Library("microscale", "FRAGMENT")      # the ops of this module
+# SHARE_COL_AMAX: a quantize_rowcol pair whose two views have one amax by definition (MX and FP8
+# blockwise views, no RHT: both are max |x| over the same elements) returns it once, as the row
+# view's, and an empty column slot: the kernels' two-amax buffer needs no copy for the column
+# view (an op's outputs may not share storage) -- one launch fewer per MX/FP8 pair (session 27)
+CONFIG = {"SHARE_COL_AMAX": True}
+_SHARED_AMAX_FORMATS = frozenset({QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QFormat.MXFP4,
+                                  QFormat.FP8_BLOCK})
 
 
 def _define(schema: str, impl) -> None:
@@ -81,7 +88,7 @@ def _fake(name: str):
 
 __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "quantize_views",
            "mm", "hp_mm", "delayed_scaling_update_", "reference_quantizer", "rowcol_views",
-           "rowcol_reference"]
+           "rowcol_reference", "expand"]
 
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
     _layout,
@@ -189,6 +196,20 @@ def _expanded(q: QuantizedTensor | None, want: bool, backend: str):
     return dispatch("expand", q.fmt.value, backend, q.device, QuantizedTensor.expand, q)
 
 
+def _shares_col_amax(row: tuple | None, col: tuple | None) -> bool:
+    """Whether ``quantize_rowcol``'s column view takes the row view's amax, for two views
+    ``(format, options)`` (``CONFIG["SHARE_COL_AMAX"]``; the op then returns an empty column
+    amax, its fake too, and :func:`quantize_views` hands the row view's to both)."""
+    return bool(CONFIG["SHARE_COL_AMAX"] and row and col) and all(
+        v[0] in _SHARED_AMAX_FORMATS and not v[1].get("rht") for v in (row, col))
+
+
+def _shares_col_amax_specs(row: str, col: str) -> bool:
+    """:func:`_shares_col_amax` of two view specs (the op's and its fake's arguments)."""
+    return bool(row and col) and _shares_col_amax(
+        *((p[0], dict(p[1])) for p in (_view_plan(row), _view_plan(col))))
+
+
 def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
                  rand_bits: Optional[Tensor], amax: Optional[Tensor],
                  scale: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
@@ -251,6 +272,8 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
             continue
         q = _as_promised(q, p, backend)
         outs += [q.data, q.scale, q.amax]
+    if _shares_col_amax_specs(row, col):
+        outs[5] = x.new_empty(0, dtype=torch.float32)
     inputs = (x_in, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale,
               col_scale, x2)
     return list(_fresh(outs, inputs))
@@ -275,6 +298,8 @@ def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_am
     for spec, shape in ((row, (rows, cols)), (col, (cols, rows))):
         outs += list(_fake_view(x, spec, *shape)) if spec else \
             [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+    if _shares_col_amax_specs(row, col):
+        outs[5] = x.new_empty(0, dtype=torch.float32)
     return outs
 
 
@@ -297,6 +322,34 @@ _define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Ten
 def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
       apply_factor):
     return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
+
+
+def _expand_op(data: Tensor, scale: Tensor, amax: Tensor, spec: str, backend: str) -> Tensor:
+    """The expanded data (bf16 ``value · block_scale``, ``tensor.py``) of a codes operand."""
+    return _expanded(_operand(data, scale, amax, spec), True, backend).data
+
+
+# A GEMM operand's decode pass as an op of its own (``nn.function``: wgrad's xᵀ, where the
+# GEMM would decode it anyway): identical calls are one node to the compiler, so q/k/v's
+# shared xᵀ is decoded once, not by each of the three wgrad GEMMs.
+_define("expand(Tensor data, Tensor scale, Tensor amax, str spec, str backend) -> Tensor",
+        _expand_op)
+
+
+@_fake("expand")
+def _(data, scale, amax, spec, backend):
+    q = _operand(data, scale, amax, spec)
+    return data.new_empty((q.rows, q.cols), dtype=torch.bfloat16)
+
+
+def expand(q: QuantizedTensor, backend: str) -> QuantizedTensor:
+    """``q`` in the expanded form through ``microscale::expand`` (itself if it already is)."""
+    if q.expanded:
+        return q
+    if not q.fmt.expandable:
+        raise ValueError(f"expand() is for NVFP4 / MXFP4 / MXFP8 operands, not {q.fmt.value}")
+    data = torch.ops.microscale.expand(q.data, q.scale, q.amax, operand_spec(q), backend)
+    return dataclasses.replace(q, data=data, expanded=True)
 
 
 def _hp_mm_op(a: Tensor, b: Tensor, compute_dtype: torch.dtype, out_dtype: torch.dtype) -> Tensor:
@@ -373,6 +426,8 @@ def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str
         opts[1].get("amax"), opts[0].get("scale"), opts[1].get("scale"), prologue,
         None if x2 is None else x2.detach())
     rows, cols = _rows_cols(x)
+    if _shares_col_amax(row, col):
+        out = [*out[:5], out[2]]                # the column view's amax is the row view's
     q_row = _pack(row[0], opts[0], out[:3], torch.Size((rows, cols)), x.dtype) if row else None
     q_col = _pack(col[0], opts[1], out[3:], torch.Size((cols, rows)), x.dtype) if col else None
     return q_row, q_col

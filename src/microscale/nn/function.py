@@ -72,6 +72,7 @@ from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
 from ..op_specs import apply_prologue
 from ..ops import delayed_scaling_update_, hp_mm, mm, quantize_views
+from ..ops import expand as expand_operand
 from ..quant.fp8 import FP8_MAX
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
@@ -87,9 +88,13 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # EXPAND_XT: wgrad's xᵀ, kept for backward, written expanded too where that GEMM decodes it
 # (MXFP8: 2 bytes an element kept instead of 1 + 1/32; FP4: 2 instead of 0.56), so backward
 # runs no decode pass: a speed-for-memory trade, off by default (bench_train's "@xt-expanded").
+# DECODE_XT_OP: a kept xᵀ in codes that the wgrad GEMM would decode is decoded first by the
+# ``microscale::expand`` op: the same pass, but identical calls are one node to the compiler,
+# so the xᵀ that q, k and v share is decoded once a step instead of three times (session 27).
 CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
           "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0",
-          "EXPAND_XT": os.environ.get("MICROSCALE_EXPAND_XT", "0") != "0"}
+          "EXPAND_XT": os.environ.get("MICROSCALE_EXPAND_XT", "0") != "0",
+          "DECODE_XT_OP": os.environ.get("MICROSCALE_DECODE_XT_OP", "1") != "0"}
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
 # round with the same random stream (a column view uses its call's seed + 1)
@@ -141,6 +146,21 @@ def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.devic
         return True
     from ..kernels.gemm_paths import takes_expanded
     return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device)
+
+
+def _decodes_b(plan: Plan, gemm: str, q_b: QuantizedTensor, m: int, k: int) -> bool:
+    """Whether ``gemm``'s B operand ``q_b`` (codes) is decoded by its own ``expand`` op first
+    (``CONFIG["DECODE_XT_OP"]``): where the GEMM would decode it to the same bf16 form anyway,
+    an FP4 x FP4 or MXFP8 x MXFP8 GEMM on the dequant path, or the reference GEMM off CUDA
+    (which reads it as ``value · block_scale`` either way: the same numbers)."""
+    fmt_a = plan.operand(f"{gemm}.a").format
+    if not CONFIG["DECODE_XT_OP"] or q_b.expanded or not q_b.fmt.expandable or not (
+            (fmt_a.is_fp4 and q_b.fmt == fmt_a) or (fmt_a.is_mx8 and q_b.fmt.is_mx8)):
+        return False
+    if q_b.device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
+        return True
+    from ..kernels.gemm_paths import takes_expanded
+    return takes_expanded(fmt_a.value, q_b.fmt.value, m, q_b.rows, k, q_b.device)
 
 
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
@@ -396,6 +416,8 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
     if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
         dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
             _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
+    if need_dw and ctx.wgrad_q and _decodes_b(plan, "wgrad", q_xt, n_out, t_pad):
+        q_xt = expand_operand(q_xt, recipe.backend)
     if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`
         dw = _gemm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \
             _hp_mm(dy2d.t(), x_hp, recipe.compute_dtype, torch.float32)
