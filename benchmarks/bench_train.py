@@ -170,6 +170,9 @@ KERNEL_SETS = {
     # session 27: MX / FP8 blockwise pairs return each view's amax, the column's a copy out of
     # the kernels' two-amax buffer (before SHARE_COL_AMAX)
     "no-share-amax": {"ops": {"SHARE_COL_AMAX": False}},
+    # session 27: the down projection's dgrad GEMM writes du (the relu² backward in NVFP4's α
+    # GEMM's epilogue), and the up projection's dy views are quantized from du alone
+    "du-epi": {"nn.mlp": {"DU_IN_DGRAD": True}},
     # session 27: both of the above off
     "s26": {"nn.function": {"DECODE_XT_OP": False}, "ops": {"SHARE_COL_AMAX": False}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row

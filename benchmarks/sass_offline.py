@@ -32,7 +32,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from microscale.kernels import (quant_fp8, quant_mx, quant_nvfp4,  # noqa: E402
+from microscale.kernels import (gemm_alpha, quant_fp8, quant_mx, quant_nvfp4,  # noqa: E402
                                 quant_nvfp4_grouped_reg, quant_nvfp4_reg, quant_nvfp4_v3,
                                 quant_rowcol_reg)
 
@@ -69,6 +69,12 @@ NV_GRP = {"x_ptr": "*bf16", "tab_ptr": "*i32", "amax_r_ptr": "*fp32", "amax_c_pt
           "n_tc": "i32", "n_tiles": "i32"}
 _NV_GRP = dict(IN_DTYPE=1, NI=16, BC=64, ROW=True, ROW_SR=0, COL=True, COL_RHT=True, COL_SR=0,
                SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK, NUM_STAGES=1)
+# NVFP4's α GEMM (TMA kernel, SMALL_TILE's halves; "smem KB" is the number to watch: the
+# H100 gives a block 227 KB) plain and with the relu² backward's epilogue op (session 27)
+ALPHA = {"a_desc": "tensordesc<bf16[128,64]>", "b_desc": "tensordesc<bf16[256,64]>",
+         "y_desc": "tensordesc<bf16[128,128]>", "f_ptr": "*fp32", "fb_ptr": "*fp32",
+         "M": "i32", "N": "i32", "K": "i32", "e_desc": "tensordesc<bf16[128,128]>"}
+_ALPHA = dict(BM=128, BN=256, BK=64, GROUP_M=8, FROM_AMAX=True, SUBTILE=True, OUT_DTYPE=1)
 # name -> (kernel, signature, constexprs, num_warps, num_stages, elements per tile)
 PRESETS = {
     "fp8_reg": (quant_rowcol_reg.fp8_rowcol_reg_kernel, FP8_REG,
@@ -211,6 +217,10 @@ PRESETS = {
                        NV_ROWS | {"qr_ptr": "*bf16", "qc_ptr": "*bf16"},
                        _NV_ROWS | dict(ROW_SR=2, COL_SR=2, ROW_EXP=True, COL_EXP=True), 4, 2,
                        32 * 32),
+    "alpha_tma": (gemm_alpha._alpha_mm_tma_kernel, ALPHA,
+                  _ALPHA | dict(NUM_STAGES=4, e_desc=None), 8, 4, 128 * 256),
+    "alpha_tma_du": (gemm_alpha._alpha_mm_tma_kernel, ALPHA, _ALPHA | dict(NUM_STAGES=3, EPI=4),
+                     8, 3, 128 * 256),
     "nv_amax_old": (quant_nvfp4_v3.nvfp4_amax_kernel, NV_AMAX,
                     dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
                          COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),

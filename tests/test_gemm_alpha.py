@@ -179,6 +179,25 @@ def test_gpu_alpha_mm_tma_and_pointer(mnk):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
+@pytest.mark.parametrize("mnk", [(16384, 3072, 768), (4096, 8192, 2048), (1000, 2304, 768)])
+def test_gpu_alpha_mm_epilogue_tma_and_pointer(mnk):
+    """The relu² backward's epilogue on the GPU (the 125m and 1b down projections' dgrad
+    shapes, a partial tile): TMA and pointer kernels, bit for bit the op after the GEMM."""
+    from microscale.kernels.gemm_alpha import alpha_mm
+    from microscale.op_specs import apply_prologue
+    m, n, k = mnk
+    a, b, u = _epilogue_operands(m, n, k, torch.bfloat16, torch.Generator().manual_seed(2))
+    a, b, u = a.cuda(), b.cuda(), u.cuda()
+    f = torch.tensor([0.3711], device="cuda")
+    want = apply_prologue("relu_square_grad", alpha_mm(a, b, f, torch.bfloat16), u)
+    for knob in ({"TMA": True}, {"TMA": False}):
+        got = alpha_mm(a, b, f, torch.bfloat16, epilogue=("relu_square_grad", u), **knob)
+        assert torch.equal(got.isnan(), want.isnan()), knob
+        assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0)), knob
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
 def test_gpu_layer_epilogue_on_and_off():
     """nvfp4 layer, fprop and dgrad through the epilogue kernel vs the fp32 + traced α path:
     the same bits up to summation order; ms.explain names the path."""
@@ -206,3 +225,72 @@ def test_gpu_layer_epilogue_on_and_off():
     (y1, g1), (y0, g0) = outs
     assert torch.allclose(y1.float(), y0.float(), rtol=2 ** -7, atol=1e-3)
     assert torch.allclose(g1.float(), g0.float(), rtol=2 ** -7, atol=1e-6)
+
+
+def _epilogue_operands(m, n, k, dtype, gen):
+    """Exact-sum operands (the output equals the reference bit for bit) and a second tensor
+    with the ops' edge values: +0, -0, negatives, NaN, Inf, a huge value (2 u overflows)."""
+    a, b = _small_ints((m, k), gen), _small_ints((n, k), gen)
+    u = torch.randn(m, n, generator=gen).to(dtype)
+    flat = u.view(-1)
+    flat[:7] = torch.tensor([0.0, -0.0, -1.5, float("nan"), float("inf"), -float("inf"),
+                             torch.finfo(dtype).max])
+    return a.to(dtype), b.to(dtype), u
+
+
+@pytest.mark.parametrize("op", ["relu_square_grad", "mul"])
+@pytest.mark.parametrize("dtype,mnk", [(torch.bfloat16, (130, 72, 32)),
+                                       (torch.float16, (64, 300, 48))])
+def test_alpha_mm_epilogue_is_the_op_after(op, dtype, mnk):
+    """``epilogue=(op, u)``: the kernel's output is ``apply_prologue(op, y, u)`` of its plain
+    output, bit for bit (the output rounded, the op, its rounding), partial tiles included."""
+    from microscale.kernels.gemm_alpha import alpha_mm
+    from microscale.op_specs import apply_prologue
+    m, n, k = mnk
+    a, b, u = _epilogue_operands(m, n, k, dtype, torch.Generator().manual_seed(m + n))
+    f = torch.tensor([0.3711], dtype=torch.float32, device=DEV)
+    tile = dict(BM=64, BN=64, BK=32, NUM_STAGES=1, num_warps=4, TMA=False)
+    y = alpha_mm(a.to(DEV), b.to(DEV), f, dtype, **tile)
+    got = alpha_mm(a.to(DEV), b.to(DEV), f, dtype, epilogue=(op, u.to(DEV)), **tile)
+    want = apply_prologue(op, y, u.to(DEV))
+    assert got.dtype == dtype and torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0))
+
+
+def test_alpha_mm_epilogue_bad_arguments():
+    from microscale.kernels.gemm_alpha import alpha_mm
+    a = torch.ones(16, 16, dtype=torch.bfloat16, device=DEV)
+    f = torch.ones(1, device=DEV)
+    with pytest.raises(ValueError, match="two tensors"):
+        alpha_mm(a, a, f, torch.bfloat16, epilogue=("square", None))
+    with pytest.raises(ValueError, match=r"\[16, 16\]"):
+        alpha_mm(a, a, f, torch.bfloat16, epilogue=("mul", a[:8]))
+    with pytest.raises(ValueError, match=r"\[16, 16\]"):
+        alpha_mm(a, a, f, torch.bfloat16, epilogue=("mul", a.float()))
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_scaled_mm_epilogue_through_the_op(backend):
+    """``ops.mm(..., epilogue=(op, e2))`` = the op applied to ``ops.mm``'s result, for NVFP4
+    operands (expanded, as the layers pass them, and codes) on each backend; a bad epilogue
+    is a ValueError naming it."""
+    from microscale.op_specs import apply_prologue
+    from microscale.ops import mm, quantize_views
+    from microscale.tensor import QFormat
+    gen = torch.Generator().manual_seed(3)
+    x, w = torch.randn(96, 64, generator=gen), torch.randn(48, 64, generator=gen)
+    u = torch.randn(96, 48, generator=gen).bfloat16()
+    u[0, :3] = torch.tensor([float("nan"), -0.0, 0.0])
+    nf = {"check_finite": False}
+    for expand in (False, True):
+        qx = quantize_views(x, (QFormat.NVFP4, {**nf, "expand": expand}), None, "reference")[0]
+        qw = quantize_views(w, (QFormat.NVFP4, nf), None, "reference")[0]
+        y = mm(qx, qw, torch.bfloat16, backend)
+        got = mm(qx, qw, torch.bfloat16, backend, epilogue=("relu_square_grad", u))
+        want = apply_prologue("relu_square_grad", y, u)
+        assert torch.equal(got.isnan(), want.isnan())
+        assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0))
+    with pytest.raises(ValueError, match="epilogue must be one of"):
+        mm(qx, qw, torch.bfloat16, backend, epilogue=("relu", u))
+    with pytest.raises(ValueError, match="needs e2 of shape"):
+        mm(qx, qw, torch.bfloat16, backend, epilogue=("mul", u.float()))

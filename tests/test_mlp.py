@@ -154,6 +154,36 @@ def test_fused_kernels_interpreted(recipe, recompute):
             assert "relu_square fused into its loads" in paths[("quantize_rowcol", key)], key
 
 
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr"])
+def test_du_in_dgrad_same_bits(recipe, monkeypatch):
+    """``CONFIG["DU_IN_DGRAD"]``'s plumbing (forced here: off CUDA the rule is off, and the op
+    applies ``relu_square_grad`` after the GEMM): the down projection's dgrad returns ``du``,
+    the up projection quantizes it with no prologue, and every output and gradient keeps the
+    three modules' bits, on token counts that pad."""
+    from microscale.nn import mlp
+    monkeypatch.setattr(mlp, "du_in_dgrad", lambda *a: True)
+    calls, real = [], mlp.linear_grads
+    monkeypatch.setattr(mlp, "linear_grads", lambda *a, **k: calls.append(
+        (k.get("dx_epilogue") is not None, k.get("dy_prologue") is not None)) or real(*a, **k))
+    up, down = _layers(recipe)
+    _same_bits(up, down, tokens=(3, 50))
+    assert calls == [(True, False), (False, False)]     # down: du out; up: no prologue
+
+
+def test_du_in_dgrad_rule():
+    """Off by default; on, it needs CUDA, the kernels and NVFP4's α GEMM for the dgrad."""
+    from microscale.nn import mlp
+    from microscale.nn.function import Plan
+    plan = Plan(ms.Recipe.from_name("nvfp4"))
+    dy = torch.zeros(64, 32, dtype=torch.bfloat16)
+    assert not mlp.CONFIG["DU_IN_DGRAD"]
+    assert not mlp.du_in_dgrad(plan, dy, 128, torch.bfloat16)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(mlp.CONFIG, "DU_IN_DGRAD", True)
+        assert not mlp.du_in_dgrad(plan, dy, 128, torch.bfloat16)          # CPU
+        assert not mlp.du_in_dgrad(Plan(ms.Recipe.from_name("mxfp8")), dy, 128, torch.bfloat16)
+
+
 def test_fullgraph_trace_matches_eager():
     up, down = _layers("fp8_blockwise", n_in=128, hidden=256, n_out=128)
     mlp = nn.Module()
@@ -193,3 +223,21 @@ def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
     fmt = {"fp8_blockwise": "fp8_block", "mxfp8": "mxfp8_e4m3"}.get(recipe, "nvfp4")
     assert "relu_square_grad fused into its loads" in \
         ms.explain()[("quantize_rowcol", f"{fmt}|{fmt}")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr"])
+def test_gpu_du_in_dgrad_same_bits(recipe, monkeypatch):
+    """``CONFIG["DU_IN_DGRAD"]`` on the GPU: the down projection's dgrad (NVFP4's α GEMM)
+    writes ``du`` in its epilogue, and the step keeps the three modules' bits."""
+    from microscale.kernels import gemm_alpha
+    from microscale.nn import mlp
+    monkeypatch.setitem(mlp.CONFIG, "DU_IN_DGRAD", True)
+    fused, real = [], gemm_alpha.alpha_mm
+    monkeypatch.setattr(gemm_alpha, "alpha_mm", lambda *a, **k: fused.append(
+        k.get("epilogue") is not None and k["epilogue"][0]) or real(*a, **k))
+    torch.manual_seed(0)
+    up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
+    down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
+    _same_bits(up, down, tokens=(4, 1000))
+    assert fused.count("relu_square_grad") == 1, fused      # the fused run's down dgrad

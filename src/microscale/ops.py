@@ -18,12 +18,17 @@ The ops and their tensors::
                     prologue="", x2=None)                        + col (data, scale, amax)
                     (the views of op(x, x2) for a prologue, op_specs.PROLOGUES)
     scaled_mm(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec,
-              out_dtype, backend)                                -> y [rows_a, rows_b]
+              out_dtype, backend, apply_factor,                  -> y [rows_a, rows_b]
+              epilogue="", e2=None)
+                    (op(y, e2) for an epilogue, op_specs.PROLOGUES' ops of two tensors)
+    expand(data, scale, amax, spec, backend)                     -> bf16 value · block_scale
     delayed_scaling_update_(amax_history, scale, amax, fp8_max, margin)   (in place)
 
 A *view spec* is the format plus its non-tensor options as canonical JSON (a static string in
 the op schema, so the compiler specialises on it); tensor options travel as tensors. An
-unrequested row/col view comes back as three empty tensors. An *operand spec* is
+unrequested row/col view comes back as three empty tensors; so does the column view's amax of
+an MX or FP8 blockwise pair (``CONFIG["SHARE_COL_AMAX"]``: it is the row view's, and
+:func:`quantize_views` gives both views that one tensor). An *operand spec* is
 ``"fmt,block_rows,block_cols,rht_d,form"`` (form ``c``: codes, ``e``: expanded); the operand's K
 is read off its data's shape. Both kinds of spec and the outputs' layouts (FP8 1×128 scales
 column-major) live in :mod:`microscale.op_specs`.
@@ -90,6 +95,7 @@ __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "qua
            "rowcol_reference", "expand"]
 
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
+    PROLOGUES,
     _layout,
     _meta,
     _operand,
@@ -308,22 +314,50 @@ def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_am
 
 def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
                   b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
-                  backend: str, apply_factor: bool) -> Tensor:
+                  backend: str, apply_factor: bool, epilogue: str = "",
+                  e2: Optional[Tensor] = None) -> Tensor:
     from .gemm import scaled_mm_reference
     qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
-    y = dispatch("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value), backend, qa.device,
-                 scaled_mm_reference, qa, qb, out_dtype=out_dtype, apply_factor=apply_factor)
-    return y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
+    key = mm_key(qa.fmt.value, qb.fmt.value)
+    hints, reference = None, scaled_mm_reference
+    if epilogue:                 # op(y, e2): in a kernel's epilogue where one takes it
+        _check_epilogue(epilogue, e2, (qa.rows, qb.rows), out_dtype)
+        if kernel_takes_hint("scaled_mm", key, backend, qa.device, "epilogue"):
+            hints = {"epilogue": (epilogue, e2)}
+            reference = functools.partial(_mm_reference_then, epilogue, e2)
+    y = dispatch("scaled_mm", key, backend, qa.device, reference, qa, qb, out_dtype=out_dtype,
+                 apply_factor=apply_factor, hints=hints)
+    y = y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
+    return apply_prologue(epilogue, y, e2) if epilogue and hints is None else y
+
+
+def _mm_reference_then(epilogue: str, e2: Tensor, qa, qb, **kwargs) -> Tensor:
+    """The reference GEMM, then ``op(y, e2)`` (a fused epilogue's twin, and its fallback)."""
+    from .gemm import scaled_mm_reference
+    y = scaled_mm_reference(qa, qb, **kwargs)
+    return apply_prologue(epilogue, y.reshape(e2.shape), e2)
+
+
+def _check_epilogue(epilogue: str, e2: Optional[Tensor], shape, out_dtype) -> None:
+    """A clear error for an epilogue that is not an op of y and one more ``[M, N]`` tensor in
+    the output dtype."""
+    if PROLOGUES.get(epilogue, (None, 1))[1] != 2:
+        two = sorted(k for k, v in PROLOGUES.items() if v[1] == 2)
+        raise ValueError(f"scaled_mm: epilogue must be one of {two}, got {epilogue!r}")
+    if e2 is None or tuple(e2.shape) != tuple(shape) or e2.dtype != out_dtype:
+        got = None if e2 is None else (tuple(e2.shape), e2.dtype)
+        raise ValueError(f"scaled_mm: the {epilogue} epilogue needs e2 of shape {tuple(shape)} "
+                         f"in {out_dtype}, got {got}")
 
 
 _define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Tensor b_data, "
         "Tensor b_scale, Tensor b_amax, str b_spec, ScalarType out_dtype, str backend, "
-        "bool apply_factor) -> Tensor", _scaled_mm_op)
+        "bool apply_factor, str epilogue=\"\", Tensor? e2=None) -> Tensor", _scaled_mm_op)
 
 
 @_fake("scaled_mm")
 def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
-      apply_factor):
+      apply_factor, epilogue="", e2=None):
     return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
 
 
@@ -437,14 +471,18 @@ def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str
 
 
 def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
-       apply_factor: bool = True) -> Tensor:
+       apply_factor: bool = True, epilogue: tuple | None = None) -> Tensor:
     """``A Bᵀ`` through ``microscale::scaled_mm``, shaped ``[..., N]`` like A's leading dims.
 
     ``apply_factor=False`` returns the sum before the per-tensor factor ``f`` (``gemm_factor``;
     only NVFP4 has one): the caller multiplies and casts in its own graph, where a compiler
     fuses that into whatever consumes the result instead of a separate pass over it.
+    ``epilogue`` ``(op, e2)``: ``op(y, e2)`` instead (``op_specs.PROLOGUES``' ops of two
+    tensors; e2 ``[M, N]`` in ``out_dtype``), bit for bit, in the GEMM's epilogue where its
+    kernel takes one (the NVFP4 α GEMM, ``kernels/gemm_alpha``).
     """
+    op, e2 = epilogue if epilogue is not None else ("", None)
     y = torch.ops.microscale.scaled_mm(qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data,
                                        qb.scale, qb.amax, operand_spec(qb), out_dtype, backend,
-                                       apply_factor)
+                                       apply_factor, op, e2)
     return y.reshape(*qa.shape[:-1], qb.rows)

@@ -18,6 +18,14 @@ rounding). Exact up to summation order, like every GEMM path here. Measured (H10
 16): 0.91-1.03x cuBLAS bf16 -> bf16 at the 125m/1b shapes; 125m nvfp4 step 0.557x -> 0.606x of
 bf16, 1b 0.732x -> 0.772x (``benchmarks/results/h100_20261126_session16/``).
 
+An *epilogue op* (``alpha_mm(..., epilogue=(op, e2))``, an op of two tensors from
+``op_specs.PROLOGUES``) makes the kernel store ``op(y, e2)`` instead of ``y``: the output is
+rounded as usual, the op runs on it and e2's tile (``quant_rowcol_reg.prologue_of``'s
+arithmetic, one more rounding), so e2 is read once and ``y`` is never written. The relu² MLP's
+backward uses it to write ``du = relu_square_grad(ds, u)`` from the down projection's dgrad
+(``nn.mlp``, ``DU_IN_DGRAD``). The TMA kernel then stores in halves with three stages: e's tile
+buffer would not fit beside four (offline, sm_90: 208 KB of shared memory).
+
 Layout: A ``[M, K]`` K-contiguous; B ``[N, K]`` either K-contiguous or N-contiguous (the
 transpose of a row-major ``[K, N]``: an NVFP4 weight's 16×16-tiled expanded view serves fprop as
 W and dgrad as its transpose ``Wᵀ``, with no copy, ``nn.function.weight_views``); bf16 or
@@ -46,9 +54,11 @@ import triton
 import triton.language as tl
 
 from ..backend import _interpreting
+from ..op_specs import PROLOGUES, apply_prologue
 from ..quant.nvfp4 import nvfp4_alpha
 from ._utils import cdiv, grouped_tile, round_to_input_dtype
 from .gemm_paths import alpha_epilogue
+from .quant_rowcol_reg import prologue_of
 
 __all__ = ["alpha_mm", "tile_for", "CONFIG"]
 
@@ -93,10 +103,21 @@ def _factor(f_ptr, fb_ptr, FROM_AMAX: tl.constexpr):
 
 
 @triton.jit
+def _epilogue_op(y, e, EPI: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """The output tile ``y`` (fp32, already rounded to the output dtype) through the op
+    ``EPI`` (``op_specs.PROLOGUES``' kernel code, 0: none) of it and the tile ``e`` of the
+    second tensor: ``prologue_of``'s arithmetic, one more rounding to the output dtype."""
+    if EPI != 0:
+        y = prologue_of(y, e.to(tl.float32), EPI, IN_DTYPE)
+    return y
+
+
+@triton.jit
 def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stride_bn, stride_bk,
                      stride_y, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                      GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                     DOT_F32: tl.constexpr, FROM_AMAX: tl.constexpr):
+                     DOT_F32: tl.constexpr, FROM_AMAX: tl.constexpr, e_ptr=None,
+                     EPI: tl.constexpr = 0, OUT_DTYPE: tl.constexpr = 1):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
@@ -124,8 +145,13 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stri
     y = acc * _factor(f_ptr, fb_ptr, FROM_AMAX)
     if DOT_F32 and y_ptr.dtype.element_ty == tl.bfloat16:
         y = round_to_input_dtype(y, 1)      # the interpreter's cast truncates; RNE here
+    mask = (rm < M)[:, None] & (rn < N)[None, :]
+    if EPI != 0:        # y (stride_y apart, as e) rounded first, then the op and its rounding
+        e = tl.load(e_ptr + rm[:, None].to(tl.int64) * stride_y + rn[None, :], mask=mask,
+                    other=0.0)
+        y = _epilogue_op(round_to_input_dtype(y, OUT_DTYPE), e, EPI, OUT_DTYPE)
     y_ptrs = y_ptr + rm[:, None].to(tl.int64) * stride_y + rn[None, :]
-    tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=(rm < M)[:, None] & (rn < N)[None, :])
+    tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -134,11 +160,13 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                          GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                          FROM_AMAX: tl.constexpr, B_KN: tl.constexpr = False,
                          FLATTEN: tl.constexpr = True, WS: tl.constexpr = False,
-                         SUBTILE: tl.constexpr = False):
+                         SUBTILE: tl.constexpr = False, e_desc=None, EPI: tl.constexpr = 0,
+                         OUT_DTYPE: tl.constexpr = 1):
     """``SUBTILE``: the epilogue stores the tile as two ``[BM, BN/2]`` halves (y_desc's block);
     ``WS``: Triton's warp specialization of the loop (loads and MMAs in their own warps);
     ``FLATTEN``: the tile and K loops flattened into one pipelined loop. Same bits either way:
-    the MMAs and the epilogue's arithmetic do not change."""
+    the MMAs and the epilogue's arithmetic do not change. ``EPI``: the output through an op of
+    it and a second tensor (``e_desc``, y's shape and blocks) before the store."""
     n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     f = _factor(f_ptr, fb_ptr, FROM_AMAX)
@@ -154,10 +182,20 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                 acc = tl.dot(a, b_desc.load([pid_n * BN, ki * BK]).T, acc)
         if SUBTILE:
             lo, hi = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
-            y_desc.store([pid_m * BM, pid_n * BN], (lo * f).to(y_desc.dtype))
-            y_desc.store([pid_m * BM, pid_n * BN + BN // 2], (hi * f).to(y_desc.dtype))
+            _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN, lo * f, EPI, OUT_DTYPE)
+            _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN + BN // 2, hi * f, EPI, OUT_DTYPE)
         else:
-            y_desc.store([pid_m * BM, pid_n * BN], (acc * f).to(y_desc.dtype))
+            _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN, acc * f, EPI, OUT_DTYPE)
+
+
+@triton.jit
+def _tile_out(y_desc, e_desc, r0, c0, y, EPI: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    """Store the fp32 tile ``y`` at (r0, c0) in y_desc's dtype, through ``EPI``'s op with
+    e_desc's tile at the same place first (the output rounded, the op, its rounding)."""
+    if EPI != 0:
+        y = _epilogue_op(y.to(y_desc.dtype).to(tl.float32), e_desc.load([r0, c0]), EPI,
+                         OUT_DTYPE)
+    y_desc.store([r0, c0], y.to(y_desc.dtype))
 
 
 _SMS: dict[int, int] = {}
@@ -180,16 +218,20 @@ def _tma_ok(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtype: torch.dtype,
-             **tile) -> torch.Tensor:
+             epilogue: tuple | None = None, **tile) -> torch.Tensor:
     """``round_out(f · a @ b.T)`` for bf16/fp16 ``a [M, K]`` and ``b [N, K]`` (K- or
     N-contiguous: the module docstring's layouts; any other is copied). ``f``: an fp32
     one-element tensor on the device, or a pair ``(amax_a, amax_b)`` of NVFP4 amaxes, whose α
-    (``nvfp4_alpha``) the kernel computes itself. ``tile`` overrides :data:`CONFIG` (BM, BN,
-    BK, NUM_STAGES, num_warps, TMA; the TMA kernel's FLATTEN, WS, SUBTILE)."""
+    (``nvfp4_alpha``) the kernel computes itself. ``epilogue`` ``(op, e2)``: the result is
+    ``op(y, e2)`` instead (``op_specs.PROLOGUES``; ``e2`` ``[M, N]`` in ``out_dtype``, read
+    once in the epilogue), bit for bit ``apply_prologue(op, y, e2)``. ``tile`` overrides
+    :data:`CONFIG` (BM, BN, BK, NUM_STAGES, num_warps, TMA; the TMA kernel's FLATTEN, WS,
+    SUBTILE)."""
     m, k = a.shape
     n = b.shape[0]
     if b.shape[1] != k or a.dtype != b.dtype or a.dtype not in (torch.bfloat16, torch.float16):
         raise ValueError(f"alpha_mm: a {tuple(a.shape)} {a.dtype}, b {tuple(b.shape)} {b.dtype}")
+    epi, e2 = _epilogue_args(epilogue, m, n, out_dtype)
     a = a if a.stride(1) == 1 else a.contiguous()
     b_kn = b.stride(1) != 1 and b.stride(0) == 1          # Bᵀ is a row-major [K, N]
     b = b if b.stride(1) == 1 or b_kn else b.contiguous()
@@ -201,23 +243,49 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     cfg = {**tile_for(n, k), **tile}
     use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y)
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
+    if use_tma and epi:     # e's tile buffer: 128x256 + 4 stages would need 256 KB of shared
+        #                     memory (offline, sm_90), halves + 3 stages 208 KB (H100: 227 KB)
+        cfg["SUBTILE"], cfg["NUM_STAGES"] = True, min(cfg["NUM_STAGES"], 3)
     if use_tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
         b_desc = TensorDescriptor.from_tensor(b.t(), [bk, bn]) if b_kn else \
             TensorDescriptor.from_tensor(b, [bn, bk])
+        y_block = [bm, bn // 2 if cfg.get("SUBTILE") else bn]
         descs = (TensorDescriptor.from_tensor(a, [bm, bk]), b_desc,
-                 TensorDescriptor.from_tensor(y, [bm, bn // 2 if cfg.get("SUBTILE") else bn]))
+                 TensorDescriptor.from_tensor(y, y_block))
+        e_desc = TensorDescriptor.from_tensor(e2, y_block) if epi else None
         grid = (min(_num_sms(a.device), cdiv(m, bm) * cdiv(n, bn)),)
         _alpha_mm_tma_kernel[grid](*descs, fa, fb, m, n, k, GROUP_M=CONFIG["GROUP_M"],
-                                   FROM_AMAX=from_amax, B_KN=b_kn, **cfg)
+                                   FROM_AMAX=from_amax, B_KN=b_kn, e_desc=e_desc, EPI=epi,
+                                   OUT_DTYPE=_DTYPE_CODE[out_dtype], **cfg)
     else:
         for key in ("FLATTEN", "WS", "SUBTILE"):           # the TMA kernel's knobs only
             cfg.pop(key, None)
         grid = (cdiv(m, bm) * cdiv(n, bn),)
         _alpha_mm_kernel[grid](a, b, fa, fb, y, m, n, k, a.stride(0), b.stride(0), b.stride(1),
                                y.stride(0), GROUP_M=CONFIG["GROUP_M"], EVEN_K=k % bk == 0,
-                               DOT_F32=_interpreting(), FROM_AMAX=from_amax, **cfg)
+                               DOT_F32=_interpreting(), FROM_AMAX=from_amax, e_ptr=e2, EPI=epi,
+                               OUT_DTYPE=_DTYPE_CODE[out_dtype], **cfg)
     return y
+
+
+_DTYPE_CODE = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+
+
+def _epilogue_args(epilogue: tuple | None, m: int, n: int, out_dtype: torch.dtype):
+    """``(kernel code, e2)`` of an ``(op, e2)`` epilogue (``(0, None)``: none): an op of two
+    tensors (``op_specs.PROLOGUES``), e2 the output's shape and dtype, contiguous (the pointer
+    kernel reads it with y's strides)."""
+    if epilogue is None:
+        return 0, None
+    op, e2 = epilogue
+    if PROLOGUES.get(op, (None, 1))[1] != 2:
+        two = sorted(k for k, v in PROLOGUES.items() if v[1] == 2)
+        raise ValueError(f"alpha_mm: an epilogue is an op of two tensors, one of {two}; got {op!r}")
+    if e2 is None or tuple(e2.shape) != (m, n) or e2.dtype != out_dtype:
+        raise ValueError(f"alpha_mm: the {op} epilogue's tensor must be [{m}, {n}] {out_dtype}, "
+                         f"got {None if e2 is None else (tuple(e2.shape), e2.dtype)}")
+    return PROLOGUES[op][2], e2.contiguous()
 
 
 # ----------------------------------------------------------------- gemm_fp4's dequant path
@@ -259,18 +327,21 @@ def _mm_fp32_out(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
-def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dtype: torch.dtype
-                           ) -> torch.Tensor:
+def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dtype: torch.dtype,
+                           epilogue: tuple | None = None) -> torch.Tensor:
     """bf16 GEMM then the epilogue factor ``f`` (None: 1; a pair of NVFP4 amaxes: their α),
-    one rounding to ``out_dtype``.
+    one rounding to ``out_dtype``; with ``epilogue`` ``(op, e2)``, ``op(y, e2)`` of that.
 
     ``f`` lives on the device. A 2-byte output with ``f`` goes through :func:`alpha_mm` (α made
-    and applied in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``); otherwise cuBLAS
-    with an fp32 output, then ``f`` in fp32 and the cast (cuBLAS's own ``alpha`` would need a
-    host copy).
+    and applied in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``), and so does the
+    epilogue op; otherwise cuBLAS with an fp32 output, then ``f`` in fp32 and the cast
+    (cuBLAS's own ``alpha`` would need a host copy), then the op.
     """
     if f is not None and alpha_epilogue(out_dtype, a_bf16.device):
-        return alpha_mm(a_bf16, b_bf16, f, out_dtype)
+        return alpha_mm(a_bf16, b_bf16, f, out_dtype, epilogue=epilogue)
+    if epilogue is not None:
+        return apply_prologue(epilogue[0], _bf16_gemm_with_factor(a_bf16, b_bf16, f, out_dtype),
+                              epilogue[1])
     if f is None and out_dtype != torch.float32:
         return (a_bf16 @ b_bf16.t()).to(out_dtype)
     y = _mm_fp32_out(a_bf16, b_bf16)

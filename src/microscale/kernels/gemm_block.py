@@ -26,6 +26,7 @@ from ..backend import (
     note_path,
     register_kernel,
 )
+from ..op_specs import apply_prologue
 from ..tensor import QFormat, QuantizedTensor
 from . import blackwell, gemm_fp4, gemm_mxfp8
 from ._utils import device_capability, gemm_out, multiprocessors
@@ -55,7 +56,7 @@ def _native(qa, qb, out_dtype, apply_factor, key):
     return y
 
 
-def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None):
+def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None, epilogue=None):
     """The Hopper paths: FP8 tensor cores (MXFP8) or bf16 emulation; returns [rows_a, rows_b]."""
     if path == "fp8":
         cfg = gemm_mxfp8.MXFP8Config(**config) if config else \
@@ -64,26 +65,32 @@ def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None):
         note_path("scaled_mm", key, f"triton MXFP8 on FP8 tensor cores ({cfg})")
         return y
     fn = gemm_fp4.scaled_mm_mxfp8 if qa.fmt.is_mx8 else gemm_fp4.scaled_mm_fp4
-    kwargs = {} if qa.fmt.is_mx8 else {"apply_factor": apply_factor}
+    kwargs = {} if qa.fmt.is_mx8 else {"apply_factor": apply_factor, "epilogue": epilogue}
     y = fn(qa, qb, out_dtype, strategy=path, **kwargs)         # notes its own path
     return y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
 
 
 def scaled_mm_block(qa: QuantizedTensor, qb: QuantizedTensor,
                     out_dtype: torch.dtype = torch.float32, apply_factor: bool = True,
-                    path: str = "auto") -> torch.Tensor:
-    """NVFP4/MXFP4/MXFP8 ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``)."""
+                    path: str = "auto", epilogue: tuple | None = None) -> torch.Tensor:
+    """NVFP4/MXFP4/MXFP8 ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``);
+    ``epilogue`` ``(op, e2)``: ``op(y, e2)`` of the 2-D result, in the α GEMM's epilogue where
+    the FP4 dequant path runs it (``gemm_fp4``), after the GEMM elsewhere."""
     if path not in BLOCK_PATHS:
         raise ValueError(f"path must be one of {BLOCK_PATHS}, got {path!r}")
     family = family_of(qa.fmt.value, qb.fmt.value)
     if family not in ("fp4", "mxfp8"):
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not a block-scaled pair")
     key = mm_key(qa.fmt.value, qb.fmt.value)
+    if epilogue is not None and not (family == "fp4" and (qa.expanded or qb.expanded)):
+        y = scaled_mm_block(qa, qb, out_dtype, apply_factor, path)
+        return apply_prologue(epilogue[0], y, epilogue[1].reshape(y.shape))
     why = None
     if qa.expanded or qb.expanded:      # bf16 value·scale from the quantizer: the bf16 GEMM
         if path not in ("auto", "dequant"):
             raise KernelUnsupported(f"path {path!r} reads codes; an operand is expanded")
-        return gemm_out(_emulated(qa, qb, out_dtype, apply_factor, "dequant", key), qa, qb)
+        return gemm_out(_emulated(qa, qb, out_dtype, apply_factor, "dequant", key,
+                                  epilogue=epilogue), qa, qb)
     if path == "native" or (path == "auto" and _native_candidate(qa, qb)):
         try:
             return gemm_out(_native(qa, qb, out_dtype, apply_factor, key), qa, qb)
@@ -111,9 +118,14 @@ def _register() -> None:
     keys = ["nvfp4xnvfp4", "mxfp4xmxfp4"] + [
         mm_key(a, b) for a in ("mxfp8_e4m3", "mxfp8_e5m2") for b in ("mxfp8_e4m3", "mxfp8_e5m2")]
     for key in keys:
-        register_kernel("scaled_mm", key)(
-            lambda qa, qb, out_dtype=torch.float32, apply_factor=True:
-            scaled_mm_block(qa, qb, out_dtype, apply_factor))
+        register_kernel("scaled_mm", key)(_kernel)
+
+
+def _kernel(qa, qb, out_dtype=torch.float32, apply_factor=True, epilogue=None):
+    return scaled_mm_block(qa, qb, out_dtype, apply_factor, epilogue=epilogue)
+
+
+_kernel.hints = ("epilogue",)
 
 
 _register()

@@ -66,6 +66,7 @@ from ..backend import (
     register_kernel,
 )
 from ..gemm import gemm_factor
+from ..op_specs import apply_prologue
 from ..tensor import QFormat, QuantizedTensor
 from ._utils import cdiv, gemm_out, grouped_tile
 from .gemm_alpha import _bf16_gemm_with_factor
@@ -306,7 +307,8 @@ def _mainloop(qa, qb, out_dtype, apply_factor=True, bm=128, bn=None, bkb=None, g
 DEQUANT_CONFIG = dict(block_rows=16, block_bytes=128, permute_k=False, num_warps=4)
 
 
-def _dequant_then_cublas(qa, qb, out_dtype, apply_factor=True, **cfg) -> torch.Tensor:
+def _dequant_then_cublas(qa, qb, out_dtype, apply_factor=True, epilogue=None,
+                         **cfg) -> torch.Tensor:
     """Both operands to bf16 ``value · scale`` (Triton), one cuBLAS GEMM, then ``f``."""
     cfg = {**DEQUANT_CONFIG, **cfg}
     if not (qa.fmt.is_fp4 and qb.fmt.is_fp4):
@@ -318,7 +320,7 @@ def _dequant_then_cublas(qa, qb, out_dtype, apply_factor=True, **cfg) -> torch.T
         f = (qa.amax, qb.amax)                # α made where it is applied
     elif apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt):
         f = gemm_factor(qa, qb).float()
-    return _bf16_gemm_with_factor(a_bf16, b_bf16, f, out_dtype)
+    return _bf16_gemm_with_factor(a_bf16, b_bf16, f, out_dtype, epilogue)
 
 
 # Measured on an H200 (benchmarks/results/gemm_notes.md): dequantize + cuBLAS beat the
@@ -334,7 +336,7 @@ def fp4_strategy(m: int, n: int, k: int) -> str:
     return "dequant" if 2 * (m + n) * k <= DEQUANT_MAX_TEMP_BYTES else "mainloop"
 
 
-def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor:
+def _run(qa, qb, out_dtype, strategy, apply_factor=True, epilogue=None, **tile) -> torch.Tensor:
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -346,19 +348,33 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, **tile) -> torch.Tensor
         if qa.expanded or qb.expanded:
             raise KernelUnsupported("the mainloop GEMM decodes codes; an operand is expanded")
         y = _mainloop(qa, qb, out_dtype, apply_factor, **tile)
+        if epilogue is not None:
+            y = apply_prologue(epilogue[0], y, epilogue[1])
     else:
-        y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, **tile)
+        y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, epilogue, **tile)
     note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value),
               "triton decode-in-mainloop GEMM" if strategy == "mainloop"
               else "triton dequantize + " + _gemm_note(qa, qb, out_dtype, apply_factor)
-              + _expanded_note(qa, qb))
+              + _expanded_note(qa, qb) + _epilogue_note(epilogue, strategy != "mainloop" and
+                                                        _alpha(qa, qb, out_dtype, apply_factor)))
     return gemm_out(y, qa, qb)
 
 
-def _gemm_note(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> str:
-    alpha = apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) \
+def _alpha(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> bool:
+    """Whether the dequant path's GEMM is ``gemm_alpha``'s kernel (α in its epilogue)."""
+    return apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) \
         and alpha_epilogue(out_dtype, qa.device)
-    return "Triton bf16 GEMM, alpha in its epilogue" if alpha else "cuBLAS bf16 GEMM"
+
+
+def _gemm_note(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> str:
+    return "Triton bf16 GEMM, alpha in its epilogue" if _alpha(qa, qb, out_dtype, apply_factor) \
+        else "cuBLAS bf16 GEMM"
+
+
+def _epilogue_note(epilogue: tuple | None, fused: bool) -> str:
+    if epilogue is None:
+        return ""
+    return f"; {epilogue[0]} of the result " + ("in the epilogue too" if fused else "after it")
 
 
 def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:
@@ -367,11 +383,14 @@ def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:
 
 
 def scaled_mm_fp4(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype = torch.float32,
-                  strategy: str = "auto", apply_factor: bool = True, **tile) -> torch.Tensor:
-    """NVFP4/MXFP4 ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``)."""
+                  strategy: str = "auto", apply_factor: bool = True, epilogue: tuple | None = None,
+                  **tile) -> torch.Tensor:
+    """NVFP4/MXFP4 ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``); ``epilogue``
+    ``(op, e2)``: ``op(y, e2)`` of the result (``op_specs.PROLOGUES``), applied in the α GEMM's
+    epilogue where that kernel runs (``gemm_alpha``), after the GEMM elsewhere."""
     if not (qa.fmt.is_fp4 and qb.fmt.is_fp4):
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not FP4 x FP4")
-    return _run(qa, qb, out_dtype, strategy, apply_factor, **tile)
+    return _run(qa, qb, out_dtype, strategy, apply_factor, epilogue, **tile)
 
 
 def scaled_mm_mxfp8(qa: QuantizedTensor, qb: QuantizedTensor,

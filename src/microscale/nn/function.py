@@ -301,17 +301,21 @@ def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dty
     return hp_mm(a, b, compute_dtype, out_dtype)
 
 
-def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str):
+def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
+          epilogue: tuple | None = None):
     """``A Bᵀ`` in ``out_dtype``. NVFP4's per-tensor factor α (SPEC §6): where the kernels'
     GEMM applies it in its epilogue and writes ``out_dtype`` (``gemm_paths.factor_in_epilogue``),
     the op does it all; otherwise α is applied here, in the traced graph, to the op's fp32 sum,
     and under ``torch.compile`` the multiply and cast fuse into whatever consumes y (the
     residual add, relu², RoPE). Either way the reference's arithmetic in its order: one
-    rounding to ``out_dtype`` (exact up to summation order)."""
+    rounding to ``out_dtype`` (exact up to summation order). ``epilogue`` ``(op, e2)``:
+    ``op(y, e2)`` of that (``op_specs.PROLOGUES``), by the op (in its kernel's epilogue where
+    one takes it) or here after the cast."""
     if qa.fmt == qb.fmt == QFormat.NVFP4 and not _alpha_in_kernel(qa, qb, out_dtype, backend):
         y = mm(qa, qb, torch.float32, backend, apply_factor=False)
-        return (y * gemm_factor(qa, qb)).to(out_dtype)
-    return mm(qa, qb, out_dtype, backend)
+        y = (y * gemm_factor(qa, qb)).to(out_dtype)
+        return y if epilogue is None else apply_prologue(epilogue[0], y, epilogue[1])
+    return mm(qa, qb, out_dtype, backend, epilogue=epilogue)
 
 
 def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backend: str) -> bool:
@@ -385,13 +389,16 @@ class QuantizedLinearFn(torch.autograd.Function):
         return dx, dw, db, None, None, None
 
 
-def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=None):
+def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=None,
+                 dx_epilogue=None):
     """dgrad, wgrad and the bias gradient of a linear layer from dy and what forward kept:
     the quantized xᵀ / Wᵀ where those GEMMs are quantized, else x / W in high precision.
     ``ctx`` carries ``plan, state, dgrad_q, wgrad_q, x_dtype, in_features, has_bias``;
     ``needs`` is ``(dx, dW, db)`` wanted. ``dy_prologue`` ``(op, t2)``: the layer's dy is
     ``op(dy2d, t2)`` (``op_specs.PROLOGUES``), quantized from dy2d and t2 as the kernels load
-    them (``nn.mlp``); computed first where a GEMM or the bias takes dy in high precision."""
+    them (``nn.mlp``); computed first where a GEMM or the bias takes dy in high precision.
+    ``dx_epilogue`` ``(op, t2)``: the returned dx is ``op(dx, t2)`` (t2 shaped like dx), in
+    the dgrad GEMM's epilogue where its kernel takes one (``nn.mlp``'s ``du``)."""
     plan, recipe = ctx.plan, ctx.plan.recipe
     need_dx, need_dw, need_db = needs
     if dy_prologue is not None and ((need_dx and not ctx.dgrad_q) or (need_dw and not ctx.wgrad_q)
@@ -413,9 +420,14 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
                          prologue=prologue)
     del prologue
     dx = dw = db = None
-    if need_dx:          # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
-        dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend)[:tokens] if ctx.dgrad_q else \
-            _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
+    if need_dx and ctx.dgrad_q:  # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
+        epi = None if dx_epilogue is None else \
+            (dx_epilogue[0], _pad_tokens(dx_epilogue[1].reshape(tokens, n_in), multiple))
+        dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend, epi)[:tokens]
+    elif need_dx:
+        dx = _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
+        if dx_epilogue is not None:
+            dx = apply_prologue(dx_epilogue[0], dx, dx_epilogue[1].reshape(dx.shape))
     if need_dw and ctx.wgrad_q and _decodes_b(plan, "wgrad", q_xt, n_out, t_pad):
         q_xt = expand_operand(q_xt, recipe.backend)
     if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`

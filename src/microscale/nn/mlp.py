@@ -33,10 +33,13 @@ step as it loads too: ``ds`` and ``u`` are read by it and by each of the pair's 
 4 bytes an element each time, where the elementwise pass read 4 and wrote 2 and the three
 quantizer passes read 2 each; the ALU-bound NVFP4 launches pay ~8 more instructions an
 element for it. It still nets a little (H100, session 24, same process: 125m nvfp4 60.56 →
-59.40 ms a step, 1b 222.6 → 221.1 ms). Elsewhere the quantizers would apply the step as a
-separate eager pass inside the op, slower than the elementwise kernel ``torch.compile`` fuses,
-so the layers run as two nodes, :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same
-bits).
+59.40 ms a step, 1b 222.6 → 221.1 ms). With ``CONFIG["DU_IN_DGRAD"]`` (opt-in, not yet
+timed) the down projection's dgrad GEMM, where it is NVFP4's α GEMM, writes ``du`` itself
+instead of ``ds`` (``u`` read once in its epilogue; ``ds`` rounded, then the op, as here),
+and the up projection's three passes read ``du`` alone, 2 bytes an element each.
+Elsewhere the quantizers would apply the step as a separate eager pass inside the op, slower
+than the elementwise kernel ``torch.compile`` fuses, so the layers run as two nodes,
+:func:`~microscale.nn.linear_from` on ``"relu_square"`` (same bits).
 Also unfused (and said by ``ms.explain()``, ``("mlp", "relu2")``): either projection not an
 :class:`~microscale.Linear` or hooked (module hooks must see each call), a bias on the up
 projection (its gradient needs ``du``), a projection with a precision switch set, delayed
@@ -47,6 +50,7 @@ modules (``tests/test_mlp.py``).
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import torch
@@ -55,19 +59,25 @@ from torch import nn
 from ..backend import note_path
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import Plan, _fprop, linear_grads
+from .function import _TRITON, Plan, _fprop, linear_grads
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
 
-__all__ = ["relu2_mlp", "Relu2MLPFn"]
+__all__ = ["relu2_mlp", "Relu2MLPFn", "du_in_dgrad"]
 
 # the up projection's dy view formats (and blocks) whose kernels fuse the relu² backward into
 # their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg), NVFP4's reg
 # pass and its amax pass (quant_nvfp4_reg; with the RHT and SR the recipe asks for)
 FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
                     QFormat.MXFP8_E5M2: (1, 32), QFormat.NVFP4: (1, 16)}
-# FUSE: False runs every relu² MLP as two nodes (benchmarks' A/B, bench_train "mlp-unfused")
-CONFIG = {"FUSE": True}
+# FUSE: False runs every relu² MLP as two nodes (benchmarks' A/B, bench_train "mlp-unfused").
+# DU_IN_DGRAD: where the down projection's dgrad runs NVFP4's α GEMM (kernels/gemm_alpha), that
+# GEMM writes du = relu_square_grad(ds, u) instead of ds (u read once, in its epilogue), and the
+# up projection's dy views are quantized from du alone (2 bytes an element read by each of the
+# amax pass and the pair's two launches, instead of ds's and u's 4). Same bits. Off until timed
+# on a GPU (session 27: interpreter-tested only; bench_train "du-epi").
+CONFIG = {"FUSE": True,
+          "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "0") != "0"}
 
 
 class _Layer(NamedTuple):
@@ -200,14 +210,34 @@ class Relu2MLPFn(torch.autograd.Function):
         if need_dwd and q_st is None:       # relu(u)²'s column view, requantized from u
             q_st = recomputed_xt("relu_square", (u,), hidden, p_dn, s_dn, seeds_dn,
                                  dy2d.shape[1])
+        # du = relu_square_grad(ds, u): in the dgrad GEMM's epilogue (DU_IN_DGRAD), or as the
+        # up projection's quantizers load ds and u
+        epi = need_du and du_in_dgrad(p_dn, dy2d, hidden, u_dtype)
         ds, dw_down, db_down = linear_grads(down, dy2d, q_st, q_wdt, None, None, seeds_dn,
-                                            (need_du, need_dwd, need_dbd))
+                                            (need_du, need_dwd, need_dbd),
+                                            dx_epilogue=("relu_square_grad", u) if epi else None)
         del q_st, q_wdt
         dx = dw_up = None
-        if need_du:                         # du = relu_square_grad(ds, u), as the kernels load
+        if need_du:
             p_up, s_up, x_dtype, in_features = ctx.up
             up = _Layer(p_up, s_up, need_dx, need_dwu, x_dtype, in_features, False)
             dx, dw_up, _ = linear_grads(up, ds, q_xt, q_wut, None, None, seeds_up,
                                         (need_dx, need_dwu, False),
-                                        dy_prologue=("relu_square_grad", u))
+                                        dy_prologue=None if epi else ("relu_square_grad", u))
         return dx, dw_up, dw_down, db_down, None, None, None
+
+
+def du_in_dgrad(plan: Plan, dy2d: torch.Tensor, hidden: int, out_dtype: torch.dtype) -> bool:
+    """Whether the down projection's dgrad GEMM (``dy [tokens, d] · W_downᵀ``) writes ``du``
+    itself (``CONFIG["DU_IN_DGRAD"]``): where it runs NVFP4's α GEMM, whose epilogue applies
+    the op (``gemm_paths.factor_in_epilogue``; elsewhere the op would run as a pass of its
+    own, slower than the quantizers' prologue)."""
+    if not (CONFIG["DU_IN_DGRAD"] and plan.quantized("dgrad")) or dy2d.device.type != "cuda" \
+            or plan.recipe.backend == "reference" or not _TRITON:
+        return False
+    fmt_a, fmt_b = (plan.operand(f"dgrad.{o}").format.value for o in "ab")
+    from ..kernels.gemm_paths import factor_in_epilogue
+    tokens = -(-dy2d.shape[0] // plan.recipe.required_multiples()["tokens"]) \
+        * plan.recipe.required_multiples()["tokens"]
+    return factor_in_epilogue(fmt_a, fmt_b, tokens, hidden, dy2d.shape[1], out_dtype,
+                              dy2d.device)
