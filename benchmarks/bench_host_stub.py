@@ -43,7 +43,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), _SRC]
 import common  # noqa: E402
 
 import microscale as ms  # noqa: E402
-from microscale import ops  # noqa: E402
+from microscale import ops, ops_gemm  # noqa: E402
 from microscale.recipe import Recipe  # noqa: E402
 
 LAUNCHES: collections.Counter = collections.Counter()
@@ -66,7 +66,8 @@ def _stub_gemm() -> None:
     gemm_alpha._mm_fp32_out = \
         lambda a, b: a.new_empty((a.shape[0], b.shape[0]), dtype=torch.float32)
     gemm_fp4._bf16_gemm_with_factor = \
-        lambda a, b, f, out_dtype: a.new_empty((a.shape[0], b.shape[0]), dtype=out_dtype)
+        lambda a, b, f, out_dtype, epilogue=None: a.new_empty((a.shape[0], b.shape[0]),
+                                                               dtype=out_dtype)
 
 
 class _CountAten(TorchDispatchMode):
@@ -130,7 +131,8 @@ def cases(recipe_name: str, n: int):
     with _Record() as rec:
         step()
     impls = {"quantize_rowcol": ops._quantize_rowcol_op, "quantize": ops._quantize_op,
-             "scaled_mm": ops._scaled_mm_op, "hp_mm": ops._hp_mm_op}
+             "scaled_mm": ops_gemm._scaled_mm_op, "hp_mm": ops_gemm._hp_mm_op,
+             "expand": ops_gemm._expand_op}
     out = [(_short(f, a), lambda f=f, a=a, k=k: f(*a, **k),
             lambda f=f, a=a, k=k: impls[f.__name__.split(".")[0]](*a, **k))
            for f, a, k in rec.calls]

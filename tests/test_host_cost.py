@@ -22,7 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import microscale as ms
-from microscale import ops
+from microscale import ops, ops_gemm
 from microscale.recipe import Recipe
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
@@ -32,8 +32,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 BUDGET = {"nvfp4": {"quantize_rowcol": 12, "scaled_mm": 8, "expand": 3},
           "fp8_blockwise": {"quantize_rowcol": 11, "scaled_mm": 5},
           "mxfp8": {"quantize_rowcol": 11, "scaled_mm": 9, "expand": 2}}
-_IMPLS = {"quantize_rowcol": ops._quantize_rowcol_op, "scaled_mm": ops._scaled_mm_op,
-          "expand": ops._expand_op}
+_IMPLS = {"quantize_rowcol": ops._quantize_rowcol_op, "scaled_mm": ops_gemm._scaled_mm_op,
+          "expand": ops_gemm._expand_op}
 
 
 class _Calls(TorchDispatchMode):

@@ -63,7 +63,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import (dispatch, has_kernel, kernel_takes_hint, mm_key, note_path, rowcol_key,
+from .backend import (dispatch, has_kernel, kernel_takes_hint, note_path, rowcol_key,
                       wants_kernel)
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
@@ -95,7 +95,6 @@ __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "qua
            "rowcol_reference", "expand"]
 
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
-    PROLOGUES,
     _layout,
     _meta,
     _operand,
@@ -312,100 +311,6 @@ def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_am
     return outs
 
 
-def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
-                  b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
-                  backend: str, apply_factor: bool, epilogue: str = "",
-                  e2: Optional[Tensor] = None) -> Tensor:
-    from .gemm import scaled_mm_reference
-    qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
-    key = mm_key(qa.fmt.value, qb.fmt.value)
-    hints, reference = None, scaled_mm_reference
-    if epilogue:                 # op(y, e2): in a kernel's epilogue where one takes it
-        _check_epilogue(epilogue, e2, (qa.rows, qb.rows), out_dtype)
-        if kernel_takes_hint("scaled_mm", key, backend, qa.device, "epilogue"):
-            hints = {"epilogue": (epilogue, e2)}
-            reference = functools.partial(_mm_reference_then, epilogue, e2)
-    y = dispatch("scaled_mm", key, backend, qa.device, reference, qa, qb, out_dtype=out_dtype,
-                 apply_factor=apply_factor, hints=hints)
-    y = y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
-    return apply_prologue(epilogue, y, e2) if epilogue and hints is None else y
-
-
-def _mm_reference_then(epilogue: str, e2: Tensor, qa, qb, **kwargs) -> Tensor:
-    """The reference GEMM, then ``op(y, e2)`` (a fused epilogue's twin, and its fallback)."""
-    from .gemm import scaled_mm_reference
-    y = scaled_mm_reference(qa, qb, **kwargs)
-    return apply_prologue(epilogue, y.reshape(e2.shape), e2)
-
-
-def _check_epilogue(epilogue: str, e2: Optional[Tensor], shape, out_dtype) -> None:
-    """A clear error for an epilogue that is not an op of y and one more ``[M, N]`` tensor in
-    the output dtype."""
-    if PROLOGUES.get(epilogue, (None, 1))[1] != 2:
-        two = sorted(k for k, v in PROLOGUES.items() if v[1] == 2)
-        raise ValueError(f"scaled_mm: epilogue must be one of {two}, got {epilogue!r}")
-    if e2 is None or tuple(e2.shape) != tuple(shape) or e2.dtype != out_dtype:
-        got = None if e2 is None else (tuple(e2.shape), e2.dtype)
-        raise ValueError(f"scaled_mm: the {epilogue} epilogue needs e2 of shape {tuple(shape)} "
-                         f"in {out_dtype}, got {got}")
-
-
-_define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Tensor b_data, "
-        "Tensor b_scale, Tensor b_amax, str b_spec, ScalarType out_dtype, str backend, "
-        "bool apply_factor, str epilogue=\"\", Tensor? e2=None) -> Tensor", _scaled_mm_op)
-
-
-@_fake("scaled_mm")
-def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
-      apply_factor, epilogue="", e2=None):
-    return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
-
-
-def _expand_op(data: Tensor, scale: Tensor, amax: Tensor, spec: str, backend: str) -> Tensor:
-    """The expanded data (bf16 ``value · block_scale``, ``tensor.py``) of a codes operand."""
-    return _expanded(_operand(data, scale, amax, spec), True, backend).data
-
-
-# A GEMM operand's decode pass as an op of its own (``nn.function``: wgrad's xᵀ, where the
-# GEMM would decode it anyway): identical calls are one node to the compiler, so q/k/v's
-# shared xᵀ is decoded once, not by each of the three wgrad GEMMs.
-_define("expand(Tensor data, Tensor scale, Tensor amax, str spec, str backend) -> Tensor",
-        _expand_op)
-
-
-@_fake("expand")
-def _(data, scale, amax, spec, backend):
-    q = _operand(data, scale, amax, spec)
-    return data.new_empty((q.rows, q.cols), dtype=torch.bfloat16)
-
-
-def expand(q: QuantizedTensor, backend: str) -> QuantizedTensor:
-    """``q`` in the expanded form through ``microscale::expand`` (itself if it already is)."""
-    if q.expanded:
-        return q
-    if not q.fmt.expandable:
-        raise ValueError(f"expand() is for NVFP4 / MXFP4 / MXFP8 operands, not {q.fmt.value}")
-    data = torch.ops.microscale.expand(q.data, q.scale, q.amax, operand_spec(q), backend)
-    return dataclasses.replace(q, data=data, expanded=True)
-
-
-def _hp_mm_op(a: Tensor, b: Tensor, compute_dtype: torch.dtype, out_dtype: torch.dtype) -> Tensor:
-    return (a.to(compute_dtype) @ b.to(compute_dtype)).to(out_dtype)
-
-
-# A high-precision GEMM inside a layer's autograd.Function (a GEMM the plan does not quantize),
-# opaque to the compiler like the quantized ones: traced as a plain matmul there, Inductor on
-# CUDA compiled a switched block's backward to zero gradients (torch 2.11, H100, session 10).
-_define("hp_mm(Tensor a, Tensor b, ScalarType compute_dtype, ScalarType out_dtype) -> Tensor",
-        _hp_mm_op)
-hp_mm = torch.ops.microscale.hp_mm.default
-
-
-@_fake("hp_mm")
-def _(a, b, compute_dtype, out_dtype):
-    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
-
-
 def _delayed_scaling_update_impl(amax_history: Tensor, scale: Tensor, amax: Tensor,
                                  fp8_max: float, margin: int) -> None:
     """:func:`microscale.quant.fp8.delayed_scale_update_` as an op (mutates its first two)."""
@@ -470,19 +375,5 @@ def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str
     return q_row, q_col
 
 
-def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
-       apply_factor: bool = True, epilogue: tuple | None = None) -> Tensor:
-    """``A Bᵀ`` through ``microscale::scaled_mm``, shaped ``[..., N]`` like A's leading dims.
-
-    ``apply_factor=False`` returns the sum before the per-tensor factor ``f`` (``gemm_factor``;
-    only NVFP4 has one): the caller multiplies and casts in its own graph, where a compiler
-    fuses that into whatever consumes the result instead of a separate pass over it.
-    ``epilogue`` ``(op, e2)``: ``op(y, e2)`` instead (``op_specs.PROLOGUES``' ops of two
-    tensors; e2 ``[M, N]`` in ``out_dtype``), bit for bit, in the GEMM's epilogue where its
-    kernel takes one (the NVFP4 α GEMM, ``kernels/gemm_alpha``).
-    """
-    op, e2 = epilogue if epilogue is not None else ("", None)
-    y = torch.ops.microscale.scaled_mm(qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data,
-                                       qb.scale, qb.amax, operand_spec(qb), out_dtype, backend,
-                                       apply_factor, op, e2)
-    return y.reshape(*qa.shape[:-1], qb.rows)
+# the GEMM ops (scaled_mm, expand, hp_mm) and their entry points, in a module of their own
+from .ops_gemm import expand, hp_mm, mm  # noqa: E402,F401  (re-exported)
