@@ -208,13 +208,14 @@ def _num_sms(device: torch.device) -> int:
     return _SMS[idx]
 
 
-def _tma_ok(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> bool:
+def _tma_ok(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, e2=None) -> bool:
     if not CONFIG["TMA"] or _interpreting() or a.device.type != "cuda":
         return False
     if torch.cuda.get_device_capability(a.device)[0] < 9:
         return False
     return all(t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0
-               and t.data_ptr() % 16 == 0 for t in (a, b if b.stride(1) == 1 else b.t(), y))
+               and t.data_ptr() % 16 == 0 for t in (a, b if b.stride(1) == 1 else b.t(), y,
+                                                     *(() if e2 is None else (e2,))))
 
 
 def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtype: torch.dtype,
@@ -241,7 +242,7 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     if m == 0 or n == 0:
         return y
     cfg = {**tile_for(n, k), **tile}
-    use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y)
+    use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y, e2)
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     if use_tma and epi:     # e's tile buffer: 128x256 + 4 stages would need 256 KB of shared
         #                     memory (offline, sm_90), halves + 3 stages 208 KB (H100: 227 KB)
