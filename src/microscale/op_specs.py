@@ -207,6 +207,18 @@ def check_prologue(prologue: str, x: Tensor, x2: Tensor | None) -> None:
                          f"{(tuple(x.shape), x.dtype)}")
 
 
+def check_epilogue(where: str, epilogue: str, e2: Tensor | None, shape, out_dtype) -> None:
+    """A clear error for a GEMM epilogue that is not an op of y and one more tensor of y's
+    ``shape`` in the output dtype (``PROLOGUES``' ops of two tensors)."""
+    if PROLOGUES.get(epilogue, (None, 1))[1] != 2:
+        two = sorted(k for k, v in PROLOGUES.items() if v[1] == 2)
+        raise ValueError(f"{where}: epilogue must be one of {two}, got {epilogue!r}")
+    if e2 is None or tuple(e2.shape) != tuple(shape) or e2.dtype != out_dtype:
+        got = None if e2 is None else (tuple(e2.shape), e2.dtype)
+        raise ValueError(f"{where}: the {epilogue} epilogue needs e2 of shape {tuple(shape)} "
+                         f"in {out_dtype}, got {got}")
+
+
 def _rows_cols(x: Tensor):
     cols = x.shape[-1] if x.dim() else 1
     return (x.numel() // cols if cols else 0), cols

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from .backend import dispatch, kernel_takes_hint, mm_key
-from .op_specs import PROLOGUES, _operand, apply_prologue, operand_spec
+from .op_specs import _operand, apply_prologue, check_epilogue, operand_spec
 from .ops import _define, _expanded, _fake
 from .tensor import QuantizedTensor
 
@@ -39,7 +39,7 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
     key = mm_key(qa.fmt.value, qb.fmt.value)
     hints, reference = None, scaled_mm_reference
     if epilogue:                 # op(y, e2): in a kernel's epilogue where one takes it
-        _check_epilogue(epilogue, e2, (qa.rows, qb.rows), out_dtype)
+        check_epilogue("scaled_mm", epilogue, e2, (qa.rows, qb.rows), out_dtype)
         if kernel_takes_hint("scaled_mm", key, backend, qa.device, "epilogue"):
             hints = {"epilogue": (epilogue, e2)}
             reference = functools.partial(_mm_reference_then, epilogue, e2)
@@ -54,18 +54,6 @@ def _mm_reference_then(epilogue: str, e2: Tensor, qa, qb, **kwargs) -> Tensor:
     from .gemm import scaled_mm_reference
     y = scaled_mm_reference(qa, qb, **kwargs)
     return apply_prologue(epilogue, y.reshape(e2.shape), e2)
-
-
-def _check_epilogue(epilogue: str, e2: Optional[Tensor], shape, out_dtype) -> None:
-    """A clear error for an epilogue that is not an op of y and one more ``[M, N]`` tensor in
-    the output dtype."""
-    if PROLOGUES.get(epilogue, (None, 1))[1] != 2:
-        two = sorted(k for k, v in PROLOGUES.items() if v[1] == 2)
-        raise ValueError(f"scaled_mm: epilogue must be one of {two}, got {epilogue!r}")
-    if e2 is None or tuple(e2.shape) != tuple(shape) or e2.dtype != out_dtype:
-        got = None if e2 is None else (tuple(e2.shape), e2.dtype)
-        raise ValueError(f"scaled_mm: the {epilogue} epilogue needs e2 of shape {tuple(shape)} "
-                         f"in {out_dtype}, got {got}")
 
 
 _define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Tensor b_data, "

@@ -54,7 +54,7 @@ import triton
 import triton.language as tl
 
 from ..backend import _interpreting
-from ..op_specs import PROLOGUES, apply_prologue
+from ..op_specs import PROLOGUES, apply_prologue, check_epilogue
 from ..quant.nvfp4 import nvfp4_alpha
 from ._utils import cdiv, grouped_tile, round_to_input_dtype
 from .gemm_paths import alpha_epilogue
@@ -280,12 +280,7 @@ def _epilogue_args(epilogue: tuple | None, m: int, n: int, out_dtype: torch.dtyp
     if epilogue is None:
         return 0, None
     op, e2 = epilogue
-    if PROLOGUES.get(op, (None, 1))[1] != 2:
-        two = sorted(k for k, v in PROLOGUES.items() if v[1] == 2)
-        raise ValueError(f"alpha_mm: an epilogue is an op of two tensors, one of {two}; got {op!r}")
-    if e2 is None or tuple(e2.shape) != (m, n) or e2.dtype != out_dtype:
-        raise ValueError(f"alpha_mm: the {op} epilogue's tensor must be [{m}, {n}] {out_dtype}, "
-                         f"got {None if e2 is None else (tuple(e2.shape), e2.dtype)}")
+    check_epilogue("alpha_mm", op, e2, (m, n), out_dtype)
     return PROLOGUES[op][2], e2.contiguous()
 
 
