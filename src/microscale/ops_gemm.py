@@ -69,7 +69,10 @@ def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtyp
 
 def _expand_op(data: Tensor, scale: Tensor, amax: Tensor, spec: str, backend: str) -> Tensor:
     """The expanded data (bf16 ``value · block_scale``, ``tensor.py``) of a codes operand."""
-    return _expanded(_operand(data, scale, amax, spec), True, backend).data
+    q = _operand(data, scale, amax, spec)
+    if q.expanded or not q.fmt.expandable:  # (its output would be its input: not an op's)
+        raise ValueError(f"expand: the operand must be NVFP4 / MXFP4 / MXFP8 codes, got {spec!r}")
+    return _expanded(q, True, backend).data
 
 
 # A GEMM operand's decode pass as an op of its own (``nn.function``: wgrad's xᵀ, where the
