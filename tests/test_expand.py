@@ -495,3 +495,5 @@ def test_expand_op_fake_and_errors():
     assert _same(e.data, q.expand().data) and expand(e, "reference") is e
     with pytest.raises(ValueError, match="expand"):
         expand(ms.quantize(torch.randn(4, 128), "fp8_block"), "reference")
+    with pytest.raises(ValueError, match="must be NVFP4 / MXFP4 / MXFP8 codes"):
+        torch.ops.microscale.expand(e.data, e.scale, e.amax, operand_spec(e), "reference")
