@@ -85,6 +85,31 @@ def test_nvfp4_pairs_expanded(shape, expand, reg_col_exp, monkeypatch):
         assert _same(q.data, (r.expand() if e else r).data)
 
 
+@pytest.mark.parametrize("device,shape", [("cpu", (48, 80)),
+                                          pytest.param("cuda", (4096, 768), marks=pytest.mark.gpu)])
+def test_nvfp4_expanded_rows_nan_max_same_bits(device, shape, monkeypatch):
+    """``quant_nvfp4.CONFIG["EXP_NAN_MAX"]``: an expanded row view (alone, RNE and SR) takes its
+    blocks' maxima with NaN kept, no per-element select; the same values and scale bytes as
+    with the select and as the reference, NaN, Inf and a huge value in x."""
+    from microscale.kernels import quant_nvfp4
+    x = _x(shape, seed=6)
+    x[5, 40:44] = torch.tensor([float("nan"), -float("nan"), float("inf"), 0.0])
+    g = torch.Generator().manual_seed(2)
+    bits = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+    for opts in ({**NF, "expand": True}, {**NF, "expand": True, "stochastic": True,
+                                          "rand_bits": bits}):
+        outs = []
+        for on in (True, False):
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_NAN_MAX", on)
+            dev = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in opts.items()}
+            outs.append(quantize_views(x.to(device), (N, dev), None, "triton")[0])
+        assert "reg pass" in ms.explain()[("quantize_rowcol", "nvfp4|none")]
+        ref = quantize_views(x, (N, opts), None, "reference")[0]   # caller bits: the same
+        for q in outs:
+            assert _same(q.data.cpu(), ref.data) and _same(q.amax.cpu(), ref.amax)
+            assert torch.equal(q.scale.cpu().view(torch.uint8), ref.scale.view(torch.uint8))
+
+
 @pytest.mark.parametrize("device,shape", [("cpu", (256, 128)), ("cpu", (48, 80)),
                                           pytest.param("cuda", (4096, 768), marks=pytest.mark.gpu)])
 def test_nvfp4_x_pair_split_equals_one_launch(device, shape, monkeypatch):

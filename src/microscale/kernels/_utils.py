@@ -225,6 +225,18 @@ def abs_nan0(v):
 
 
 @triton.jit
+def _max_keep_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def max_keep_nan(v, axis):
+    """The maximum of ``v`` along ``axis``, NaN if any element is (one ``max.NaN`` an element
+    on the GPU, as the plain maximum costs; ``tl.max`` drops NaN there)."""
+    return tl.reduce(v, axis, _max_keep_nan)
+
+
+@triton.jit
 def max_abs(acc, v):
     """``max(acc, |v|)`` for a running maximum ``acc >= 0``, NaN in v read as 0: on the GPU one
     max instruction (it drops NaN), in the interpreter after :func:`abs_nan0`."""

@@ -31,8 +31,8 @@ import triton.language as tl
 from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
 from .quant_rowcol_reg import prologue_of
-from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, nvfp4_block_scales,
-                     split_nan, stack_last)
+from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, max_keep_nan,
+                     nvfp4_block_scales, split_nan, stack_last)
 
 __all__ = ["col_tile", "tile_maxima"]
 
@@ -168,13 +168,25 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
               EXP: tl.constexpr = False):
     """Row view of tile ``v [NI, BC]`` (rows ``r [NI, 1]``): 1x16 blocks, one word a thread,
     stored (EXP: the expanded bf16 values instead, ``tensor.py``); returns the scale bytes
-    ``[NI, BC/16]``. SR 2: ``wa``/``wb`` are this lane's two Philox words (``_row_words``)."""
-    v, nan = split_nan(v)
-    v4 = tl.reshape(v, (NI, BC // 16, 2, 8))   # (i, block, lane half h, element k)
-    vmax = tl.max(tl.max(tl.abs(v4), axis=3), axis=2)                  # [NI, BC/16]
-    bad = tl.max(tl.max(tl.reshape(nan, (NI, BC // 16, 2, 8)).to(tl.int32), axis=3), axis=2)
+    ``[NI, BC/16]``. SR 2: ``wa``/``wb`` are this lane's two Philox words (``_row_words``).
+
+    A block holding a NaN gets the NaN scale byte. Its codes are those of the block with NaN
+    read as 0 (``split_nan``, the reference's); its expanded values are all NaN whatever they
+    round to (the NaN scale multiplies each), so EXP skips the per-element NaN select and
+    takes the block's maximum with NaN kept: NaN exactly where the block holds one (EXP 1;
+    EXP 2: the select as the codes take it, ``quant_nvfp4.CONFIG["EXP_NAN_MAX"]`` off)."""
+    if EXP == 1:
+        v4 = tl.reshape(v, (NI, BC // 16, 2, 8))   # (i, block, lane half h, element k)
+        vmax = max_keep_nan(max_keep_nan(tl.abs(v4), 3), 2)             # [NI, BC/16]
+        bad = vmax != vmax
+    else:
+        v, nan = split_nan(v)
+        v4 = tl.reshape(v, (NI, BC // 16, 2, 8))
+        vmax = tl.max(tl.max(tl.abs(v4), axis=3), axis=2)
+        bad = tl.max(tl.max(tl.reshape(nan, (NI, BC // 16, 2, 8)).to(tl.int32), axis=3),
+                     axis=2) > 0
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
-    scale_byte = tl.where(bad > 0, 127, scale_byte).to(tl.uint8)      # the E4M3 NaN
+    scale_byte = tl.where(bad, 127, scale_byte).to(tl.uint8)          # the E4M3 NaN
     blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]                    # [1, BC/16]
     ok = (r < rows) & (blk < cols // 16)                                # [NI, BC/16]
     h = tl.arange(0, 2)[None, None, :, None]
