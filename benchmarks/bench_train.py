@@ -173,9 +173,9 @@ KERNEL_SETS = {
     # session 27: the down projection's dgrad GEMM writes du (the relu² backward in NVFP4's α
     # GEMM's epilogue), and the up projection's dy views are quantized from du alone
     "du-epi": {"nn.mlp": {"DU_IN_DGRAD": True}},
-    # session 27: NVFP4 expanded row views select NaN to 0 per element before the block maxima
-    # (before EXP_NAN_MAX)
-    "exp-nan-select": {"quant_nvfp4": {"EXP_NAN_MAX": False}},
+    # session 27: NVFP4 expanded row views take their block maxima with NaN kept, no
+    # per-element NaN select (EXP_NAN_MAX; off by default until timed)
+    "exp-nan-max": {"quant_nvfp4": {"EXP_NAN_MAX": True}},
     # session 27: both of the above off
     "s26": {"nn.function": {"DECODE_XT_OP": False}, "ops": {"SHARE_COL_AMAX": False}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row

@@ -2,12 +2,13 @@
 # Next session, call 1 (one H100, ~9 minutes): session 27's untimed work.
 # 1. GPU tests of the relu² MLP's du written by the down projection's dgrad GEMM (gemm_alpha's
 #    epilogue op: TMA and pointer kernels at the 125m / 1b dgrad shapes, the layer's bits), and
-#    of the expanded NVFP4 row views' NaN-kept block maxima (EXP_NAN_MAX, on by default since
-#    session 27 on interpreter tests and offline SASS alone);
+#    of the expanded NVFP4 row views' NaN-kept block maxima (EXP_NAN_MAX, opt-in since session
+#    27: interpreter tests and offline SASS alone);
 # 2. 125m nvfp4 / nvfp4_no_sr with "@du-epi" (nn.mlp DU_IN_DGRAD on) and nvfp4 with
-#    "@exp-nan-select" in one process, and mxfp8's +2.1% of session 27 split between its two
+#    "@exp-nan-max" in one process, and mxfp8's +2.1% of session 27 split between its two
 #    changes (@no-decode-op, @no-share-amax).
-# If the tests pass and @du-epi wins, turn DU_IN_DGRAD on by default and time 1b the same way.
+# If the tests pass and @du-epi / @exp-nan-max win, turn DU_IN_DGRAD / EXP_NAN_MAX on by
+# default and time 1b the same way.
 #     run: timeout 590 bash benchmarks/run_session28a_gpu.sh
 set -uo pipefail
 REAL_OUT=${OUT:-gpu_out}; export OUT=/tmp/s28a; mkdir -p "$REAL_OUT"
@@ -20,6 +21,6 @@ TAIL=12 step 200 gpu_tests.log python3 -m pytest -q -m gpu -p no:cacheprovider -
 pack
 TAIL=10 step 370 train_125m.log python3 benchmarks/bench_train.py --graph step --warmup 2 \
   --steps 8 --models 125m \
-  --recipes bf16,nvfp4,nvfp4@du-epi,nvfp4@exp-nan-select,nvfp4_no_sr@du-epi,nvfp4_no_sr,mxfp8,mxfp8@no-decode-op,mxfp8@no-share-amax \
+  --recipes bf16,nvfp4,nvfp4@du-epi,nvfp4@exp-nan-max,nvfp4_no_sr@du-epi,nvfp4_no_sr,mxfp8,mxfp8@no-decode-op,mxfp8@no-share-amax \
   --out "$OUT/train_125m.json"
 pack

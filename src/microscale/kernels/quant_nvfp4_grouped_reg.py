@@ -268,7 +268,7 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
             sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
             cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
             lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-            lr is not None and expand_row, num_warps=cfg["num_warps"])
+            _row_exp(lr is not None and expand_row), num_warps=cfg["num_warps"])
     return [None if v is None else (b[0] if b[0].dtype == torch.bfloat16 else
                                     b[0].view(torch.uint8), b[1], a)
             for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]
@@ -303,3 +303,9 @@ def nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
     if rv is None and cv is None:
         return [None, None]
     return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv, expand_row)
+
+
+def _row_exp(expanded: bool) -> int:
+    """The kernel's ``ROW_EXP`` code (``quant_nvfp4.row_exp_code``'s rule)."""
+    from .quant_nvfp4 import CONFIG
+    return 0 if not expanded else 1 if CONFIG["EXP_NAN_MAX"] else 2
