@@ -352,11 +352,14 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, epilogue=None, **tile) 
             y = apply_prologue(epilogue[0], y, epilogue[1])
     else:
         y = _dequant_then_cublas(qa, qb, out_dtype, apply_factor, epilogue, **tile)
-    note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value),
-              "triton decode-in-mainloop GEMM" if strategy == "mainloop"
-              else "triton dequantize + " + _gemm_note(qa, qb, out_dtype, apply_factor)
-              + _expanded_note(qa, qb) + _epilogue_note(epilogue, strategy != "mainloop" and
-                                                        _alpha(qa, qb, out_dtype, apply_factor)))
+    if strategy == "mainloop":
+        note = "triton decode-in-mainloop GEMM" + _epilogue_note(epilogue, False)
+    else:
+        alpha = _alpha(qa, qb, out_dtype, apply_factor)
+        note = "triton dequantize + " + ("Triton bf16 GEMM, alpha in its epilogue" if alpha
+                                         else "cuBLAS bf16 GEMM") \
+            + _expanded_note(qa, qb) + _epilogue_note(epilogue, alpha)
+    note_path("scaled_mm", mm_key(qa.fmt.value, qb.fmt.value), note)
     return gemm_out(y, qa, qb)
 
 
@@ -364,11 +367,6 @@ def _alpha(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) ->
     """Whether the dequant path's GEMM is ``gemm_alpha``'s kernel (α in its epilogue)."""
     return apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) \
         and alpha_epilogue(out_dtype, qa.device)
-
-
-def _gemm_note(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> str:
-    return "Triton bf16 GEMM, alpha in its epilogue" if _alpha(qa, qb, out_dtype, apply_factor) \
-        else "cuBLAS bf16 GEMM"
 
 
 def _epilogue_note(epilogue: tuple | None, fused: bool) -> str:

@@ -267,10 +267,11 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     return amax_buf, amaxes, ()
 
 
-def row_exp_code(row) -> int:
-    """The reg kernels' ``ROW_EXP``: 0 codes, 1 expanded (NaN kept in the block maxima), 2
-    expanded with the per-element NaN select (``CONFIG["EXP_NAN_MAX"]`` off)."""
-    if not (row is not None and row.expanded):
+def row_exp_code(expanded: bool) -> int:
+    """The reg kernels' ``ROW_EXP`` for a row view (dense and grouped): 0 codes, 1 expanded (NaN
+    kept in the block maxima), 2 expanded with the per-element NaN select (``CONFIG
+    ["EXP_NAN_MAX"]`` off)."""
+    if not expanded:
         return 0
     return 1 if CONFIG["EXP_NAN_MAX"] else 2
 
@@ -358,7 +359,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc, rows % br == 0 and cols % bc == 0,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-        row_exp_code(row), bool(col and col.expanded), *pro, *parts,
+        row_exp_code(bool(row and row.expanded)), bool(col and col.expanded), *pro, *parts,
         num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 

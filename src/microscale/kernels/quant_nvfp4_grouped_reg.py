@@ -47,6 +47,7 @@ from ..quant.grouped import padded_bound
 from ._host import IN_DTYPE_CODE, cdiv, persistent_grid
 from ._rht import finish_rotated
 from ._utils import nvfp4_global_scales, tile_coords
+from .quant_nvfp4 import row_exp_code
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import (_row_tile, _row_view, _row_words, _store_row_scales,
                                     col_tile, tile_maxima)
@@ -268,7 +269,7 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
             sc.view(torch.uint8), bc, tokens, bound, cols, n_seg, n_tc, n_tiles, code,
             cfg["NI"], cfg["BC"], lr is not None, lr[1] if lr else 0, lc is not None, col_rht,
             lc[1] if lc else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
-            _row_exp(lr is not None and expand_row), num_warps=cfg["num_warps"])
+            row_exp_code(lr is not None and expand_row), num_warps=cfg["num_warps"])
     return [None if v is None else (b[0] if b[0].dtype == torch.bfloat16 else
                                     b[0].view(torch.uint8), b[1], a)
             for v, b, a in zip((row, col), bufs, (amax_r, amax_c))]
@@ -304,8 +305,3 @@ def nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
         return [None, None]
     return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv, expand_row)
 
-
-def _row_exp(expanded: bool) -> int:
-    """The kernel's ``ROW_EXP`` code (``quant_nvfp4.row_exp_code``'s rule)."""
-    from .quant_nvfp4 import CONFIG
-    return 0 if not expanded else 1 if CONFIG["EXP_NAN_MAX"] else 2

@@ -319,11 +319,19 @@ def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, back
 
 
 def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backend: str) -> bool:
-    if qa.device.type != "cuda" or backend == "reference" or not _TRITON:
+    return alpha_gemm(qa.fmt.value, qb.fmt.value, qa.rows, qb.rows, qa.cols, out_dtype,
+                      qa.device, backend)
+
+
+def alpha_gemm(fmt_a: str, fmt_b: str, m: int, n: int, k: int, out_dtype: torch.dtype,
+               device: torch.device, backend: str) -> bool:
+    """Whether an ``[m, k] · [n, k]ᵀ`` GEMM of these formats into ``out_dtype`` runs NVFP4's α
+    GEMM (``kernels/gemm_alpha``: α, and an epilogue op, applied in its epilogue), on the
+    kernels' backend (``gemm_paths.factor_in_epilogue``)."""
+    if device.type != "cuda" or backend == "reference" or not _TRITON:
         return False
     from ..kernels.gemm_paths import factor_in_epilogue
-    return factor_in_epilogue(qa.fmt.value, qb.fmt.value, qa.rows, qb.rows, qa.cols, out_dtype,
-                              qa.device)
+    return factor_in_epilogue(fmt_a, fmt_b, m, n, k, out_dtype, device)
 
 
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,

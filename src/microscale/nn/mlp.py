@@ -59,7 +59,7 @@ from torch import nn
 from ..backend import note_path
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import _TRITON, Plan, _fprop, linear_grads
+from .function import Plan, _fprop, alpha_gemm, linear_grads
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
 
@@ -232,12 +232,10 @@ def du_in_dgrad(plan: Plan, dy2d: torch.Tensor, hidden: int, out_dtype: torch.dt
     itself (``CONFIG["DU_IN_DGRAD"]``): where it runs NVFP4's α GEMM, whose epilogue applies
     the op (``gemm_paths.factor_in_epilogue``; elsewhere the op would run as a pass of its
     own, slower than the quantizers' prologue)."""
-    if not (CONFIG["DU_IN_DGRAD"] and plan.quantized("dgrad")) or dy2d.device.type != "cuda" \
-            or plan.recipe.backend == "reference" or not _TRITON:
+    if not (CONFIG["DU_IN_DGRAD"] and plan.quantized("dgrad")):
         return False
     fmt_a, fmt_b = (plan.operand(f"dgrad.{o}").format.value for o in "ab")
-    from ..kernels.gemm_paths import factor_in_epilogue
-    tokens = -(-dy2d.shape[0] // plan.recipe.required_multiples()["tokens"]) \
-        * plan.recipe.required_multiples()["tokens"]
-    return factor_in_epilogue(fmt_a, fmt_b, tokens, hidden, dy2d.shape[1], out_dtype,
-                              dy2d.device)
+    multiple = plan.recipe.required_multiples()["tokens"]
+    tokens = -(-dy2d.shape[0] // multiple) * multiple          # dy's rows as linear_grads pads
+    return alpha_gemm(fmt_a, fmt_b, tokens, hidden, dy2d.shape[1], out_dtype, dy2d.device,
+                      plan.recipe.backend)
