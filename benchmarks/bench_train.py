@@ -173,10 +173,17 @@ KERNEL_SETS = {
     # session 27: the down projection's dgrad GEMM writes du (the relu² backward in NVFP4's α
     # GEMM's epilogue), and the up projection's dy views are quantized from du alone
     "du-epi": {"nn.mlp": {"DU_IN_DGRAD": True}},
+    "no-du-epi": {"nn.mlp": {"DU_IN_DGRAD": False}},       # session 28: on by default
     # session 27: NVFP4 expanded row views take their block maxima with NaN kept, no
-    # per-element NaN select (EXP_NAN_MAX; off by default until timed)
+    # per-element NaN select (EXP_NAN_MAX; on by default since session 28)
     "exp-nan-max": {"quant_nvfp4": {"EXP_NAN_MAX": True}},
-    # session 27: both of the above off
+    "no-exp-nan-max": {"quant_nvfp4": {"EXP_NAN_MAX": False}},
+    # session 28: both of the above off (session 27's defaults)
+    "s27": {"nn.mlp": {"DU_IN_DGRAD": False}, "quant_nvfp4": {"EXP_NAN_MAX": False}},
+    # session 28: the NVFP4 amax pass's column RHT without its input clamp, checked per
+    # program instead (quant_nvfp4.CONFIG["AMAX_UNCLAMPED"])
+    "amax-unclamped": {"quant_nvfp4": {"AMAX_UNCLAMPED": True}},
+    # session 27: DECODE_XT_OP and SHARE_COL_AMAX off (session 26's code)
     "s26": {"nn.function": {"DECODE_XT_OP": False}, "ops": {"SHARE_COL_AMAX": False}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row
     # view alone), as the SR dy pairs run, at every width ("nv-split-x"), or at none (in one

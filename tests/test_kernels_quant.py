@@ -1066,6 +1066,48 @@ def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch):
             assert len(ptrs) == 2
 
 
+@pytest.mark.parametrize("big", [None, 3.0e38, float("inf")], ids=["plain", "huge", "inf"])
+@pytest.mark.parametrize("device,shape", [("cpu", (1024, 48)),
+                                          pytest.param("cuda", (8192, 768), marks=pytest.mark.gpu)])
+def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch):
+    """``quant_nvfp4.CONFIG['AMAX_UNCLAMPED']``: the reg amax pass rotates without the RHT's
+    input clamp and checks max|x| per program. Every view and amax equals the clamped pass's
+    and the reference's: with ordinary values (a NaN too), and where one program's tiles hold
+    a 16-row chunk whose unclamped rotation would overflow (3e38, Inf), which that program
+    reruns with the clamp (the other program does not need to)."""
+    from microscale.kernels import quant_nvfp4
+    from microscale.ops import quantize_views
+    g = torch.Generator().manual_seed(12)
+    x = (torch.randn(*shape, generator=g) * 3).bfloat16()      # CPU: 4 amax tiles, 2 programs
+    x[300, 7] = float("nan")
+    if big is not None:
+        x[16:32, 5] = big                           # one chunk of the first program's tile
+    nv = {"check_finite": False}
+    sr = {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
+    x = x.to(device)
+    Q = ms.QFormat
+    cases = [((Q.NVFP4, nv), (Q.NVFP4, {**nv, "rht": True})),                  # x pair
+             ((Q.NVFP4, sr), (Q.NVFP4, {**sr, "rht": True})),                  # dy pair, split
+             (None, (Q.NVFP4, {**nv, "rht": True}))]                            # column alone
+    for row, col in cases:
+        ref = quantize_views(x, row, col, "reference")
+        outs = []
+        for unclamped, partials in ((False, True), (True, True), (True, False)):
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "AMAX_UNCLAMPED", unclamped)
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "AMAX_PARTIALS", partials)
+            outs.append(quantize_views(x, row, col, "triton"))
+        for clamped, unc, unc_atomic, r in zip(*outs, ref):
+            if r is None:
+                continue
+            want = clamped if "seed" in (row or col)[1] else r          # SR: the kernels' stream
+            for q in (clamped, unc, unc_atomic):
+                assert torch.equal(q.data.view(torch.uint8), want.data.view(torch.uint8))
+                assert torch.equal(q.scale.view(torch.uint8), want.scale.view(torch.uint8))
+                assert torch.equal(q.amax, r.amax)
+        if big is not None:
+            assert torch.isfinite(ref[1].amax) and ref[1].amax > 1e37
+
+
 @pytest.mark.parametrize("backend", ["reference", "triton"])
 @pytest.mark.parametrize("row,col", [("mxfp8_e4m3", "mxfp8_e4m3"), ("mxfp8_e5m2", "mxfp8_e4m3"),
                                      ("mxfp4", "mxfp4"), ("fp8_block", "fp8_block")])

@@ -7,6 +7,7 @@ Triton's interpreter; the fallbacks say why; a fullgraph trace."""
 
 import copy
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -171,14 +172,16 @@ def test_du_in_dgrad_same_bits(recipe, monkeypatch):
 
 
 def test_du_in_dgrad_rule():
-    """Off by default; on, it needs CUDA, the kernels and NVFP4's α GEMM for the dgrad."""
+    """On by default since session 28 (``MICROSCALE_DU_IN_DGRAD=0`` turns it off); it needs
+    CUDA, the kernels and NVFP4's α GEMM for the dgrad."""
     from microscale.nn import mlp
     from microscale.nn.function import Plan
     plan = Plan(ms.Recipe.from_name("nvfp4"))
     dy = torch.zeros(64, 32, dtype=torch.bfloat16)
-    assert not mlp.CONFIG["DU_IN_DGRAD"]
-    assert not mlp.du_in_dgrad(plan, dy, 128, torch.bfloat16)
+    assert mlp.CONFIG["DU_IN_DGRAD"] == (os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0")
     with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(mlp.CONFIG, "DU_IN_DGRAD", False)
+        assert not mlp.du_in_dgrad(plan, dy, 128, torch.bfloat16)
         mp.setitem(mlp.CONFIG, "DU_IN_DGRAD", True)
         assert not mlp.du_in_dgrad(plan, dy, 128, torch.bfloat16)          # CPU
         assert not mlp.du_in_dgrad(Plan(ms.Recipe.from_name("mxfp8")), dy, 128, torch.bfloat16)

@@ -108,13 +108,14 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
 
 @triton.jit
 def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
-                  ROUND: tl.constexpr = True):
+                  ROUND: tl.constexpr = True, CLAMP: tl.constexpr = True):
     """``y = x_chunk @ M`` for a chunk of D = 16 or 32 same-shaped tiles ``xs`` (element k of
     the chunk in ``xs[k]``), rounded to the input dtype: ``x_j·(±2^-e)`` (``s_j`` from the bit
     mask SIGNS; exact after the clamp to ``±L(D)``), the Walsh-Hadamard butterfly across the
     tiles (Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``), then for D = 32 one multiply by
     fp32(sqrt 2) (``hadamard.rht_factors``). ``ROUND=False``: the fp32 values before
-    :func:`finish_rotated`."""
+    :func:`finish_rotated`. ``CLAMP=False``: no clamp, for a caller that knows every ``|x_j|``
+    is at most ``L(D)`` (the clamp is then the identity: the same bits)."""
     tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
     if D == 16:
         pre = 0.25
@@ -125,7 +126,7 @@ def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constex
     u = ()
     for j in tl.static_range(D):
         s_j = pre * (1.0 - 2.0 * ((SIGNS >> j) & 1))
-        if IN_DTYPE == 2:                      # fp16 never exceeds the clamp
+        if IN_DTYPE == 2 or not CLAMP:         # fp16 never exceeds the clamp
             u = u + (xs[j] * s_j,)
         else:
             u = u + (clamp_keep_nan(xs[j], lim) * s_j,)

@@ -136,13 +136,20 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # reduce (_amax_pass): no zeroed [2] buffer and no copy of the column view's amax (the
           # op's outputs may not share storage) per call, ~340 small kernels of a 125m step.
           "AMAX_PARTIALS": True,
+          # AMAX_UNCLAMPED: the reg amax pass rotates a column view without the RHT's input
+          # clamp to ±2^125 (two instructions an element) and checks max|x| per program
+          # instead, clamping only where a program saw a larger value or an Inf (the same
+          # bits: nvfp4_amax_reg_kernel). Off until a GPU has compiled and timed it
+          # (bench_train "@amax-unclamped", session 28).
+          "AMAX_UNCLAMPED": os.environ.get("MICROSCALE_NVFP4_AMAX_UNCLAMPED", "0") != "0",
           # EXP_NAN_MAX: an expanded row view (reg pass) takes each block's maximum with NaN
           # kept instead of selecting NaN to 0 per element first (a NaN block's values are all
           # NaN either way, through its NaN scale byte): offline SASS (Triton 3.9, sm_90) 23.0
           # -> 19.8 instructions an element for the row view alone, SR 34.2 -> 30.8, SR with
-          # relu²'s backward 42.6 -> 39.1 (session 27; same bits in the interpreter; off until
-          # a GPU has compiled and timed it: bench_train "@exp-nan-max")
-          "EXP_NAN_MAX": os.environ.get("MICROSCALE_NVFP4_EXP_NAN_MAX", "0") != "0",
+          # relu²'s backward 42.6 -> 39.1 (session 27; same bits, GPU-tested in session 28,
+          # H100 125m nvfp4 0.732x -> 0.737x of compiled bf16 in one process; bench_train
+          # "@no-exp-nan-max" turns it off)
+          "EXP_NAN_MAX": os.environ.get("MICROSCALE_NVFP4_EXP_NAN_MAX", "1") != "0",
           "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
 _PASSES = ("reg", "rows", "v3")
 
@@ -218,7 +225,8 @@ def _reg_amax(x2: torch.Tensor, need, col_rht: bool, pro, partial: bool) -> torc
                                 IN_DTYPE_CODE[x2.dtype], cfg["NI"], bc,
                                 rows % br == 0 and cols % bc == 0, need[0], need[1], col_rht,
                                 RHT_SIGN_MASK, cfg["NUM_STAGES"], cfg["REVERSE"], *pro,
-                                PARTIAL=partial, num_warps=cfg["num_warps"])
+                                PARTIAL=partial, UNCLAMPED=CONFIG["AMAX_UNCLAMPED"],
+                                num_warps=cfg["num_warps"])
     return amax_buf
 
 

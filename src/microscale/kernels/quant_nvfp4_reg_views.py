@@ -366,11 +366,13 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
 
 @triton.jit
 def tile_maxima(raw, acc_r, acc_c, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
-                PLAIN: tl.constexpr, RHT: tl.constexpr, SIGNS: tl.constexpr):
+                PLAIN: tl.constexpr, RHT: tl.constexpr, SIGNS: tl.constexpr,
+                CLAMP: tl.constexpr = True):
     """Running elementwise maxima ``[NI, BC/2]`` of one tile's 16 raw tiles: ``acc_r`` of
     ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT); NaN reads as 0.
     ``acc_c`` holds the rotated values before their rounding to the input dtype: the caller
-    applies ``_rht.finish_rotated`` to its reduced maximum (the same value, one rounding)."""
+    applies ``_rht.finish_rotated`` to its reduced maximum (the same value, one rounding).
+    ``CLAMP=False``: the RHT without its input clamp (``_rht.rht_butterfly``)."""
     for hh in tl.static_range(2):
         vs = ()
         for j in tl.static_range(16):
@@ -379,7 +381,7 @@ def tile_maxima(raw, acc_r, acc_c, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC:
             for j in tl.static_range(16):
                 acc_r = max_abs(acc_r, vs[j])
         if RHT:
-            ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS, False)
+            ys = rht_butterfly(vs, 16, IN_DTYPE, SIGNS, False, CLAMP)
             for j in tl.static_range(16):
                 acc_c = max_abs(acc_c, ys[j])
     return acc_r, acc_c

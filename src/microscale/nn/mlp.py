@@ -33,8 +33,8 @@ step as it loads too: ``ds`` and ``u`` are read by it and by each of the pair's 
 4 bytes an element each time, where the elementwise pass read 4 and wrote 2 and the three
 quantizer passes read 2 each; the ALU-bound NVFP4 launches pay ~8 more instructions an
 element for it. It still nets a little (H100, session 24, same process: 125m nvfp4 60.56 →
-59.40 ms a step, 1b 222.6 → 221.1 ms). With ``CONFIG["DU_IN_DGRAD"]`` (opt-in, not yet
-timed) the down projection's dgrad GEMM, where it is NVFP4's α GEMM, writes ``du`` itself
+59.40 ms a step, 1b 222.6 → 221.1 ms). With ``CONFIG["DU_IN_DGRAD"]`` (on; session 28, H100:
+125m nvfp4 +1.3% tokens/s) the down projection's dgrad GEMM, where it is NVFP4's α GEMM, writes ``du`` itself
 instead of ``ds`` (``u`` read once in its epilogue; ``ds`` rounded, then the op, as here),
 and the up projection's three passes read ``du`` alone, 2 bytes an element each.
 Elsewhere the quantizers would apply the step as a separate eager pass inside the op, slower
@@ -74,10 +74,11 @@ FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
 # DU_IN_DGRAD: where the down projection's dgrad runs NVFP4's α GEMM (kernels/gemm_alpha), that
 # GEMM writes du = relu_square_grad(ds, u) instead of ds (u read once, in its epilogue), and the
 # up projection's dy views are quantized from du alone (2 bytes an element read by each of the
-# amax pass and the pair's two launches, instead of ds's and u's 4). Same bits. Off until timed
-# on a GPU (session 27: interpreter-tested only; bench_train "du-epi").
+# amax pass and the pair's two launches, instead of ds's and u's 4). Same bits. On since session
+# 28 (H100, one process: 125m nvfp4 0.732x -> 0.742x of compiled bf16, nvfp4_no_sr 0.743x ->
+# 0.757x); bench_train "no-du-epi" turns it off.
 CONFIG = {"FUSE": True,
-          "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "0") != "0"}
+          "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0"}
 
 
 class _Layer(NamedTuple):
