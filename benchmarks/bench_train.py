@@ -178,11 +178,16 @@ KERNEL_SETS = {
     # per-element NaN select (EXP_NAN_MAX; on by default since session 28)
     "exp-nan-max": {"quant_nvfp4": {"EXP_NAN_MAX": True}},
     "no-exp-nan-max": {"quant_nvfp4": {"EXP_NAN_MAX": False}},
-    # session 28: both of the above off (session 27's defaults)
-    "s27": {"nn.mlp": {"DU_IN_DGRAD": False}, "quant_nvfp4": {"EXP_NAN_MAX": False}},
     # session 28: the NVFP4 amax pass's column RHT without its input clamp, checked per
-    # program instead (quant_nvfp4.CONFIG["AMAX_UNCLAMPED"])
+    # program instead (quant_nvfp4.CONFIG["AMAX_UNCLAMPED"], on by default since call 2)
     "amax-unclamped": {"quant_nvfp4": {"AMAX_UNCLAMPED": True}},
+    "no-amax-unclamped": {"quant_nvfp4": {"AMAX_UNCLAMPED": False}},
+    # session 28: the three above off (session 27's defaults)
+    "s27": {"nn.mlp": {"DU_IN_DGRAD": False},
+            "quant_nvfp4": {"EXP_NAN_MAX": False, "AMAX_UNCLAMPED": False}},
+    # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
+    # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
+    "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
     # session 27: DECODE_XT_OP and SHARE_COL_AMAX off (session 26's code)
     "s26": {"nn.function": {"DECODE_XT_OP": False}, "ops": {"SHARE_COL_AMAX": False}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row
