@@ -188,9 +188,8 @@ KERNEL_SETS = {
     # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
     # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
     "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
-    # session 28: the α GEMM's loops flattened at every K (before NOFLAT_MIN_K: 1b's K >= 6144
-    # shapes run unflattened)
-    "alpha-flat": {"gemm_alpha": {"NOFLAT_MIN_K": 1 << 30}},
+    # session 28, call 4 (a rule since removed): "alpha-flat" was the α GEMM flattened at every
+    # K against the TILE unflattened from K >= 6144; 1b nvfp4 ran 0.6% faster flattened
     # session 27: DECODE_XT_OP and SHARE_COL_AMAX off (session 26's code)
     "s26": {"nn.function": {"DECODE_XT_OP": False}, "ops": {"SHARE_COL_AMAX": False}},
     # session 25: NVFP4's x pairs as two reg-pass launches (the column view alone, then the row

@@ -294,13 +294,3 @@ def test_scaled_mm_epilogue_through_the_op(backend):
         mm(qx, qw, torch.bfloat16, backend, epilogue=("relu", u))
     with pytest.raises(ValueError, match="needs e2 of shape"):
         mm(qx, qw, torch.bfloat16, backend, epilogue=("mul", u.float()))
-
-
-def test_tile_for_rules():
-    """The default tile per shape: SMALL_TILE up to SMALL_NK (B's N·K), TILE above it, with its
-    loops unflattened from NOFLAT_MIN_K (the 1b shapes where that measured faster)."""
-    from microscale.kernels.gemm_alpha import CONFIG, tile_for
-    assert tile_for(768, 3072) == CONFIG["SMALL_TILE"]                  # 125m down
-    assert tile_for(8192, 2048) == CONFIG["TILE"]                       # 1b up: K 2048
-    assert tile_for(2048, 8192) == {**CONFIG["TILE"], "FLATTEN": False}  # 1b down
-    assert tile_for(2048, 6144) == {**CONFIG["TILE"], "FLATTEN": False}  # 1b dgrad of qkv

@@ -71,25 +71,20 @@ __all__ = ["alpha_mm", "tile_for", "CONFIG"]
 # 21.4, up 124.5 -> 121.1, down 116.0 -> 110.9, their dgrads 23.0 -> 21.0, 116.7 -> 111.5,
 # 124.4 -> 121.2), slower at the 1b shapes it was tried on (2048² 197.8 -> 211.4, 2048x8192
 # 779 -> 798), hence the bound (3072·768 in, 2048² out).
-# NOFLAT_MIN_K: from this K up, TILE's tile and K loops are not flattened into one (FLATTEN
-# off): session 26 (same sweep) at the 1b shapes with K 6144-8192: down 779.1 -> 758.4 µs,
-# dgrad_up 769.1 -> 761.2, dgrad_qkv 582.7 -> 580.8; slower at every K <= 3072 tried (125m,
-# 1b qkv/o/up: 2-9%).
+# Not flattening TILE's loops (FLATTEN off) ran the 1b K 6144-8192 shapes 0.3-2.7% faster in
+# that sweep, yet a 1b nvfp4 step 0.6% slower in one process (session 28, call 4): flattened.
 CONFIG = {
     "TMA": True,
     "TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
     "SMALL_TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8, SUBTILE=True),
     "SMALL_NK": 3072 * 768,
-    "NOFLAT_MIN_K": 6144,
     "GROUP_M": 8,
 }
 
 
 def tile_for(n: int, k: int) -> dict:
     """The default tile of an ``[M, K] · [N, K]ᵀ`` call (:data:`CONFIG`)."""
-    if n * k <= CONFIG["SMALL_NK"]:
-        return CONFIG["SMALL_TILE"]
-    return {**CONFIG["TILE"], **({"FLATTEN": False} if k >= CONFIG["NOFLAT_MIN_K"] else {})}
+    return CONFIG["SMALL_TILE"] if n * k <= CONFIG["SMALL_NK"] else CONFIG["TILE"]
 
 
 @triton.jit
