@@ -45,7 +45,8 @@ def graph_ms(fn) -> float | None:
     if not torch.cuda.is_available():
         return None
     try:
-        side = torch.cuda.Stream()
+        from microscale.train.speed import warmup_stream     # one stream: no workspace leak
+        side = warmup_stream(torch.device("cuda"))
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             fn()

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ..recipe import Recipe
-from .function import Plan
+from .plan import Plan
 from .grouped import check_grouped_args, delayed_roles, draw_seeds, grouped_linear
 
 __all__ = ["GroupedLinear", "QuantizedExperts", "decode_grouped_header", "expert_layout",

@@ -60,13 +60,9 @@ device value on the host. Delayed scaling updates its history in place through t
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 
-from ..backend import triton_available
 from ..distributed.gathered import gathered_views, is_gathered
 from ..distributed.reduce import all_reduce_max, global_amax, local_amax
 from ..gemm import gemm_factor
@@ -74,63 +70,15 @@ from ..op_specs import apply_prologue
 from ..ops import delayed_scaling_update_, hp_mm, mm, quantize_views
 from ..ops import expand as expand_operand
 from ..quant.fp8 import FP8_MAX
-from ..recipe import Recipe, Rounding
+from ..recipe import Rounding
 from ..tensor import QFormat, QuantizedTensor
+from .plan import (_TRITON, CONFIG, N_SEEDS, ROLES, Plan, alpha_gemm,  # noqa: F401 (re-exported)
+                   cacheable_one_view, decodes_b, mx8_expands, same_tiled_weight,
+                   weight_pair_views)
 from .saved import save_for_grads, saved_activation_bytes, saved_for_grads
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
            "saved_activation_bytes"]      # saved_activation_bytes: re-exported from .saved
-
-_TRITON = triton_available()      # asked once: a traced step must not call importlib
-# EXPAND_MXFP8: MXFP8 A operands (x for fprop, dy for dgrad and wgrad) quantized straight into
-# the expanded form where the GEMM decodes them (the dequant path), as FP4's are; the register
-# pair kernel writes them so (quant_mx), saving the GEMM's dequantize pass of each (session 19).
-# EXPAND_XT: wgrad's xᵀ, kept for backward, written expanded too where that GEMM decodes it
-# (MXFP8: 2 bytes an element kept instead of 1 + 1/32; FP4: 2 instead of 0.56), so backward
-# runs no decode pass: a speed-for-memory trade, off by default (bench_train's "@xt-expanded").
-# DECODE_XT_OP: a kept xᵀ in codes that the wgrad GEMM would decode is decoded first by the
-# ``microscale::expand`` op: the same pass, but identical calls are one node to the compiler,
-# so the xᵀ that q, k and v share is decoded once a step instead of three times (session 27).
-CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
-          "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0",
-          "EXPAND_XT": os.environ.get("MICROSCALE_EXPAND_XT", "0") != "0",
-          "DECODE_XT_OP": os.environ.get("MICROSCALE_DECODE_XT_OP", "1") != "0"}
-ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
-# stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
-# round with the same random stream (a column view uses its call's seed + 1)
-N_SEEDS = 3
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one call runs: the recipe and which GEMMs are switched to high precision.
-
-    Frozen and hashable: a compiled graph specialises on it (the precision switches recompile
-    once). Mutable state travels separately as tensors (see :func:`linear`).
-    """
-
-    recipe: Recipe
-    fprop_hp: bool = False
-    grads_hp: bool = False
-    amax_group: str = ""        # tensorwise FP8 amaxes of x and dy: MAX over this group
-
-    def quantized(self, gemm: str) -> bool:
-        hp = self.fprop_hp if gemm == "fprop" else self.grads_hp
-        return getattr(self.recipe, gemm).quantized and not hp
-
-    def operand(self, role: str):
-        gemm, operand = role.split(".")
-        return getattr(getattr(self.recipe, gemm), operand)
-
-    def stochastic_roles(self) -> tuple[str, ...]:
-        return tuple(r for r in ROLES if self.quantized(r.split(".")[0])
-                     and self.operand(r).rounding == Rounding.STOCHASTIC)
-
-
-def mx8_expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
-    """The MXFP8 part of the expansion rule (here and ``nn.grouped``): an MXFP8 x MXFP8 GEMM's
-    A operand is quantized expanded while ``CONFIG["EXPAND_MXFP8"]`` is on."""
-    return fmt_a.is_mx8 and fmt_b.is_mx8 and CONFIG["EXPAND_MXFP8"]
 
 
 def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
@@ -146,21 +94,6 @@ def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.devic
         return True
     from ..kernels.gemm_paths import takes_expanded
     return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device)
-
-
-def _decodes_b(plan: Plan, gemm: str, q_b: QuantizedTensor, m: int, k: int) -> bool:
-    """Whether ``gemm``'s B operand ``q_b`` (codes) is decoded by its own ``expand`` op first
-    (``CONFIG["DECODE_XT_OP"]``): where the GEMM would decode it to the same bf16 form anyway,
-    an FP4 x FP4 or MXFP8 x MXFP8 GEMM on the dequant path, or the reference GEMM off CUDA
-    (which reads it as ``value · block_scale`` either way: the same numbers)."""
-    fmt_a = plan.operand(f"{gemm}.a").format
-    if not CONFIG["DECODE_XT_OP"] or q_b.expanded or not q_b.fmt.expandable or not (
-            (fmt_a.is_fp4 and q_b.fmt == fmt_a) or (fmt_a.is_mx8 and q_b.fmt.is_mx8)):
-        return False
-    if q_b.device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
-        return True
-    from ..kernels.gemm_paths import takes_expanded
-    return takes_expanded(fmt_a.value, q_b.fmt.value, m, q_b.rows, k, q_b.device)
 
 
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
@@ -214,14 +147,6 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
     return q_row, q_col
 
 
-def same_tiled_weight(plan: Plan) -> bool:
-    """Whether fprop's W and dgrad's Wᵀ are one NVFP4 16×16 RNE quantization (SPEC §3: then
-    Wᵀ's is the transpose of W's), what a one-view weight needs (dense or experts)."""
-    w, wt = plan.operand("fprop.b"), plan.operand("dgrad.b")
-    return w == wt and w.format == QFormat.NVFP4 and w.square_tiles \
-        and w.rounding == Rounding.RNE and not w.rht
-
-
 def one_weight_view(plan: Plan, tokens: int, shape, device: torch.device) -> bool:
     """Whether W and Wᵀ come from one expanded 16×16 quantization (the module docstring's "one
     weight view"): :func:`same_tiled_weight`, and both GEMMs (``tokens`` rows of x and dy, W
@@ -231,18 +156,6 @@ def one_weight_view(plan: Plan, tokens: int, shape, device: torch.device) -> boo
     n_out, n_in = shape
     return _expand_a(plan, "fprop", tokens, n_out, n_in, device) \
         and _expand_a(plan, "dgrad", tokens, n_in, n_out, device)
-
-
-def cacheable_one_view(plan: Plan, device: torch.device) -> bool:
-    """Whether :func:`microscale.weight_cache` may hold W as one expanded 16×16 view serving
-    both GEMMs (W and its transpose): :func:`same_tiled_weight`, and no native FP4 GEMM on
-    the device (Blackwell's reads codes)."""
-    if not (CONFIG["ONE_WEIGHT_VIEW"] and same_tiled_weight(plan)):
-        return False
-    if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
-        return True
-    from ..kernels.blackwell import has_native_block_scaling
-    return not has_native_block_scaling(device)
 
 
 def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, seed,
@@ -268,18 +181,6 @@ def weight_views(weight, plan: Plan, state: dict, fprop_q: bool, want_wt: bool, 
         return q_w, q_w.t()
     return _views(weight, plan, state, "fprop.b" if fprop_q else None,
                   "dgrad.b" if want_wt else None, seed)
-
-
-def weight_pair_views(plan: Plan):
-    """``(row, col)`` as ``(format, options)``: the W / Wᵀ views :func:`weight_views` would
-    quantize, when both are plain (quantized, round-to-nearest, current scaling), so that many
-    layers' weights can be quantized in one call (:func:`microscale.weight_cache`); else None."""
-    if not (plan.quantized("fprop") and plan.quantized("dgrad")):
-        return None
-    ops = [plan.operand("fprop.b"), plan.operand("dgrad.b")]
-    if any(op.delayed or op.rounding == Rounding.STOCHASTIC for op in ops):
-        return None
-    return tuple((op.format, op.quantize_kwargs() | {"check_finite": False}) for op in ops)
 
 
 def _pad_tokens(t2d: torch.Tensor, multiple: int) -> torch.Tensor:
@@ -321,17 +222,6 @@ def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, back
 def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backend: str) -> bool:
     return alpha_gemm(qa.fmt.value, qb.fmt.value, qa.rows, qb.rows, qa.cols, out_dtype,
                       qa.device, backend)
-
-
-def alpha_gemm(fmt_a: str, fmt_b: str, m: int, n: int, k: int, out_dtype: torch.dtype,
-               device: torch.device, backend: str) -> bool:
-    """Whether an ``[m, k] · [n, k]ᵀ`` GEMM of these formats into ``out_dtype`` runs NVFP4's α
-    GEMM (``kernels/gemm_alpha``: α, and an epilogue op, applied in its epilogue), on the
-    kernels' backend (``gemm_paths.factor_in_epilogue``)."""
-    if device.type != "cuda" or backend == "reference" or not _TRITON:
-        return False
-    from ..kernels.gemm_paths import factor_in_epilogue
-    return factor_in_epilogue(fmt_a, fmt_b, m, n, k, out_dtype, device)
 
 
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,
@@ -436,7 +326,7 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
         dx = _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
         if dx_epilogue is not None:
             dx = apply_prologue(dx_epilogue[0], dx, dx_epilogue[1].reshape(dx.shape))
-    if need_dw and ctx.wgrad_q and _decodes_b(plan, "wgrad", q_xt, n_out, t_pad):
+    if need_dw and ctx.wgrad_q and decodes_b(plan, "wgrad", q_xt, n_out, t_pad):
         q_xt = expand_operand(q_xt, recipe.backend)
     if need_dw:          # wgrad: dyᵀ [out, tokens] · xᵀ [in, tokens], both along `tokens`
         dw = _gemm(q_dyt, q_xt, torch.float32, recipe.backend) if ctx.wgrad_q else \

@@ -56,7 +56,7 @@ from ..quant.grouped import group_layout
 from ..recipe import Recipe
 from ..tensor import QFormat
 from ..validate import SUPPORTED_DTYPES
-from .function import ROLES, Plan, mx8_expands, same_tiled_weight
+from .plan import ROLES, Plan, mx8_expands, same_tiled_weight
 
 __all__ = [
     "N_SEEDS",
@@ -133,7 +133,7 @@ def _expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:
 
 def one_expert_view(plan: Plan) -> bool:
     """Whether the experts' W and Wᵀ come from one expanded quantization
-    (``nn.function.same_tiled_weight``; the grouped GEMMs always decode NVFP4 to bf16: there
+    (``nn.plan.same_tiled_weight``; the grouped GEMMs always decode NVFP4 to bf16: there
     is no native grouped FP4 GEMM here)."""
     return CONFIG["ONE_WEIGHT_VIEW"] and same_tiled_weight(plan)
 

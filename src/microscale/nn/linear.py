@@ -73,7 +73,8 @@ from ..distributed.reduce import SEED_MODULUS, amax_group_name, rank_seeds
 from ..quant.common import SUPPORTED_DTYPES
 from ..recipe import Recipe
 from ..validate import check_bool, check_generator, check_int
-from .function import N_SEEDS, ROLES, Plan, linear, weight_pair_views, weight_views
+from .function import linear, weight_views
+from .plan import N_SEEDS, ROLES, Plan, weight_pair_views
 # the state helpers (private names re-exported too: integrations.transformers imports here)
 from .linear_state import (  # noqa: F401
     _MAGIC,
@@ -310,7 +311,7 @@ class Linear(nn.Module):
 
     def weight_cache_views(self):
         """``(plan, row view, column view)`` of this layer's W / Wᵀ pair when many layers' pairs
-        may be quantized in one call (:func:`~microscale.nn.function.weight_pair_views`), else
+        may be quantized in one call (:func:`~microscale.nn.plan.weight_pair_views`), else
         None; :meth:`set_weight_cache` takes the result."""
         plan = self._plan()
         views = weight_pair_views(plan)

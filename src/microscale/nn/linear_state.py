@@ -19,7 +19,7 @@ import torch
 
 from ..quant.common import draw_seed
 from ..recipe import Recipe
-from .function import N_SEEDS, ROLES
+from .plan import N_SEEDS, ROLES
 
 _MAGIC = b"MSQ1"
 

@@ -59,7 +59,8 @@ from torch import nn
 from ..backend import note_path
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import Plan, _fprop, alpha_gemm, linear_grads
+from .function import _fprop, linear_grads
+from .plan import Plan, alpha_gemm
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
 

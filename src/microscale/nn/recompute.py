@@ -63,7 +63,8 @@ from torch import nn
 from ..op_specs import PROLOGUES
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import Plan, _expand_a, _fprop, _views, linear_grads, padded_sources
+from .function import _expand_a, _fprop, _views, linear_grads, padded_sources
+from .plan import Plan
 from .saved import save_for_grads, saved_for_grads
 
 __all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from",

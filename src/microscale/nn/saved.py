@@ -26,7 +26,7 @@ from ..recipe import Recipe
 from ..tensor import QuantizedTensor
 
 if TYPE_CHECKING:
-    from .function import Plan
+    from .plan import Plan
 
 __all__ = ["save_for_grads", "saved_for_grads", "saved_activation_bytes"]
 

@@ -46,7 +46,7 @@ import torch
 
 from ..distributed.gathered import is_gathered
 from ..tensor import QFormat
-from .function import cacheable_one_view
+from .plan import cacheable_one_view
 
 __all__ = ["weight_cache", "groups_weights", "GROUP_MAX_MEAN_NUMEL"]
 

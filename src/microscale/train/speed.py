@@ -22,9 +22,24 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 __all__ = ["COMPILE_MODES", "StepGraph", "compile_blocks", "compiled_grad_check", "peak_flops",
-           "device_name"]
+           "device_name", "warmup_stream"]
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+_WARMUP_STREAMS: dict = {}        # device index -> the side stream of every capture's warm-up
+
+
+def warmup_stream(device: torch.device) -> torch.cuda.Stream:
+    """The side stream that the warm-up before a CUDA graph capture runs on, one per device
+    for the process. PyTorch keeps a cuBLAS workspace for each stream that has run a GEMM until
+    the process ends (~64 MiB on Hopper), so a new stream per capture leaked one workspace per
+    capture (session 28: each later run of ``benchmarks/bench_train.py`` peaked ~67 MB higher)."""
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    if index not in _WARMUP_STREAMS:
+        _WARMUP_STREAMS[index] = torch.cuda.Stream(index)
+    return _WARMUP_STREAMS[index]
 
 
 class StepGraph:
@@ -74,7 +89,7 @@ class StepGraph:
     def _capture(self, x: torch.Tensor, y: torch.Tensor) -> None:
         trainer = self.trainer
         sx, sy = x.clone(), y.clone()
-        side = torch.cuda.Stream()
+        side = warmup_stream(sx.device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):                  # library state settles off the capture
             trainer._forward_backward(sx, sy)
