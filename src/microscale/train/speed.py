@@ -33,8 +33,9 @@ _WARMUP_STREAMS: dict = {}        # device index -> the side stream of every cap
 def warmup_stream(device: torch.device) -> torch.cuda.Stream:
     """The side stream that the warm-up before a CUDA graph capture runs on, one per device
     for the process. PyTorch keeps a cuBLAS workspace for each stream that has run a GEMM until
-    the process ends (~64 MiB on Hopper), so a new stream per capture leaked one workspace per
-    capture (session 28: each later run of ``benchmarks/bench_train.py`` peaked ~67 MB higher)."""
+    the process ends (32 MiB each, H100, torch 2.11), so a new stream per capture leaked one or
+    two per capture (session 28: each later run of ``benchmarks/bench_train.py`` peaked ~67 MB
+    higher; ``benchmarks/results/h100_20261127_session28/call5/``)."""
     index = torch.device(device).index
     index = torch.cuda.current_device() if index is None else index
     if index not in _WARMUP_STREAMS:
