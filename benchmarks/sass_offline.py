@@ -174,6 +174,14 @@ PRESETS = {
                       _NV_GRP | dict(ROW=False, COL_SR=2), 4, 1, 256 * 64),
     "nv_grp_row_sr": (quant_nvfp4_grouped_reg.nvfp4_grouped_reg_kernel, NV_GRP,
                       _NV_GRP | dict(COL=False, ROW_SR=2), 4, 1, 256 * 64),
+    # session 28: the row view written expanded, NaN kept in the block maxima (ROW_EXP 1, the
+    # default since EXP_NAN_MAX) and with the per-element select (2), SR as nn.grouped asks
+    "nv_grp_row_sr_exp1": (quant_nvfp4_grouped_reg.nvfp4_grouped_reg_kernel,
+                           NV_GRP | {"qr_ptr": "*bf16"},
+                           _NV_GRP | dict(COL=False, ROW_SR=2, ROW_EXP=1), 4, 1, 256 * 64),
+    "nv_grp_row_sr_exp2": (quant_nvfp4_grouped_reg.nvfp4_grouped_reg_kernel,
+                           NV_GRP | {"qr_ptr": "*bf16"},
+                           _NV_GRP | dict(COL=False, ROW_SR=2, ROW_EXP=2), 4, 1, 256 * 64),
     "nv_grp_amax": (quant_nvfp4_grouped_reg.nvfp4_grouped_amax_kernel,
                     {k: NV_GRP[k] for k in ("x_ptr", "tab_ptr", "amax_r_ptr", "amax_c_ptr",
                                             "bound", "cols", "n_seg", "n_tc", "n_tiles")},

@@ -181,8 +181,9 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
     ``PRO`` > 0: of ``op(x, y)``, as :func:`nvfp4_rowcol_reg_kernel`.
 
     ``UNCLAMPED`` (column RHT, bf16/fp32 input): the RHT runs without its input clamp to
-    ±2^125, two instructions an element, and the program takes ``max|x|`` of its tiles beside
-    (one, none where the row view needs it anyway). The clamp is the identity where that
+    ±2^125 (two instructions an element saved), and the program takes ``max|x|`` of its tiles
+    beside it (one instruction, none where the row view takes it anyway). The clamp is the
+    identity where that
     maximum is at most 2^125, so the rotated maxima are the same bits; a program whose tiles
     hold a larger value or an Inf (never a training tensor) runs them again with the clamp."""
     acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)

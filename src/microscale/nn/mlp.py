@@ -34,9 +34,10 @@ step as it loads too: ``ds`` and ``u`` are read by it and by each of the pair's 
 quantizer passes read 2 each; the ALU-bound NVFP4 launches pay ~8 more instructions an
 element for it. It still nets a little (H100, session 24, same process: 125m nvfp4 60.56 →
 59.40 ms a step, 1b 222.6 → 221.1 ms). With ``CONFIG["DU_IN_DGRAD"]`` (on; session 28, H100:
-125m nvfp4 +1.3% tokens/s) the down projection's dgrad GEMM, where it is NVFP4's α GEMM, writes ``du`` itself
-instead of ``ds`` (``u`` read once in its epilogue; ``ds`` rounded, then the op, as here),
-and the up projection's three passes read ``du`` alone, 2 bytes an element each.
+125m nvfp4 +1.3% tokens/s) the down projection's dgrad GEMM, where it is NVFP4's α GEMM,
+writes ``du`` itself instead of ``ds`` (``u`` read once in its epilogue; ``ds`` rounded, then
+the op, as here), and the up projection's three passes read ``du`` alone, 2 bytes an element
+each.
 Elsewhere the quantizers would apply the step as a separate eager pass inside the op, slower
 than the elementwise kernel ``torch.compile`` fuses, so the layers run as two nodes,
 :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same bits).
