@@ -1,0 +1,117 @@
+"""The NVFP4 quantizer's launch settings (:data:`CONFIG`), with the measurement behind each.
+
+:mod:`microscale.kernels.quant_nvfp4` chooses a pass and launches its kernels from these; every
+setting gives the same bits (they choose tiles, passes and launch splits, never numerics), so
+each was decided by a timing, recorded beside it (details in
+``benchmarks/results/quant_notes.md``). ``benchmarks/bench_train.py``'s ``@`` variants and the
+tests change them in place (``quant_nvfp4.CONFIG`` is this dict); the ``MICROSCALE_NVFP4_*``
+environment variables set a few at import.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["CONFIG"]
+
+# Tile shapes (tuned on H100; see benchmarks/results/quant_notes.md).
+# PASS: "reg" (``quant_nvfp4_reg``: a column's 16-row block in one thread's registers; the
+# default wherever it applies: 1x16 row views without RHT, 1x16 column views with or without
+# RHT, RNE or SR), "rows" (``quant_nvfp4_rows``: the column view as rows of the transposed
+# tile; what "reg" falls back to, e.g. for 2D weight views) or "v3" (the column view without
+# transposes, below); all bit-identical. "rows" measured 3-19% faster than "v3" on an H200 for
+# every row+column pair training runs (benchmarks/results/h200_20261123_quant_passes.log).
+# Rows-pass tile: 32x32 with 4 warps ran the pairs a training step asks for 21-38% faster than
+# 64x64 on an H200 at 16384x768 (64x64 needs 188-221 registers a thread: 12% occupancy,
+# latency-bound; benchmarks/results/h200_20261123_quant_profile/). "V3": the v3 pass's tile.
+# "REG": the reg pass's tile [16·NI, BC] and launch (maxnreg: ptxas's register cap, None =
+# its own choice), and whether it takes stochastically rounded row views (ROW_SR: off, the rows
+# pass ran the dy pair faster on an H100 in session 7); "REG_AMAX": its amax pass's, 3 programs
+# an SM because that is what fits: 152 registers a thread, 3 CTAs of 4 warps (Nsight Compute,
+# H100, Triton 3.6, session 18 call 1: 4 asked ran as 1.33 waves); 3 ran the x pair 3.5% and the
+# 8192-wide pairs 2.3-2.7% faster, graph-replayed (call 2). SPLIT: a
+# pair the reg pass refuses only for its SR row view (dy) runs as two reg-pass launches, the
+# column view and then the row view alone, whose SR fits the registers without the column
+# view beside it (same bits). Offline SASS (Triton 3.6) counts 55 + 50 instructions an
+# element against the rows pass's 193, but the 125m nvfp4 step ran 1.7% slower with it (H100,
+# session 14 call 6: 0.549x against 0.558x of bf16; x2 read twice, two launches a pair), so
+# it was off until session 16 put it on for wide inputs only (below).
+# SPLIT_MIN_COLS: with SPLIT, only pairs whose input is at least this wide split. Session 16
+# (H100, graph-replayed, 16384 rows, bench_quant nvfp4/rowcol_dy): the rows pass is faster up
+# to 2048 columns (116 against 134 µs at 768, 278 against 290 at 2048), level at 3072, the
+# split 2.3% faster at 6144 and 3.9% at 8192; 1b nvfp4 step 0.772x (rows) -> 0.774x (split at
+# every width) -> 0.776x (split above 4096 columns; call 11). Session 19 rounds the expanded
+# views' E2M1 values in floating point (``_e2m1``: 55 -> 38.5 and 50 -> 35 SASS instructions
+# an element for the two launches, against 193 -> 162 for the rows pass), and the split now
+# wins at every width (H100, graph-replayed: 768 92 against 95 µs, 2048 204 against 219, 8192
+# 708; call 1): so 0, every SR dy pair splits.
+# SPLIT_EXP_COL: a pair whose column view is asked for expanded (nvfp4_no_sr's dy, RNE) splits
+# too (both launches write their view expanded), instead of going to the rows pass (at most
+# EXP_COL_ROWS_MAX_COLS wide) or to the reg pass plus a decode pass (wider). Session 19,
+# offline SASS: 28.6 + 24.1 instructions an element for the two launches, against 50.6 and a
+# 56-byte spill for the reg pass writing both views (REG['COL_EXP'] below).
+# EXP_COL_ROWS_MAX_COLS: a pair whose column view is asked for expanded (nvfp4_no_sr's dy: the
+# wgrad operand) and whose input is at most this wide goes to the rows pass, which writes that
+# view expanded, instead of the reg pass plus a decode pass (0: never). Session 16, H100,
+# graph-replayed, 16384 rows (bench_quant nvfp4/rowcol_dy_nosr): rows pass 14% faster at 768
+# columns, 6-7% at 2048-3072; the reg pass 3.5% faster at 6144, 13% at 8192. Steps: 125m
+# nvfp4_no_sr 0.624x -> 0.641x of bf16 (every width on the rows pass), 1b 0.789x -> 0.785x
+# (its 6144/8192-wide dy too: hence the bound).
+# REG["COL_EXP"]: the reg pass writes a column view asked for expanded itself (bf16 value ·
+# scale: nvfp4_no_sr's dy pairs), not codes the op then decodes in a pass of its own. Off:
+# same bits, but the kernel spills (64 B of stack, offline SASS) and the steps ran slower
+# (H100, session 15 call 12: nvfp4_no_sr 0.574x -> 0.520x at 125m, 0.742x -> 0.686x at 1b).
+CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 2,
+          "V3": {"BR": 64, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8},
+          "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
+                  "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
+          # REVERSE: the amax pass walks the tiles backwards, so the quantize pass after it
+          # starts where it ended, on tiles still in L2 (session 20)
+          "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
+                       "REVERSE": True},
+          # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
+          # (a row view alone, a column view alone: single views and each launch of a split
+          # pair). A row view alone loads two of its 16 raw tiles at a time (58-118 registers
+          # a thread, against 121-246 with all 16 live), so more programs fit. Session 21
+          # (H100, graph-replayed, 8192², amax given, every config bit-identical, call 2): the
+          # column view alone ran 122 -> 120 µs (RHT) and 202 -> 159 µs (RHT + SR) at
+          # [256, 32] tiles, 3 programs an SM, 2 stages, against the pair's [256, 64], 2, 1;
+          # the row view alone (two raw tiles live) at 6 programs an SM (call 3): SR 172 ->
+          # 154 µs, the SR dy pair's two launches 353 -> 314 µs (RNE codes: 114 -> 126).
+          "REG_ROW": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 6, "NUM_STAGES": 1,
+                      "maxnreg": None},
+          "REG_COL": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
+                      "maxnreg": None},
+          "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
+          # SPLIT_X_MAX_COLS: every other pair (the x pair: a round-to-nearest row view,
+          # written expanded, beside the RHT'd column view) splits too where its input is at
+          # most this wide (0: never). Its one launch holds all 16 raw tiles for both views
+          # (offline SASS, Triton 3.9: 255 registers and 480 bytes of stack a thread, 2
+          # programs an SM); split, the column view alone runs at 3 and the row view alone at
+          # 6 (65 registers), x read once more. H100, session 25 call 4 (profiled, same
+          # process): the 125m x pairs at 768 columns 3.27 -> 2.91 ms a step, with relu²'s
+          # prologue at 3072 3.87 -> 3.93 ms (step 0.703x -> 0.707x of bf16 splitting both);
+          # 1b (2048 / 8192) 0.872x -> 0.859x. So only narrow inputs split.
+          "SPLIT_X_MAX_COLS": 1024,
+          "EXP_COL_ROWS_MAX_COLS": 4096,
+          "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
+          # AMAX_PARTIALS: the reg amax pass leaves per-program maxima that the quantize launches
+          # reduce (_amax_pass): no zeroed [2] buffer and no copy of the column view's amax (the
+          # op's outputs may not share storage) per call, ~340 small kernels of a 125m step.
+          "AMAX_PARTIALS": True,
+          # AMAX_UNCLAMPED: the reg amax pass rotates a column view without the RHT's input
+          # clamp to ±2^125 (two instructions an element) and checks max|x| per program
+          # instead, clamping only where a program saw a larger value or an Inf (the same
+          # bits: nvfp4_amax_reg_kernel). Session 28, H100, one process: 125m nvfp4 0.7437x ->
+          # 0.7456x of compiled bf16, nvfp4_no_sr 0.758x -> 0.760x; bench_train
+          # "@no-amax-unclamped" turns it off.
+          "AMAX_UNCLAMPED": os.environ.get("MICROSCALE_NVFP4_AMAX_UNCLAMPED", "1") != "0",
+          # EXP_NAN_MAX: an expanded row view (reg pass) takes each block's maximum with NaN
+          # kept instead of selecting NaN to 0 per element first (a NaN block's values are all
+          # NaN either way, through its NaN scale byte): offline SASS (Triton 3.9, sm_90) 23.0
+          # -> 19.8 instructions an element for the row view alone, SR 34.2 -> 30.8, SR with
+          # relu²'s backward 42.6 -> 39.1 (session 27; same bits, GPU-tested in session 28,
+          # H100 125m nvfp4 0.732x -> 0.737x of compiled bf16 in one process; bench_train
+          # "@no-exp-nan-max" turns it off)
+          "EXP_NAN_MAX": os.environ.get("MICROSCALE_NVFP4_EXP_NAN_MAX", "1") != "0",
+          "PASS": os.environ.get("MICROSCALE_NVFP4_PASS", "reg")}
