@@ -157,9 +157,10 @@ def test_nvfp4_in_kernel_sr_seeded_and_unbiased():
     b = ms.quantize(x, "nvfp4", backend="triton", stochastic=True)
     c = ms.quantize(x, "nvfp4", backend="triton", stochastic=True)
     assert torch.equal(a.data, b.data) and not torch.equal(a.data, c.data)
-    g = torch.Generator().manual_seed(1)
-    mean = sum(ms.quantize(x, "nvfp4", backend="triton", stochastic=True, generator=g)
-               .dequantize() for _ in range(64)) / 64
+    g = torch.Generator().manual_seed(1)          # 64 draws as one call on 64 stacked copies
+    draws = ms.quantize(x.repeat(64, 1), "nvfp4", backend="triton", stochastic=True,
+                        generator=g).dequantize()   # (each element its own Philox counter)
+    mean = draws.view(64, *x.shape).mean(0)
     rne_err = (ms.quantize(x, "nvfp4", backend="triton").dequantize() - x).abs().mean()
     assert (mean - x).abs().mean() < 0.4 * rne_err
 
@@ -1066,22 +1067,23 @@ def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch):
             assert len(ptrs) == 2
 
 
-@pytest.mark.parametrize("big", [None, 3.0e38, float("inf")], ids=["plain", "huge", "inf"])
-@pytest.mark.parametrize("device,shape", [("cpu", (1024, 48)),
+@pytest.mark.parametrize("big", [False, True], ids=["plain", "huge_and_inf"])
+@pytest.mark.parametrize("device,shape", [("cpu", (512, 48)),
                                           pytest.param("cuda", (8192, 768), marks=pytest.mark.gpu)])
 def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch):
     """``quant_nvfp4.CONFIG['AMAX_UNCLAMPED']``: the reg amax pass rotates without the RHT's
     input clamp and checks max|x| per program. Every view and amax equals the clamped pass's
     and the reference's: with ordinary values (a NaN too), and where one program's tiles hold
-    a 16-row chunk whose unclamped rotation would overflow (3e38, Inf), which that program
-    reruns with the clamp (the other program does not need to)."""
+    16-row chunks whose unclamped rotation would overflow (3e38 in one, Inf in another),
+    which that program reruns with the clamp (the other program does not need to)."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
     g = torch.Generator().manual_seed(12)
     x = (torch.randn(*shape, generator=g) * 3).bfloat16()      # CPU: 4 amax tiles, 2 programs
     x[300, 7] = float("nan")
-    if big is not None:
-        x[16:32, 5] = big                           # one chunk of the first program's tile
+    if big:                                         # chunks of the first program's tile
+        x[16:32, 5] = 3.0e38
+        x[48:64, 9] = float("inf")
     nv = {"check_finite": False}
     sr = {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
     x = x.to(device)
@@ -1104,7 +1106,7 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch):
                 assert torch.equal(q.data.view(torch.uint8), want.data.view(torch.uint8))
                 assert torch.equal(q.scale.view(torch.uint8), want.scale.view(torch.uint8))
                 assert torch.equal(q.amax, r.amax)
-        if big is not None:
+        if big:
             assert torch.isfinite(ref[1].amax) and ref[1].amax > 1e37
 
 
