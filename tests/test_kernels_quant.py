@@ -1081,7 +1081,7 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch):
     g = torch.Generator().manual_seed(12)
     x = (torch.randn(*shape, generator=g) * 3).bfloat16()      # CPU: 4 amax tiles, 2 programs
     x[300, 7] = float("nan")
-    if big:                                         # chunks of the first program's tile
+    if big:                                         # chunks of one tile: one program reruns
         x[16:32, 5] = 3.0e38
         x[48:64, 9] = float("inf")
     nv = {"check_finite": False}
