@@ -304,4 +304,3 @@ def nvfp4_reg_views(x, offs, multiple: int, row, col, seeds, row_bits, col_bits,
     if rv is None and cv is None:
         return [None, None]
     return quantize_nvfp4_grouped_views(x, offs, multiple, rv, cv, expand_row)
-
