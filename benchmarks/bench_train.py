@@ -189,10 +189,9 @@ KERNEL_SETS = {
     # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
     # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
     "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
-    # session 29: the α GEMM's epilogue reads e's two half-tiles (relu²'s u, DU_IN_DGRAD)
-    # together before the first half's math, by TMA ("alpha-e2") or pointer loads ("alpha-e3")
-    "alpha-e2": {"gemm_alpha": {"E_EARLY": 2}},
-    "alpha-e3": {"gemm_alpha": {"E_EARLY": 3}},
+    # (session 29, call 4: "alpha-e2" / "alpha-e3" read the α GEMM epilogue op's two e
+    # half-tiles together, by TMA or pointer loads: 125m level, 1b 0.5-1.2% slower; removed,
+    # run that call's script at its commit)
     # session 28, call 4 (a rule since removed): "alpha-flat" was the α GEMM flattened at every
     # K against the TILE unflattened from K >= 6144; 1b nvfp4 ran 0.6% faster flattened
     # session 27: DECODE_XT_OP and SHARE_COL_AMAX off (session 26's code)

@@ -48,7 +48,7 @@ MX_OLD = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*bf16", "rows": "i
           "cols": "i32", "n_tc": "i32", "n_tiles": "i32", "mr_ptr": "*bf16", "br_ptr": "*bf16",
           "qr_ptr": "*u8", "sr_ptr": "*u8", "mc_ptr": "*bf16", "bc_ptr": "*bf16", "qc_ptr": "*u8",
           "sc_ptr": "*u8"}
-ALIGNED = ("x_ptr", "qr_ptr", "qc_ptr", "sr_ptr", "sc_ptr", "rows", "cols", "e_ptr", "N")
+ALIGNED = ("x_ptr", "qr_ptr", "qc_ptr", "sr_ptr", "sc_ptr", "rows", "cols")
 _MX_OLD_CONSTS = dict(IN_DTYPE=1, BR=32, BC=128, ROW=True, ROW_ELEM=0, ROW_CEIL=True,
                       ROW_RHT_D=0, ROW_SR=0, COL=True, COL_ELEM=0, COL_CEIL=True, COL_RHT_D=0,
                       COL_SR=0, NUM_STAGES=2, PACK_COL=False)
@@ -253,10 +253,6 @@ PRESETS = {
                   _ALPHA | dict(NUM_STAGES=4, e_desc=None), 8, 4, 128 * 256),
     "alpha_tma_du": (gemm_alpha._alpha_mm_tma_kernel, ALPHA, _ALPHA | dict(NUM_STAGES=3, EPI=4),
                      8, 3, 128 * 256),
-    "alpha_tma_du_epi2": (gemm_alpha._alpha_mm_tma_kernel, ALPHA,
-                          _ALPHA | dict(NUM_STAGES=3, EPI=4, E_EARLY=2), 8, 3, 128 * 256),
-    "alpha_tma_du_ptr": (gemm_alpha._alpha_mm_tma_kernel, ALPHA | {"e_ptr": "*bf16"},
-                         _ALPHA | dict(NUM_STAGES=3, EPI=4, E_EARLY=3), 8, 3, 128 * 256),
     "nv_amax_old": (quant_nvfp4_v3.nvfp4_amax_kernel, NV_AMAX,
                     dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
                          COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),

@@ -49,8 +49,6 @@ place (``_scale_inplace``, a Triton pass at memory speed on CUDA) and one cast t
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -81,12 +79,6 @@ CONFIG = {
     "SMALL_TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8, SUBTILE=True),
     "SMALL_NK": 3072 * 768,
     "GROUP_M": 8,
-    # With an epilogue op, where e's half-tiles are read: 0 in turn as each half is stored
-    # (a TMA load each, its latency exposed twice a tile), 2 both by TMA before the first
-    # half's math, 3 both by pointer loads (in flight together; offline SASS, sm_90: 190
-    # registers against 177, no spills). Reading the first half before the K loop spilled
-    # (255 registers + 88 bytes of stack), so no option does.
-    "E_EARLY": int(os.environ.get("MICROSCALE_ALPHA_E_EARLY", "0")),
 }
 
 
@@ -171,14 +163,12 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                          FROM_AMAX: tl.constexpr, B_KN: tl.constexpr = False,
                          FLATTEN: tl.constexpr = True, WS: tl.constexpr = False,
                          SUBTILE: tl.constexpr = False, e_desc=None, EPI: tl.constexpr = 0,
-                         OUT_DTYPE: tl.constexpr = 1, E_EARLY: tl.constexpr = 0,
-                         e_ptr=None):
+                         OUT_DTYPE: tl.constexpr = 1):
     """``SUBTILE``: the epilogue stores the tile as two ``[BM, BN/2]`` halves (y_desc's block);
     ``WS``: Triton's warp specialization of the loop (loads and MMAs in their own warps);
     ``FLATTEN``: the tile and K loops flattened into one pipelined loop. Same bits either way:
     the MMAs and the epilogue's arithmetic do not change. ``EPI``: the output through an op of
-    it and a second tensor (``e_desc``, y's shape and blocks) before the store; ``E_EARLY``
-    (:data:`CONFIG`) where e's half-tiles are read (``e_ptr``: e itself, for 3)."""
+    it and a second tensor (``e_desc``, y's shape and blocks) before the store."""
     n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     f = _factor(f_ptr, fb_ptr, FROM_AMAX)
@@ -192,42 +182,12 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                 acc = tl.dot(a, b_desc.load([ki * BK, pid_n * BN]), acc)
             else:
                 acc = tl.dot(a, b_desc.load([pid_n * BN, ki * BK]).T, acc)
-        if EPI != 0 and E_EARLY != 0:     # (alpha_mm stores an epilogue op's tile in halves)
-            tl.static_assert(SUBTILE, "E_EARLY reads e's two half-tiles")
-            if E_EARLY == 2:
-                e_lo = e_desc.load([pid_m * BM, pid_n * BN])
-                e_hi = e_desc.load([pid_m * BM, pid_n * BN + BN // 2])
-            else:                   # pointer loads: both halves in flight before either is used
-                e_lo, e_hi = _e_halves(e_ptr, pid_m * BM, pid_n * BN, M, N, BM, BN)
-            lo, hi = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
-            _tile_out_e(y_desc, e_lo, pid_m * BM, pid_n * BN, lo * f, EPI, OUT_DTYPE)
-            _tile_out_e(y_desc, e_hi, pid_m * BM, pid_n * BN + BN // 2, hi * f, EPI, OUT_DTYPE)
-        elif SUBTILE:
+        if SUBTILE:
             lo, hi = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
             _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN, lo * f, EPI, OUT_DTYPE)
             _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN + BN // 2, hi * f, EPI, OUT_DTYPE)
         else:
             _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN, acc * f, EPI, OUT_DTYPE)
-
-
-@triton.jit
-def _e_halves(e_ptr, r0, c0, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    """e's [BM, BN] tile at (r0, c0) of a row-major [M, N] as two [BM, BN/2] halves."""
-    rm = r0 + tl.arange(0, BM)
-    rn = c0 + tl.arange(0, BN // 2)
-    ptrs = e_ptr + rm[:, None].to(tl.int64) * N + rn[None, :]
-    mask = (rm < M)[:, None] & (rn < N)[None, :]
-    lo = tl.load(ptrs, mask=mask, other=0.0)
-    hi = tl.load(ptrs + BN // 2, mask=(rm < M)[:, None] & (rn + BN // 2 < N)[None, :],
-                 other=0.0)
-    return lo, hi
-
-
-@triton.jit
-def _tile_out_e(y_desc, e, r0, c0, y, EPI: tl.constexpr, OUT_DTYPE: tl.constexpr):
-    """:func:`_tile_out` with e's tile already loaded (``E_EARLY``)."""
-    y = _epilogue_op(y.to(y_desc.dtype).to(tl.float32), e, EPI, OUT_DTYPE)
-    y_desc.store([r0, c0], y.to(y_desc.dtype))
 
 
 @triton.jit
@@ -298,14 +258,11 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
                  TensorDescriptor.from_tensor(y, y_block))
         e_desc = TensorDescriptor.from_tensor(e2, y_block) if epi else None
         grid = (min(_num_sms(a.device), cdiv(m, bm) * cdiv(n, bn)),)
-        early = cfg.pop("E_EARLY", CONFIG["E_EARLY"])
-        early = early if epi else 0
         _alpha_mm_tma_kernel[grid](*descs, fa, fb, m, n, k, GROUP_M=CONFIG["GROUP_M"],
                                    FROM_AMAX=from_amax, B_KN=b_kn, e_desc=e_desc, EPI=epi,
-                                   OUT_DTYPE=_DTYPE_CODE[out_dtype], E_EARLY=early,
-                                   e_ptr=e2 if early == 3 else None, **cfg)
+                                   OUT_DTYPE=_DTYPE_CODE[out_dtype], **cfg)
     else:
-        for key in ("FLATTEN", "WS", "SUBTILE", "E_EARLY"):  # the TMA kernel's knobs only
+        for key in ("FLATTEN", "WS", "SUBTILE"):           # the TMA kernel's knobs only
             cfg.pop(key, None)
         grid = (cdiv(m, bm) * cdiv(n, bn),)
         _alpha_mm_kernel[grid](a, b, fa, fb, y, m, n, k, a.stride(0), b.stride(0), b.stride(1),

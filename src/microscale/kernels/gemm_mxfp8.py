@@ -370,15 +370,16 @@ def scaled_mm_mxfp8_fp8(qa: QuantizedTensor, qb: QuantizedTensor,
     m, k = a.shape
     n = b.shape[0]
     tma = cfg.tma and not interp and _tma_ok(a, b)
+    a_arg, b_arg = a, b
     if interp:                       # the interpreter gets bytes (see _chunk)
-        a, b = a.view(torch.uint8), b.view(torch.uint8)
-    elif tma:
+        a_arg, b_arg = a.view(torch.uint8), b.view(torch.uint8)
+    elif tma:                        # (the strides below are then unused by the kernel)
         from triton.tools.tensor_descriptor import TensorDescriptor
-        a = TensorDescriptor(a, [m, k], [a.stride(0), 1], [cfg.bm, 32])
-        b = TensorDescriptor(b, [n, k], [b.stride(0), 1], [cfg.bn, 32])
+        a_arg = TensorDescriptor(a, [m, k], [a.stride(0), 1], [cfg.bm, 32])
+        b_arg = TensorDescriptor(b, [n, k], [b.stride(0), 1], [cfg.bn, 32])
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
     grid = (cdiv(m, cfg.bm) * cdiv(n, cfg.bn),)
-    _mxfp8_kernel[grid](a, sa, b, sb, y, m, n, k, k // 32, a.stride(0), sa.stride(0),
+    _mxfp8_kernel[grid](a_arg, sa, b_arg, sb, y, m, n, k, k // 32, a.stride(0), sa.stride(0),
                         b.stride(0), sb.stride(0), y.stride(0),
                         A_E5M2=qa.fmt == QFormat.MXFP8_E5M2, B_E5M2=qb.fmt == QFormat.MXFP8_E5M2,
                         BM=cfg.bm, BN=cfg.bn, CH=cfg.ch, GROUP_M=cfg.group_m,
