@@ -34,7 +34,8 @@ import triton
 import triton.language as tl
 
 from .gemm_fp8 import _interpreter_f32
-from .gemm_grouped import add_scaled_chunk, reduce_tile, tokens_epilogue, tokens_tile
+from .gemm_grouped import add_scaled_chunk, tokens_epilogue
+from .gemm_grouped_tiles import reduce_tile, tokens_tile
 
 __all__ = ["tma_ok", "launch_tokens", "launch_reduce"]
 
