@@ -162,11 +162,11 @@ def sweep(device, gemm_fp4, gemm_fp8, m=8192, n=8192, k=8192):
             row["gbs"] = qa.nbytes() + 2 * qa.rows * qa.cols
             row["gbs"] = row["gbs"] / row["ms"] / 1e6 if "ms" in row else None
             out.append(row)
-        del qa, qb
+        qa = qb = None                  # freed before the next pair
     qa, qb = _quantized_pair("mxfp8_e4m3", a_hp, b_hp)
     out.append(_sweep_row("mxfp8/dequant_pass", {}, 0, device,
                           lambda: gemm_fp4.dequantize_bf16(qa)))
-    del qa, qb
+    qa = qb = None
     out += _small_m(device, gemm_fp4, n, k)
     out += _fp8_raw(device, gemm_fp8, a_hp, b_hp, flop)
     return out

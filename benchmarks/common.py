@@ -67,7 +67,7 @@ def copy_bandwidth_gbs(device: torch.device | str | None = None, nbytes: int = 1
     src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_()
     dst = torch.empty_like(src)
     ms = bench_ms(lambda: dst.copy_(src))
-    del src, dst
+    src = dst = None                    # freed now
     return 2 * nbytes / (ms * 1e-3) / 1e9
 
 
