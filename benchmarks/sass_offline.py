@@ -32,9 +32,9 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from microscale.kernels import (gemm_alpha, quant_fp8, quant_mx, quant_nvfp4,  # noqa: E402
-                                quant_nvfp4_grouped_reg, quant_nvfp4_reg, quant_nvfp4_v3,
-                                quant_rowcol_reg)
+from microscale.kernels import (gemm_alpha, gemm_mxfp8, quant_fp8, quant_mx,  # noqa: E402
+                                quant_nvfp4, quant_nvfp4_grouped_reg, quant_nvfp4_reg,
+                                quant_nvfp4_v3, quant_rowcol_reg)
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 ROWCOL = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "qr_ptr": "*u8", "sr_ptr": "*fp32",
@@ -74,6 +74,13 @@ _NV_GRP = dict(IN_DTYPE=1, NI=16, BC=64, ROW=True, ROW_SR=0, COL=True, COL_RHT=T
 ALPHA = {"a_desc": "tensordesc<bf16[128,64]>", "b_desc": "tensordesc<bf16[256,64]>",
          "y_desc": "tensordesc<bf16[128,128]>", "f_ptr": "*fp32", "fb_ptr": "*fp32",
          "M": "i32", "N": "i32", "K": "i32", "e_desc": "tensordesc<bf16[128,128]>"}
+MX8_GEMM = {"a_ptr": "*fp8e4nv", "sa_ptr": "*i32", "b_ptr": "*fp8e4nv", "sb_ptr": "*i32",
+            "y_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32", "KS": "i32", "stride_am": "i32",
+            "stride_sam": "i32", "stride_bn": "i32", "stride_sbn": "i32", "stride_ym": "i32",
+            "__aligned__": ("a_ptr", "sa_ptr", "b_ptr", "sb_ptr", "y_ptr", "M", "N", "K", "KS",
+                            "stride_am", "stride_sam", "stride_bn", "stride_sbn", "stride_ym")}
+_MX8_GEMM = dict(A_E5M2=False, B_E5M2=False, BM=64, BN=128, CH=4, GROUP_M=8, DOT_F32=False,
+                 TMA=False)
 _ALPHA = dict(BM=128, BN=256, BK=64, GROUP_M=8, FROM_AMAX=True, SUBTILE=True, OUT_DTYPE=1)
 # name -> (kernel, signature, constexprs, num_warps, num_stages, elements per tile)
 PRESETS = {
@@ -253,6 +260,12 @@ PRESETS = {
                   _ALPHA | dict(NUM_STAGES=4, e_desc=None), 8, 4, 128 * 256),
     "alpha_tma_du": (gemm_alpha._alpha_mm_tma_kernel, ALPHA, _ALPHA | dict(NUM_STAGES=3, EPI=4),
                      8, 3, 128 * 256),
+    # the MXFP8 FP8-tensor-core GEMM's default config (64x128, K step 128, 4 warps, 4 stages),
+    # every chunk flushed / adaptive; pointers, strides and K as the GPU specializes them
+    "mx8_gemm": (gemm_mxfp8._mxfp8_kernel, MX8_GEMM, _MX8_GEMM | dict(ADAPTIVE=False), 4, 4,
+                 64 * 128),
+    "mx8_gemm_adaptive": (gemm_mxfp8._mxfp8_kernel, MX8_GEMM, _MX8_GEMM | dict(ADAPTIVE=True), 4,
+                          4, 64 * 128),
     "nv_amax_old": (quant_nvfp4_v3.nvfp4_amax_kernel, NV_AMAX,
                     dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
                          COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),
@@ -266,7 +279,8 @@ def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):
               if p.name not in consts and p.has_default
               and (p.is_constexpr or p.name not in sig)} | consts
     signature = {n: "constexpr" if n in consts else sig[n] for n in fn.arg_names}
-    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in ALIGNED if n in sig}
+    aligned = (*ALIGNED, *sig.get("__aligned__", ()))      # a preset may add its own names
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned if n in sig}
     src = ASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": num_warps, "num_stages": num_stages})
