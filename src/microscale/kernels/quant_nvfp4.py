@@ -34,7 +34,6 @@ Bytes moved for bf16 x (per element): 2 + 2 read, 0.5625 written per view.
 
 from __future__ import annotations
 
-
 import torch
 import triton
 

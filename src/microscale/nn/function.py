@@ -73,8 +73,7 @@ from ..quant.fp8 import FP8_MAX
 from ..recipe import Rounding
 from ..tensor import QFormat, QuantizedTensor
 from .plan import (_TRITON, CONFIG, N_SEEDS, ROLES, Plan, alpha_gemm,  # noqa: F401 (re-exported)
-                   cacheable_one_view, decodes_b, mx8_expands, same_tiled_weight,
-                   weight_pair_views)
+                   decodes_b, mx8_expands, same_tiled_weight, weight_pair_views)
 from .saved import save_for_grads, saved_activation_bytes, saved_for_grads
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
