@@ -82,6 +82,7 @@ __all__ = [
     "config_for",
     "has_fp8_tensor_cores",
     "prepare_mx",
+    "prepare_mx_wgmma",
     "regroup_mx",
     "scaled_mm_mxfp8_fp8",
 ]
@@ -262,11 +263,14 @@ def _mxfp8_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K, KS,
 
 
 @triton.jit
-def _prepare_kernel(x_ptr, s_ptr, y_ptr, t_ptr, f_ptr, R, K, KS, stride_xr, stride_sr,
-                    stride_fr, MB: tl.constexpr, BR: tl.constexpr, CH: tl.constexpr,
-                    REGROUP: tl.constexpr):
+def _prepare_kernel(x_ptr, s_ptr, y_ptr, t_ptr, f_ptr, u_ptr, R, K, KS, stride_xr, stride_sr,
+                    stride_fr, stride_fk, MB: tl.constexpr, BR: tl.constexpr, CH: tl.constexpr,
+                    REGROUP: tl.constexpr, UNIFORM: tl.constexpr = False):
     """One (row block, group of CH·32 elements): with REGROUP, ``quant/mx_regroup.py`` on the
-    bytes (codes to y, scale bytes to t); always the fp32 scale bits of the result to f."""
+    bytes (codes to y, scale bytes to t); always the fp32 scale bits of the result to f (at
+    strides ``(stride_fr, stride_fk)``: row-major or K-step-major). With UNIFORM, also one int32
+    to ``u[row block, group]``: 1 if every row of the block has one exponent over the group's
+    chunks inside K (the wgmma kernel's one-chain test, ``gemm_mxfp8_wgmma``)."""
     offs_r = tl.program_id(0) * BR + tl.arange(0, BR)
     kb0 = tl.program_id(1) * CH
     rmask = offs_r < R
@@ -298,8 +302,13 @@ def _prepare_kernel(x_ptr, s_ptr, y_ptr, t_ptr, f_ptr, R, K, KS, stride_xr, stri
         e = tl.where(ok[:, None], e_max[:, None] + 0 * e, e)
         tl.store(t_ptr + offs_r[:, None] * stride_sr + kb0 + cols[None, :], e.to(tl.uint8),
                  mask=smask)
-    tl.store(f_ptr + offs_r[:, None] * stride_fr + kb0 + cols[None, :], _e8m0_bits(e),
-             mask=smask)
+    tl.store(f_ptr + offs_r[:, None] * stride_fr + (kb0 + cols[None, :]) * stride_fk,
+             _e8m0_bits(e), mask=smask)
+    if UNIFORM:
+        first = tl.sum(tl.where(cols[None, :] == 0, e, 0), axis=1)
+        same = tl.where(smask, e == first[:, None], True).to(tl.int32)
+        tl.store(u_ptr + tl.program_id(0) * tl.num_programs(1) + tl.program_id(1),
+                 tl.min(tl.min(same, axis=1), axis=0))
 
 
 # ----------------------------------------------------------------------------- host side
@@ -330,10 +339,31 @@ def prepare_mx(q: QuantizedTensor, group: int = 128, regroup: bool = True,
     y, t = (torch.empty_like(x), torch.empty_like(q.scale)) if regroup else (x, q.scale)
     f = torch.empty(q.scale.shape, dtype=torch.int32, device=x.device)
     grid = (cdiv(rows, block_rows), cdiv(k, group))
-    _prepare_kernel[grid](x, q.scale, y, t, f, rows, k, q.scale.shape[1], x.stride(0),
-                          q.scale.stride(0), f.stride(0), MB=MANTISSA_BITS[q.fmt],
+    _prepare_kernel[grid](x, q.scale, y, t, f, f, rows, k, q.scale.shape[1], x.stride(0),
+                          q.scale.stride(0), f.stride(0), 1, MB=MANTISSA_BITS[q.fmt],
                           BR=block_rows, CH=ch, REGROUP=regroup, num_warps=4)
     return (replace(q, data=y.view(q.data.dtype), scale=t) if regroup else q), f
+
+
+def prepare_mx_wgmma(q: QuantizedTensor, block_rows: int
+                     ) -> tuple[QuantizedTensor, torch.Tensor, torch.Tensor]:
+    """What ``gemm_mxfp8_wgmma`` consumes: ``(q regrouped per 128, its fp32 scales K-step-major
+    [K/32 → 4·steps + 1, rows → whole blocks] zero-padded, int32 flags [row blocks, K steps]: 1 where every row of the block has one
+    exponent over the step)``, in the same one pass as :func:`prepare_mx`."""
+    _check_operand(q)
+    x = q.data.view(torch.uint8)
+    rows, k = x.shape
+    y, t = torch.empty_like(x), torch.empty_like(q.scale)
+    grid = (cdiv(rows, block_rows), cdiv(k, 128))
+    # zero-padded to whole row blocks and K steps, plus one zero row of chunks (the kernel's
+    # "no chain yet"), so that the GEMM loads scales without masks
+    f = torch.zeros((4 * grid[1] + 1, grid[0] * block_rows), dtype=torch.int32,
+                    device=x.device)
+    u = torch.empty(grid, dtype=torch.int32, device=x.device)
+    _prepare_kernel[grid](x, q.scale, y, t, f, u, rows, k, q.scale.shape[1], x.stride(0),
+                          q.scale.stride(0), 1, f.stride(0), MB=MANTISSA_BITS[q.fmt],
+                          BR=block_rows, CH=4, REGROUP=True, UNIFORM=True, num_warps=8)
+    return replace(q, data=y.view(q.data.dtype), scale=t), f.view(torch.float32), u
 
 
 def regroup_mx(q: QuantizedTensor, group: int = 128) -> QuantizedTensor:

@@ -1,0 +1,222 @@
+"""MXFP8 GEMM on Hopper's FP8 tensor cores, written in Gluon so that the scaling overlaps the MMA.
+
+Same product as :mod:`.gemm_mxfp8` (``y = A Bᵀ``, both operands MXFP8 along K)::
+
+    y[m, n] = Σ_j  2^(ea[m, j] + eb[n, j] - 254) · P_j[m, n],   P_j = Σ_{k in chunk j} a[m,k]·b[n,k]
+
+Why a second kernel. In Triton's ``tl`` every ``tl.dot`` whose result feeds arithmetic is
+followed by a full ``wgmma`` wait, so the tensor cores idle while a chunk's partial product is
+scaled (the ``tl`` kernel measured 0.12–0.28× bf16, session 29). Gluon exposes the Hopper
+instructions themselves: ``warpgroup_mma(..., is_async=True)`` issues an MMA chain and
+``warpgroup_mma_wait(1)`` waits for all but the newest. So the main loop here is a two-deep
+software pipeline over MMA chains::
+
+    issue chain i (async, fresh accumulator)       # tensor cores: chain i
+    wait until only chain i is in flight
+    acc += P_{i-1} · sa_{i-1} ⊗ sb_{i-1}           # CUDA cores: chain i-1's flush, meanwhile
+
+A *chain* is one K step of 128 (four 32-wide chunks, one ``wgmma`` group) when every row of the
+A tile and of the B tile has one exponent across the step's four chunks, and a single chunk
+otherwise. ``prepare_mx`` (regroup, memory-bound) makes most steps uniform on ordinary data
+and writes one flag per (128-row block, K step); the kernel ANDs A's and B's flag and takes
+one path or the other (a branch uniform across the CTA). Exactness never depends on the path:
+chains start from zero, are at most 128 products long (as DeepSeek-V3's and cuBLAS's blockwise
+FP8 promote every 128), and every sum across chains is fp32 on the CUDA cores with exact
+power-of-two scales, i.e. the reference up to summation order (and the tensor core's chain
+alignment, SPEC N5).
+
+**Layout and cost.** A CTA of 8 warps (two warpgroups, 64 rows each) owns a 128×128 output
+tile; TMA streams the [128, 128] FP8 code tiles of A and B through a ring of ``STAGES``
+shared-memory buffers (mbarrier per stage); each thread keeps three 64-register fp32 tiles
+(the total, the chain in flight, the chain being flushed). A flush costs each element one
+FMUL and one FFMA: per uniform K step 256 issue slots a sub-partition against 512 tensor-core
+clocks of MMA, so the uniform path is MMA-bound; a per-chunk step is ALU-bound at about half
+the FP8 peak. Scales are fp32 (``prepare_mx``'s bits) stored K-step-major, ``[K/32, rows]``, so
+a chunk's scale vector is contiguous; they are loaded one chain ahead of their flush.
+
+Hopper only (``warpgroup_mma``); no interpreter: its reference twin is
+``gemm.scaled_mm_reference`` (GPU test), and the prepare pass it depends on is the ``tl``
+kernel's, interpreter-tested bit-exact.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..backend import KernelUnsupported
+from ..tensor import QFormat, QuantizedTensor
+from ._utils import cdiv, device_capability
+
+try:                                     # Gluon ships with Triton >= 3.5
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    HAVE_GLUON = True
+except ImportError:                      # pragma: no cover - older Triton
+    HAVE_GLUON = False
+
+__all__ = ["BM", "BN", "HAVE_GLUON", "available", "launch", "scaled_mm_mxfp8_wgmma"]
+
+BM, BN, BK = 128, 128, 128               # output tile; K step = 4 chunks of 32
+STAGES = 4                               # 4 × 32 KB of code tiles in flight
+CONSUMER_REGS = 232                      # the second consumer warpgroup's register budget
+
+
+def available(device: torch.device) -> bool:
+    """Hopper (9.x) with a Triton that has Gluon."""
+    return HAVE_GLUON and device.type == "cuda" and device_capability(device)[0] == 9
+
+
+if HAVE_GLUON:
+    @gluon.jit
+    def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, off_m, off_n, NSTEP):
+        """The loader warp: TMA both code tiles of each K step into the ring, once both
+        consumer warpgroups have released the stage (``empty``: two arrivals)."""
+        STAGES: gl.constexpr = a_smem.shape[0]
+        BK: gl.constexpr = a_smem.shape[2]
+        for s in range(NSTEP):
+            st = s % STAGES
+            mbarrier.wait(empty.index(st), ((s // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(st),
+                            a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], ready.index(st),
+                                            a_smem.index(st))
+            tma.async_copy_global_to_shared(b_desc, [off_n, s * BK], ready.index(st),
+                                            b_smem.index(st))
+
+    @gluon.jit
+    def _scales(s_ptr, kb, offs, R):
+        """fp32 scales of chunk ``kb`` for the rows ``offs``; the array is padded with zeros
+        to whole tiles and K steps (``prepare_mx_wgmma``), so no mask."""
+        return gl.load(s_ptr + kb * R + offs)
+
+    @gluon.jit
+    def _chain(a_t, b_t, acc, part, kb, sa_ptr, sb_ptr, offs_m, offs_n, MP, NP):
+        """One MMA chain ``P = a_t · b_tᵀ`` from a fresh accumulator (written into the dead
+        tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with the scales of chunk ``kb`` (loaded
+        while the MMA runs; exact products). The warpgroup waits for its own chain; the other
+        consumer warpgroup's chain keeps the tensor cores busy meanwhile."""
+        part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
+        sa = _scales(sa_ptr, kb, offs_m, MP)
+        sb = _scales(sb_ptr, kb, offs_n, NP)
+        part = warpgroup_mma_wait(num_outstanding=0, deps=[part])
+        return acc + (part * sa[:, None]) * sb[None, :], part
+
+    @gluon.jit
+    def _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
+                  MP, NP, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
+        """Rows ``[64·WG, 64·WG + 64)`` of the CTA's tile: per K step one chain (uniform
+        exponents) or four, each flushed into the fp32 total, then the stage released."""
+        STAGES: gl.constexpr = a_smem.shape[0]
+        BM: gl.constexpr = a_smem.shape[1]
+        BN: gl.constexpr = b_smem.shape[1]
+        layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 32])
+        offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
+        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        acc = gl.zeros([64, BN], gl.float32, layout)
+        part = gl.zeros([64, BN], gl.float32, layout)       # the chain's tile
+        for s in range(NSTEP):
+            st = s % STAGES
+            uni = gl.load(ua_ptr + pid_m * NSTEP + s) & gl.load(ub_ptr + pid_n * NSTEP + s)
+            mbarrier.wait(ready.index(st), (s // STAGES) & 1)
+            a_t = a_smem.index(st).slice(64 * WG, 64, dim=0)
+            b_t = b_smem.index(st)
+            if uni != 0:                            # one chain of 4 chunks
+                acc, part = _chain(a_t, b_t, acc, part, 4 * s, sa_ptr, sb_ptr, offs_m, offs_n,
+                                   MP, NP)
+            else:                                   # a chain per chunk
+                for c in gl.static_range(4):
+                    acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
+                                       b_t.slice(32 * c, 32, dim=1), acc, part, 4 * s + c,
+                                       sa_ptr, sb_ptr, offs_m, offs_n, MP, NP)
+            mbarrier.arrive(empty.index(st), count=1)
+        y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :]
+        mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+        gl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+
+    @gluon.jit
+    def _consumer0(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
+                   MP, NP, NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
+                  NP, NSTEP, stride_ym, pid_m, pid_n, 0)
+
+    @gluon.jit
+    def _consumer1(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
+                   MP, NP, NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
+                  NP, NSTEP, stride_ym, pid_m, pid_n, 1)
+
+    @gluon.jit
+    def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
+                            MP, NP, NSTEP, stride_ym, BM: gl.constexpr, BN: gl.constexpr,
+                            BK: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                            CONSUMER_REGS: gl.constexpr):
+        """y = A Bᵀ; ``sa [4·NSTEP + 1, MP]``, ``sb [4·NSTEP + 1, NP]`` fp32 scales (rows and
+        chunks padded with zeros); ``ua``/``ub`` the (128-row block, K step) one-exponent
+        flags. Three partitions: two consumer warpgroups (64 rows each) and a loader warp."""
+        pid = gl.program_id(0)
+        grid_m = gl.cdiv(M, BM)
+        width = GROUP_M * gl.cdiv(N, BN)
+        first = (pid // width) * GROUP_M
+        rows_in_group = gl.minimum(grid_m - first, GROUP_M)
+        pid_m = first + (pid % width) % rows_in_group
+        pid_n = (pid % width) // rows_in_group
+        a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
+        b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BN, BK], b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        common = (a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
+                  NP, NSTEP, stride_ym, pid_m, pid_n)
+        gl.warp_specialize([
+            (_consumer0, common),
+            (_consumer1, common),
+            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, pid_m * BM, pid_n * BN,
+                       NSTEP)),
+        ], [4, 1], [CONSUMER_REGS, 24])
+
+
+def _descriptor(codes: torch.Tensor, rows_block: int) -> "TensorDescriptor":
+    dtype = gl.float8e5 if codes.dtype == torch.float8_e5m2 else gl.float8e4nv
+    layout = gl.NVMMASharedLayout.get_default_for([rows_block, BK], dtype)
+    return TensorDescriptor.from_tensor(codes, [rows_block, BK], layout)
+
+
+def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
+                          out_dtype: torch.dtype = torch.float32,
+                          group_m: int = 8) -> torch.Tensor:
+    """MXFP8 × MXFP8 ``A @ Bᵀ`` ``[rows_a, rows_b]`` on Hopper's FP8 tensor cores (E4M3/E5M2,
+    any pairing; same contract as ``gemm.scaled_mm_reference``): both operands through
+    ``prepare_mx_wgmma`` (one memory-bound pass each), then :func:`launch`."""
+    from .gemm_mxfp8 import prepare_mx_wgmma
+    if not available(qa.data.device):
+        raise KernelUnsupported("the Gluon MXFP8 kernel needs Hopper (9.x) and Triton's Gluon")
+    if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise KernelUnsupported(f"out_dtype {out_dtype}")
+    for q in (qa, qb):
+        if q.fmt not in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
+            raise KernelUnsupported(f"{q.fmt.value} is not MXFP8")
+        if q.data.data_ptr() % 16 or q.data.stride(0) % 16:
+            raise KernelUnsupported("TMA needs 16-byte aligned codes and row strides")
+    return launch(prepare_mx_wgmma(qa, BM), prepare_mx_wgmma(qb, BN), out_dtype, group_m)
+
+
+def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
+           group_m: int = 8) -> torch.Tensor:
+    """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart)."""
+    (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
+    a, b = qa.data, qb.data
+    m, k = a.shape
+    n = b.shape[0]
+    y = torch.empty((m, n), dtype=out_dtype, device=a.device)
+    grid = (cdiv(m, BM) * cdiv(n, BN),)
+    _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, BN), sa, sb, ua, ub, y, m, n,
+                              sa.shape[1], sb.shape[1], cdiv(k, BK), y.stride(0), BM=BM, BN=BN,
+                              BK=BK, STAGES=STAGES, GROUP_M=group_m,
+                              CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
+    return y

@@ -1,0 +1,164 @@
+"""The Gluon MXFP8 GEMM on Hopper's FP8 tensor cores (kernels/gemm_mxfp8_wgmma.py).
+
+Its prepare pass is a ``tl`` kernel and runs in Triton's interpreter: bit-exact against the
+reference regrouping, the fp32 scale decode and a torch twin of the one-exponent flags. The
+GEMM itself is Gluon (``warpgroup_mma``: Hopper only, no interpreter); ``gpu`` tests check it
+against ``gemm.scaled_mm_reference`` at the SPEC tolerance on every path it has (one chain per
+K step, a chain per chunk, mixed), odd shapes, both output dtypes and NaN inputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import replace
+
+import pytest
+import torch
+
+import microscale as ms
+from microscale.formats import e8m0_decode
+from microscale.gemm import scaled_mm_reference
+from microscale.quant.mx_regroup import regroup_mx_reference
+
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+HAS_CUDA = torch.cuda.is_available()
+RUNS = HAS_TRITON and (INTERPRET or HAS_CUDA)
+needs_kernels = pytest.mark.skipif(not RUNS, reason="needs Triton and CUDA or TRITON_INTERPRET=1")
+if RUNS:
+    from microscale.kernels import gemm_mxfp8, gemm_mxfp8_wgmma
+DEV = "cuda" if HAS_CUDA and not INTERPRET else "cpu"
+TOL = 8e-3
+E4, E5 = "mxfp8_e4m3", "mxfp8_e5m2"
+
+
+def _q(x, fmt=E4, device=DEV):
+    return ms.quantize(x.to(device), fmt, backend="reference")
+
+
+def _randn(rows, k, seed, scale=1.0):
+    return torch.randn(rows, k, generator=torch.Generator().manual_seed(seed)) * scale
+
+
+def _flags_reference(scale: torch.Tensor, block_rows: int) -> torch.Tensor:
+    """1 per (row block, K step of 4 chunks) where every row has one exponent over the
+    step's chunks inside K (rows past the end count as uniform)."""
+    rows, ks = scale.shape
+    steps = -(-ks // 4)
+    blocks = -(-rows // block_rows)
+    e = torch.full((blocks * block_rows, steps * 4), -1, dtype=torch.int32)
+    e[:rows, :ks] = scale.to(torch.int32)
+    e = e.view(blocks * block_rows, steps, 4)
+    first = e[..., :1]
+    same = (e == first) | (e < 0)
+    return same.all(-1).view(blocks, block_rows, steps).all(1).to(torch.int32)
+
+
+@needs_kernels
+@pytest.mark.parametrize("fmt", [E4, E5])
+@pytest.mark.parametrize("rows,k,block_rows", [(200, 512, 128), (33, 160, 32), (128, 96, 64)])
+def test_prepare_is_bit_exact(fmt, rows, k, block_rows):
+    """Codes and scales as the reference regroups them; fp32 scales = e8m0_decode of those,
+    K-step-major and zero-padded; flags as the torch twin. Outlier rows and a NaN scale make
+    some blocks non-uniform."""
+    x = _randn(rows, k, 20, 3.0)
+    x[5, 40] = 3000.0                          # a block many binades up: no regroup there
+    q = _q(x, fmt)
+    scale = q.scale.clone()
+    scale[min(9, rows - 1), 1] = 0xFF          # a NaN block scale
+    q = replace(q, scale=scale)
+    got, f, u = gemm_mxfp8.prepare_mx_wgmma(q, block_rows)
+    assert torch.equal(got.dequantize().isnan(), q.dequantize().isnan())
+    keep = ~q.dequantize().isnan()
+    assert torch.equal(got.dequantize()[keep], q.dequantize()[keep])   # same values
+    if k % 128 == 0:
+        want = regroup_mx_reference(q, 128)
+        assert torch.equal(got.data.view(torch.uint8), want.data.view(torch.uint8))
+        assert torch.equal(got.scale, want.scale)
+    ks, steps = k // 32, -(-k // 128)
+    blocks = -(-rows // block_rows)
+    assert f.shape == (4 * steps + 1, blocks * block_rows) and f.dtype == torch.float32
+    dec = e8m0_decode(got.scale).t()
+    fv = f[:ks, :rows]
+    assert torch.equal(fv.isnan(), dec.isnan())
+    assert torch.equal(fv[~dec.isnan()], dec[~dec.isnan()])
+    pad = torch.ones_like(f, dtype=torch.bool)
+    pad[:ks, :rows] = False
+    assert (f[pad] == 0).all()
+    assert torch.equal(u.cpu(), _flags_reference(got.scale.cpu(), block_rows))
+    assert u.sum() < u.numel()                   # the outlier's block is not uniform
+
+
+def test_flags_reference_on_a_worked_case():
+    """Two rows, 6 chunks (two K steps, the second partial): row 1 changes in chunk 2."""
+    scale = torch.tensor([[127] * 6, [127, 127, 128, 128, 130, 130]], dtype=torch.uint8)
+    assert _flags_reference(scale, 2).tolist() == [[0, 1]]
+    assert _flags_reference(scale[:1], 1).tolist() == [[1, 1]]
+
+
+# ----------------------------------------------------------------------------- GPU
+gpu = pytest.mark.gpu
+on_hopper = pytest.mark.skipif(
+    not (HAS_CUDA and not INTERPRET and HAS_TRITON
+         and torch.cuda.get_device_capability()[0] == 9), reason="needs Hopper (9.x)")
+
+
+def _outliers(rows, k, seed, every=7):
+    """Gaussian rows with a block 2^6 larger in every ``every``-th row: those K steps cannot
+    share one exponent (the per-chunk path)."""
+    x = _randn(rows, k, seed)
+    x[::every, 32:64] *= 64.0
+    return x
+
+
+@gpu
+@on_hopper
+@pytest.mark.parametrize("fmts", [(E4, E4), (E5, E4), (E4, E5)])
+@pytest.mark.parametrize("mnk", [(1024, 1024, 1024), (1000, 1152, 640), (300, 136, 96),
+                                 (4096, 640, 2560)])
+def test_gpu_kernel_matches_reference(fmts, mnk):
+    """Odd M and N, K not a multiple of 128 (a partial last step), both output dtypes."""
+    m, n, k = mnk
+    qa, qb = _q(_randn(m, k, 1), fmts[0]), _q(_randn(n, k, 2, 0.05), fmts[1])
+    ref = scaled_mm_reference(qa, qb)
+    for out_dtype in (torch.float32, torch.bfloat16):
+        y = gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, out_dtype)
+        assert y.dtype == out_dtype and y.shape == (m, n)
+        err = ((y.float() - ref).norm() / ref.norm()).item()
+        assert err < TOL, (out_dtype, err)
+
+
+@gpu
+@on_hopper
+@pytest.mark.parametrize("case", ["uniform", "per_chunk", "mixed"])
+def test_gpu_every_path(case):
+    """Uniform data (every step one chain), outlier rows in every tile (every step per chunk),
+    outliers in some row blocks only (both paths in one launch)."""
+    m, n, k = 512, 384, 1024
+    a = _randn(m, k, 3) if case == "uniform" else _outliers(m, k, 3)
+    if case == "mixed":
+        a[128:384] = _randn(256, k, 5)
+    qa, qb = _q(a), _q(_randn(n, k, 4))
+    _, _, ua = gemm_mxfp8.prepare_mx_wgmma(qa, gemm_mxfp8_wgmma.BM)
+    share = ua.float().mean().item()
+    assert {"uniform": share > 0.9, "per_chunk": share == 0.0,
+            "mixed": 0.0 < share < 1.0}[case], share
+    ref = scaled_mm_reference(qa, qb)
+    y = gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb)
+    assert ((y - ref).norm() / ref.norm()).item() < TOL
+
+
+@gpu
+@on_hopper
+def test_gpu_nan_code_and_nan_scale_reach_the_output():
+    qa, qb = _q(_randn(256, 256, 6)), _q(_randn(128, 256, 7))
+    data, scale = qa.data.view(torch.uint8).clone(), qa.scale.clone()
+    data[3, 5] = 0x7F                      # an E4M3 NaN element
+    scale[9, 1] = 0xFF                     # a NaN block scale
+    qa = replace(qa, data=data.view(qa.data.dtype), scale=scale)
+    ref = scaled_mm_reference(qa, qb)
+    y = gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref)) and torch.isnan(y[3]).all()
+    ok = ~torch.isnan(ref).any(1)
+    assert ((y[ok] - ref[ok]).norm() / ref[ok].norm()).item() < TOL
