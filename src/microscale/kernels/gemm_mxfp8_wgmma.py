@@ -51,7 +51,7 @@ try:                                     # Gluon ships with Triton >= 3.5
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.hopper import (
-        mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+        mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     HAVE_GLUON = True
 except ImportError:                      # pragma: no cover - older Triton
