@@ -9,7 +9,9 @@ TFLOP/s, ratio to bf16 (the issue-12 target: >= 1.4x at 8192^3, >= 1.2x at LLaMA
 prepare pass alone, the kernel alone on prepared operands, the share of one-chain K steps
 (flags of A's and B's tiles both set) and the relative error against the fp32 reference on
 512 rows. Data: ``gaussian`` (N(0,1) activations, N(0, 0.02) weights) or ``outliers`` (a block
-2^6 larger in every 7th activation row: the per-chunk path). Ends with one JSON line.
+2^6 larger in every 7th activation row: the per-chunk path), or, for the kernel's timing
+alone, Gaussian with the flags forced: ``uniform`` (one chain every step: the ceiling) and
+``perchunk`` (a chain per chunk every step: the floor). Ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _time(fn) -> float:
 def _operands(m, n, k, data, g):
     a = torch.randn(m, k, device="cuda", generator=g)
     if data == "outliers":
-        a[::7, 32:64] *= 64.0
+        a.view(m, -1, 128)[::7, :, 32:64] *= 64.0
     b = torch.randn(n, k, device="cuda", generator=g) * 0.02
     return a.bfloat16(), b.bfloat16()
 
@@ -60,16 +62,19 @@ def run(m, n, k, data, g) -> list[dict]:
     ref = {"backend": "reference"}
     qa, qb = ms.quantize(a_hp, "mxfp8_e4m3", **ref), ms.quantize(b_hp, "mxfp8_e4m3", **ref)
     bf16 = torch.bfloat16
-    prep_a = gemm_mxfp8.prepare_mx_wgmma(qa, gemm_mxfp8_wgmma.BM)
-    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, gemm_mxfp8_wgmma.BN)
-    one_chain = (prep_a[2][:, None, :] & prep_b[2][None, :, :]).float()   # per tile pair, step
+    prep_a = gemm_mxfp8.prepare_mx_wgmma(qa, 64)
+    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, 128)
+    if data in ("uniform", "perchunk"):    # forced flags: one chain every step / per chunk
+        fill = torch.ones_like if data == "uniform" else torch.zeros_like
+        prep_a, prep_b = (p[:2] + (fill(p[2]),) for p in (prep_a, prep_b))
+    one_chain = (prep_a[2][:, None, :] & prep_b[2][None, :, :]).float()   # per block pair, step
     fa, fb = ms.quantize(a_hp, "fp8_block", block=(1, 128), **ref), \
         ms.quantize(b_hp, "fp8_block", block=(128, 128), **ref)
     fns = {
         "bf16": lambda: a_hp @ b_hp.t(),
         "wgmma": lambda: gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, bf16),
         "wgmma kernel": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16),
-        "prepare A+B": lambda: (gemm_mxfp8.prepare_mx_wgmma(qa, 128),
+        "prepare A+B": lambda: (gemm_mxfp8.prepare_mx_wgmma(qa, 64),
                                 gemm_mxfp8.prepare_mx_wgmma(qb, 128)),
         "tl kernel": lambda: gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, bf16),
         "dequant+cuBLAS": lambda: gemm_fp4.scaled_mm_mxfp8(qa, qb, out_dtype=bf16,
@@ -78,6 +83,8 @@ def run(m, n, k, data, g) -> list[dict]:
                                                             path="torch"),
     }
     rows, t_bf16 = [], None
+    if data in ("uniform", "perchunk"):    # the flags are forced: the kernel's timing only
+        fns = {k: v for k, v in fns.items() if k in ("bf16", "wgmma kernel")}
     for name, fn in fns.items():
         row = {"shape": f"{m}x{n}x{k}", "data": data, "variant": name}
         try:
@@ -87,7 +94,7 @@ def run(m, n, k, data, g) -> list[dict]:
             row.update(ms=t, tflops=flop / t / 1e9, ratio=t_bf16 / t)
             if name in ("wgmma", "tl kernel", "dequant+cuBLAS"):
                 row["rel_err"] = _rel_err(y, qa, qb)
-            if name == "wgmma":
+            if name.startswith("wgmma"):
                 row["one_chain"] = one_chain.mean().item()
         except Exception as err:  # noqa: BLE001 -- a row reports its failure and goes on
             row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
@@ -95,14 +102,40 @@ def run(m, n, k, data, g) -> list[dict]:
     return rows
 
 
+def _prepared(m, n, k, data, g):
+    a_hp, b_hp = _operands(m, n, k, data, g)
+    ref = {"backend": "reference"}
+    qa, qb = ms.quantize(a_hp, "mxfp8_e4m3", **ref), ms.quantize(b_hp, "mxfp8_e4m3", **ref)
+    prep_a = gemm_mxfp8.prepare_mx_wgmma(qa, 64)
+    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, 128)
+    if data in ("uniform", "perchunk"):
+        fill = torch.ones_like if data == "uniform" else torch.zeros_like
+        prep_a, prep_b = (p[:2] + (fill(p[2]),) for p in (prep_a, prep_b))
+    return prep_a, prep_b
+
+
+def _ncu_target(m, n, k, data, g) -> None:
+    prep_a, prep_b = _prepared(m, n, k, data, g)
+    for _ in range(2):                   # the first launch compiles
+        gemm_mxfp8_wgmma.launch(prep_a, prep_b, torch.bfloat16)
+    torch.cuda.synchronize()
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default="", help="MxNxK,... (default: 8192^3 and LLaMA shapes)")
     p.add_argument("--data", default="gaussian,outliers")
+    p.add_argument("--ncu-target", action="store_true",
+                   help="run the kernel once per --data kind at the first shape (for ncu -k "
+                        "regex:mxfp8_wgmma), no timing")
     args = p.parse_args(argv)
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",") if s] or SHAPES
-    print(common.env_header())
     g = torch.Generator(device="cuda").manual_seed(0)
+    if args.ncu_target:
+        for data in args.data.split(","):
+            _ncu_target(*shapes[0], data, g)
+        return
+    print(common.env_header())
     rows = []
     for m, n, k in shapes:
         for data in args.data.split(","):

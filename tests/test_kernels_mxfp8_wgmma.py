@@ -41,12 +41,12 @@ def _randn(rows, k, seed, scale=1.0):
     return torch.randn(rows, k, generator=torch.Generator().manual_seed(seed)) * scale
 
 
-def _flags_reference(scale: torch.Tensor, block_rows: int) -> torch.Tensor:
+def _flags_reference(scale: torch.Tensor, block_rows: int, padded_rows: int = 0) -> torch.Tensor:
     """1 per (row block, K step of 4 chunks) where every row has one exponent over the
-    step's chunks inside K (rows past the end count as uniform)."""
+    step's chunks inside K (rows past the end, up to ``padded_rows``, count as uniform)."""
     rows, ks = scale.shape
     steps = -(-ks // 4)
-    blocks = -(-rows // block_rows)
+    blocks = -(-max(rows, padded_rows) // block_rows)
     e = torch.full((blocks * block_rows, steps * 4), -1, dtype=torch.int32)
     e[:rows, :ks] = scale.to(torch.int32)
     e = e.view(blocks * block_rows, steps, 4)
@@ -77,8 +77,8 @@ def test_prepare_is_bit_exact(fmt, rows, k, block_rows):
         assert torch.equal(got.data.view(torch.uint8), want.data.view(torch.uint8))
         assert torch.equal(got.scale, want.scale)
     ks, steps = k // 32, -(-k // 128)
-    blocks = -(-rows // block_rows)
-    assert f.shape == (4 * steps + 1, blocks * block_rows) and f.dtype == torch.float32
+    padded = -(-rows // 128) * 128
+    assert f.shape == (4 * steps + 1, padded) and f.dtype == torch.float32
     dec = e8m0_decode(got.scale).t()
     fv = f[:ks, :rows]
     assert torch.equal(fv.isnan(), dec.isnan())
@@ -86,7 +86,7 @@ def test_prepare_is_bit_exact(fmt, rows, k, block_rows):
     pad = torch.ones_like(f, dtype=torch.bool)
     pad[:ks, :rows] = False
     assert (f[pad] == 0).all()
-    assert torch.equal(u.cpu(), _flags_reference(got.scale.cpu(), block_rows))
+    assert torch.equal(u.cpu(), _flags_reference(got.scale.cpu(), block_rows, padded))
     assert u.sum() < u.numel()                   # the outlier's block is not uniform
 
 
@@ -95,6 +95,7 @@ def test_flags_reference_on_a_worked_case():
     scale = torch.tensor([[127] * 6, [127, 127, 128, 128, 130, 130]], dtype=torch.uint8)
     assert _flags_reference(scale, 2).tolist() == [[0, 1]]
     assert _flags_reference(scale[:1], 1).tolist() == [[1, 1]]
+    assert _flags_reference(scale, 1, 3).tolist() == [[1, 1], [0, 1], [1, 1]]
 
 
 # ----------------------------------------------------------------------------- GPU
@@ -105,10 +106,10 @@ on_hopper = pytest.mark.skipif(
 
 
 def _outliers(rows, k, seed, every=7):
-    """Gaussian rows with a block 2^6 larger in every ``every``-th row: those K steps cannot
-    share one exponent (the per-chunk path)."""
+    """Gaussian rows with the second block of every K step 2^6 larger in every ``every``-th
+    row: no 64-row block can share one exponent over a step (the per-chunk path)."""
     x = _randn(rows, k, seed)
-    x[::every, 32:64] *= 64.0
+    x.view(rows, -1, 128)[::every, :, 32:64] *= 64.0
     return x
 
 
@@ -140,7 +141,7 @@ def test_gpu_every_path(case):
     if case == "mixed":
         a[128:384] = _randn(256, k, 5)
     qa, qb = _q(a), _q(_randn(n, k, 4))
-    _, _, ua = gemm_mxfp8.prepare_mx_wgmma(qa, gemm_mxfp8_wgmma.BM)
+    _, _, ua = gemm_mxfp8.prepare_mx_wgmma(qa, gemm_mxfp8_wgmma.BM // 2)
     share = ua.float().mean().item()
     assert {"uniform": share > 0.9, "per_chunk": share == 0.0,
             "mixed": 0.0 < share < 1.0}[case], share

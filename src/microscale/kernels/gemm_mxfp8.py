@@ -345,21 +345,22 @@ def prepare_mx(q: QuantizedTensor, group: int = 128, regroup: bool = True,
     return (replace(q, data=y.view(q.data.dtype), scale=t) if regroup else q), f
 
 
-def prepare_mx_wgmma(q: QuantizedTensor, block_rows: int
+def prepare_mx_wgmma(q: QuantizedTensor, block_rows: int, pad_rows: int = 128
                      ) -> tuple[QuantizedTensor, torch.Tensor, torch.Tensor]:
-    """What ``gemm_mxfp8_wgmma`` consumes: ``(q regrouped per 128, its fp32 scales K-step-major
-    [K/32 → 4·steps + 1, rows → whole blocks] zero-padded, int32 flags [row blocks, K steps]: 1 where every row of the block has one
-    exponent over the step)``, in the same one pass as :func:`prepare_mx`."""
+    """What ``gemm_mxfp8_wgmma`` consumes, in the same one pass as :func:`prepare_mx`: ``(q
+    regrouped per 128, its fp32 scales K-step-major, int32 flags)``. The scales are
+    ``[4·steps + 1, rows]`` with rows rounded up to ``pad_rows`` and zeros past K and past the
+    rows (the last row of chunks is the kernel's "no chain yet"), so the GEMM loads them without
+    masks; the flags are ``[row blocks (of block_rows, padded alike), K steps]``, 1 where every
+    row of the block has one exponent over the step (padding blocks: 1)."""
     _check_operand(q)
     x = q.data.view(torch.uint8)
     rows, k = x.shape
     y, t = torch.empty_like(x), torch.empty_like(q.scale)
     grid = (cdiv(rows, block_rows), cdiv(k, 128))
-    # zero-padded to whole row blocks and K steps, plus one zero row of chunks (the kernel's
-    # "no chain yet"), so that the GEMM loads scales without masks
-    f = torch.zeros((4 * grid[1] + 1, grid[0] * block_rows), dtype=torch.int32,
-                    device=x.device)
-    u = torch.empty(grid, dtype=torch.int32, device=x.device)
+    padded = cdiv(rows, pad_rows) * pad_rows
+    f = torch.zeros((4 * grid[1] + 1, padded), dtype=torch.int32, device=x.device)
+    u = torch.ones((cdiv(padded, block_rows), grid[1]), dtype=torch.int32, device=x.device)
     _prepare_kernel[grid](x, q.scale, y, t, f, u, rows, k, q.scale.shape[1], x.stride(0),
                           q.scale.stride(0), 1, f.stride(0), MB=MANTISSA_BITS[q.fmt],
                           BR=block_rows, CH=4, REGROUP=True, UNIFORM=True, num_warps=8)

@@ -51,7 +51,7 @@ try:                                     # Gluon ships with Triton >= 3.5
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.hopper import (
-        mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+        mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     HAVE_GLUON = True
 except ImportError:                      # pragma: no cover - older Triton
@@ -62,6 +62,7 @@ __all__ = ["BM", "BN", "HAVE_GLUON", "available", "launch", "scaled_mm_mxfp8_wgm
 BM, BN, BK = 128, 128, 128               # output tile; K step = 4 chunks of 32
 STAGES = 4                               # 4 × 32 KB of code tiles in flight
 CONSUMER_REGS = 232                      # the second consumer warpgroup's register budget
+DEFER = False                            # flush chain i-1 while chain i runs (three tiles)
 
 
 def available(device: torch.device) -> bool:
@@ -105,8 +106,21 @@ if HAVE_GLUON:
         return acc + (part * sa[:, None]) * sb[None, :], part
 
     @gluon.jit
+    def _chain_deferred(a_t, b_t, acc, spare, pend, kb, sa_ptr, sb_ptr, offs_m, offs_n, MP,
+                        NP):
+        """Issue the chain ``a_t · b_tᵀ`` into the dead tile ``spare``, wait for all but it,
+        and flush the previous chain ``pend`` (scales of its chunk ``kb``) while the new one
+        runs. Returns ``(acc, the flushed tile, the new chain)``: three tiles live."""
+        nxt = warpgroup_mma(a_t, b_t.permute((1, 0)), spare, use_acc=False, is_async=True)
+        sa = _scales(sa_ptr, kb, offs_m, MP)
+        sb = _scales(sb_ptr, kb, offs_n, NP)
+        done = warpgroup_mma_wait(num_outstanding=1, deps=[pend])
+        return acc + (done * sa[:, None]) * sb[None, :], done, nxt
+
+    @gluon.jit
     def _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
-                  MP, NP, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
+                  MP, NP, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr,
+                  DEFER: gl.constexpr):
         """Rows ``[64·WG, 64·WG + 64)`` of the CTA's tile: per K step one chain (uniform
         exponents) or four, each flushed into the fp32 total, then the stage released."""
         STAGES: gl.constexpr = a_smem.shape[0]
@@ -118,21 +132,54 @@ if HAVE_GLUON:
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         acc = gl.zeros([64, BN], gl.float32, layout)
         part = gl.zeros([64, BN], gl.float32, layout)       # the chain's tile
+        if DEFER:
+            pend = warpgroup_mma_init(gl.zeros([64, BN], gl.float32, layout))
+            kb = 4 * NSTEP                          # the pending chain's chunk: none (zeros)
+        ua_ptr += (2 * pid_m + WG) * NSTEP                  # A's flags per 64 rows, B's per 128
+        ub_ptr += pid_n * NSTEP
+        uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
         for s in range(NSTEP):
             st = s % STAGES
-            uni = gl.load(ua_ptr + pid_m * NSTEP + s) & gl.load(ub_ptr + pid_n * NSTEP + s)
+            uni = uni_next                                  # (loaded a step ahead)
+            more = s + 1 < NSTEP
+            uni_next = gl.load(ua_ptr + s + 1, mask=more, other=0) & \
+                gl.load(ub_ptr + s + 1, mask=more, other=0)
             mbarrier.wait(ready.index(st), (s // STAGES) & 1)
             a_t = a_smem.index(st).slice(64 * WG, 64, dim=0)
             b_t = b_smem.index(st)
-            if uni != 0:                            # one chain of 4 chunks
-                acc, part = _chain(a_t, b_t, acc, part, 4 * s, sa_ptr, sb_ptr, offs_m, offs_n,
-                                   MP, NP)
-            else:                                   # a chain per chunk
-                for c in gl.static_range(4):
-                    acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
-                                       b_t.slice(32 * c, 32, dim=1), acc, part, 4 * s + c,
-                                       sa_ptr, sb_ptr, offs_m, offs_n, MP, NP)
-            mbarrier.arrive(empty.index(st), count=1)
+            if DEFER:
+                if uni != 0:
+                    acc, part, pend = _chain_deferred(a_t, b_t, acc, part, pend, kb, sa_ptr,
+                                                      sb_ptr, offs_m, offs_n, MP, NP)
+                    kb = 4 * s
+                else:                   # rare: drain, then a synchronous chain per chunk
+                    sa = _scales(sa_ptr, kb, offs_m, MP)
+                    sb = _scales(sb_ptr, kb, offs_n, NP)
+                    part = warpgroup_mma_wait(num_outstanding=0, deps=[pend])
+                    acc = acc + (part * sa[:, None]) * sb[None, :]
+                    for c in gl.static_range(4):
+                        acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
+                                           b_t.slice(32 * c, 32, dim=1), acc, part, 4 * s + c,
+                                           sa_ptr, sb_ptr, offs_m, offs_n, MP, NP)
+                    pend = warpgroup_mma_init(gl.zeros([64, BN], gl.float32, layout))
+                    kb = 4 * NSTEP
+                # step s-1's chains have retired: release its stage
+                mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), count=1, pred=s > 0)
+            else:
+                if uni != 0:                        # one chain of 4 chunks
+                    acc, part = _chain(a_t, b_t, acc, part, 4 * s, sa_ptr, sb_ptr, offs_m,
+                                       offs_n, MP, NP)
+                else:                               # a chain per chunk
+                    for c in gl.static_range(4):
+                        acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
+                                           b_t.slice(32 * c, 32, dim=1), acc, part, 4 * s + c,
+                                           sa_ptr, sb_ptr, offs_m, offs_n, MP, NP)
+                mbarrier.arrive(empty.index(st), count=1)
+        if DEFER:
+            sa = _scales(sa_ptr, kb, offs_m, MP)
+            sb = _scales(sb_ptr, kb, offs_n, NP)
+            done = warpgroup_mma_wait(num_outstanding=0, deps=[pend])
+            acc = acc + (done * sa[:, None]) * sb[None, :]
         y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :]
         mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
         gl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
@@ -141,22 +188,35 @@ if HAVE_GLUON:
     def _consumer0(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
                    MP, NP, NSTEP, stride_ym, pid_m, pid_n):
         _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n, 0)
+                  NP, NSTEP, stride_ym, pid_m, pid_n, 0, False)
 
     @gluon.jit
     def _consumer1(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
                    MP, NP, NSTEP, stride_ym, pid_m, pid_n):
         _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n, 1)
+                  NP, NSTEP, stride_ym, pid_m, pid_n, 1, False)
+
+    @gluon.jit
+    def _consumer0_deferred(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr,
+                            M, N, MP, NP, NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
+                  NP, NSTEP, stride_ym, pid_m, pid_n, 0, True)
+
+    @gluon.jit
+    def _consumer1_deferred(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr,
+                            M, N, MP, NP, NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
+                  NP, NSTEP, stride_ym, pid_m, pid_n, 1, True)
 
     @gluon.jit
     def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
                             MP, NP, NSTEP, stride_ym, BM: gl.constexpr, BN: gl.constexpr,
                             BK: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr):
+                            CONSUMER_REGS: gl.constexpr, DEFER: gl.constexpr):
         """y = A Bᵀ; ``sa [4·NSTEP + 1, MP]``, ``sb [4·NSTEP + 1, NP]`` fp32 scales (rows and
-        chunks padded with zeros); ``ua``/``ub`` the (128-row block, K step) one-exponent
-        flags. Three partitions: two consumer warpgroups (64 rows each) and a loader warp."""
+        chunks padded with zeros); ``ua``/``ub`` the one-exponent flags per (64-row block of
+        A / 128-row block of B, K step): each consumer warpgroup decides for its own 64 rows.
+        Three partitions: two consumer warpgroups (64 rows each) and a loader warp."""
         pid = gl.program_id(0)
         grid_m = gl.cdiv(M, BM)
         width = GROUP_M * gl.cdiv(N, BN)
@@ -173,12 +233,13 @@ if HAVE_GLUON:
             mbarrier.init(empty.index(i), count=2)
         common = (a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
                   NP, NSTEP, stride_ym, pid_m, pid_n)
-        gl.warp_specialize([
-            (_consumer0, common),
-            (_consumer1, common),
-            (_loader, (a_desc, b_desc, a_smem, b_smem, ready, empty, pid_m * BM, pid_n * BN,
-                       NSTEP)),
-        ], [4, 1], [CONSUMER_REGS, 24])
+        loader = (a_desc, b_desc, a_smem, b_smem, ready, empty, pid_m * BM, pid_n * BN, NSTEP)
+        if DEFER:
+            gl.warp_specialize([(_consumer0_deferred, common), (_consumer1_deferred, common),
+                                (_loader, loader)], [4, 1], [CONSUMER_REGS, 24])
+        else:
+            gl.warp_specialize([(_consumer0, common), (_consumer1, common), (_loader, loader)],
+                               [4, 1], [CONSUMER_REGS, 24])
 
 
 def _descriptor(codes: torch.Tensor, rows_block: int) -> "TensorDescriptor":
@@ -203,11 +264,12 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
             raise KernelUnsupported(f"{q.fmt.value} is not MXFP8")
         if q.data.data_ptr() % 16 or q.data.stride(0) % 16:
             raise KernelUnsupported("TMA needs 16-byte aligned codes and row strides")
-    return launch(prepare_mx_wgmma(qa, BM), prepare_mx_wgmma(qb, BN), out_dtype, group_m)
+    return launch(prepare_mx_wgmma(qa, BM // 2, BM), prepare_mx_wgmma(qb, BN, BN), out_dtype,
+                  group_m)
 
 
 def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
-           group_m: int = 8) -> torch.Tensor:
+           group_m: int = 8, defer: bool | None = None) -> torch.Tensor:
     """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart)."""
     (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
     a, b = qa.data, qb.data
@@ -218,5 +280,7 @@ def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
     _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, BN), sa, sb, ua, ub, y, m, n,
                               sa.shape[1], sb.shape[1], cdiv(k, BK), y.stride(0), BM=BM, BN=BN,
                               BK=BK, STAGES=STAGES, GROUP_M=group_m,
-                              CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
+                              CONSUMER_REGS=240 if (DEFER if defer is None else defer)
+                              else CONSUMER_REGS, DEFER=DEFER if defer is None else defer,
+                              num_warps=4)
     return y
