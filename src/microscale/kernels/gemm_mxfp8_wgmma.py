@@ -51,7 +51,7 @@ try:                                     # Gluon ships with Triton >= 3.5
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.hopper import (
-        mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+        mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     HAVE_GLUON = True
 except ImportError:                      # pragma: no cover - older Triton
@@ -62,7 +62,6 @@ __all__ = ["BM", "BN", "HAVE_GLUON", "available", "launch", "scaled_mm_mxfp8_wgm
 BM, BN, BK = 128, 128, 128               # output tile; K step = 4 chunks of 32
 STAGES = 4                               # 4 × 32 KB of code tiles in flight
 CONSUMER_REGS = 232                      # the second consumer warpgroup's register budget
-DEFER = False                            # flush chain i-1 while chain i runs (three tiles)
 
 
 def available(device: torch.device) -> bool:
@@ -72,55 +71,43 @@ def available(device: torch.device) -> bool:
 
 if HAVE_GLUON:
     @gluon.jit
-    def _loader(a_desc, b_desc, a_smem, b_smem, ready, empty, off_m, off_n, NSTEP):
-        """The loader warp: TMA both code tiles of each K step into the ring, once both
-        consumer warpgroups have released the stage (``empty``: two arrivals)."""
+    def _loader(a_desc, b_desc, sa_desc, sb_desc, a_smem, b_smem, sa_smem, sb_smem, ready,
+                empty, off_m, off_n, NSTEP):
+        """The loader warp: TMA each K step's code tiles and their fp32 scales (``[4, 128]``
+        boxes of the K-step-major scale arrays) into the ring, once both consumer warpgroups
+        have released the stage (``empty``: two arrivals)."""
         STAGES: gl.constexpr = a_smem.shape[0]
         BK: gl.constexpr = a_smem.shape[2]
+        nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + \
+            sa_desc.block_type.nbytes + sb_desc.block_type.nbytes
         for s in range(NSTEP):
             st = s % STAGES
             mbarrier.wait(empty.index(st), ((s // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(st),
-                            a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], ready.index(st),
-                                            a_smem.index(st))
-            tma.async_copy_global_to_shared(b_desc, [off_n, s * BK], ready.index(st),
-                                            b_smem.index(st))
+            bar = ready.index(st)
+            mbarrier.expect(bar, nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], bar, a_smem.index(st))
+            tma.async_copy_global_to_shared(b_desc, [off_n, s * BK], bar, b_smem.index(st))
+            tma.async_copy_global_to_shared(sa_desc, [4 * s, off_m], bar, sa_smem.index(st))
+            tma.async_copy_global_to_shared(sb_desc, [4 * s, off_n], bar, sb_smem.index(st))
 
     @gluon.jit
-    def _scales(s_ptr, kb, offs, R):
-        """fp32 scales of chunk ``kb`` for the rows ``offs``; the array is padded with zeros
-        to whole tiles and K steps (``prepare_mx_wgmma``), so no mask."""
-        return gl.load(s_ptr + kb * R + offs)
-
-    @gluon.jit
-    def _chain(a_t, b_t, acc, part, kb, sa_ptr, sb_ptr, offs_m, offs_n, MP, NP):
+    def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
         """One MMA chain ``P = a_t · b_tᵀ`` from a fresh accumulator (written into the dead
-        tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with the scales of chunk ``kb`` (loaded
-        while the MMA runs; exact products). The warpgroup waits for its own chain; the other
-        consumer warpgroup's chain keeps the tensor cores busy meanwhile."""
+        tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with chunk ``c``'s scales from the
+        stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat; exact products). The
+        warpgroup waits for its own chain; the other consumer warpgroup's chain keeps the
+        tensor cores busy meanwhile."""
+        layout: gl.constexpr = part.type.layout
         part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
-        sa = _scales(sa_ptr, kb, offs_m, MP)
-        sb = _scales(sb_ptr, kb, offs_n, NP)
+        sa = sa_t.slice(c * sa_t.shape[0] // 4 + 64 * WG, 64).load(gl.SliceLayout(1, layout))
+        sb = sb_t.slice(c * sb_t.shape[0] // 4, sb_t.shape[0] // 4).load(
+            gl.SliceLayout(0, layout))
         part = warpgroup_mma_wait(num_outstanding=0, deps=[part])
         return acc + (part * sa[:, None]) * sb[None, :], part
 
     @gluon.jit
-    def _chain_deferred(a_t, b_t, acc, spare, pend, kb, sa_ptr, sb_ptr, offs_m, offs_n, MP,
-                        NP):
-        """Issue the chain ``a_t · b_tᵀ`` into the dead tile ``spare``, wait for all but it,
-        and flush the previous chain ``pend`` (scales of its chunk ``kb``) while the new one
-        runs. Returns ``(acc, the flushed tile, the new chain)``: three tiles live."""
-        nxt = warpgroup_mma(a_t, b_t.permute((1, 0)), spare, use_acc=False, is_async=True)
-        sa = _scales(sa_ptr, kb, offs_m, MP)
-        sb = _scales(sb_ptr, kb, offs_n, NP)
-        done = warpgroup_mma_wait(num_outstanding=1, deps=[pend])
-        return acc + (done * sa[:, None]) * sb[None, :], done, nxt
-
-    @gluon.jit
-    def _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
-                  MP, NP, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr,
-                  DEFER: gl.constexpr):
+    def _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
         """Rows ``[64·WG, 64·WG + 64)`` of the CTA's tile: per K step one chain (uniform
         exponents) or four, each flushed into the fp32 total, then the stage released."""
         STAGES: gl.constexpr = a_smem.shape[0]
@@ -128,13 +115,8 @@ if HAVE_GLUON:
         BN: gl.constexpr = b_smem.shape[1]
         layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 32])
-        offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
-        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         acc = gl.zeros([64, BN], gl.float32, layout)
         part = gl.zeros([64, BN], gl.float32, layout)       # the chain's tile
-        if DEFER:
-            pend = warpgroup_mma_init(gl.zeros([64, BN], gl.float32, layout))
-            kb = 4 * NSTEP                          # the pending chain's chunk: none (zeros)
         ua_ptr += (2 * pid_m + WG) * NSTEP                  # A's flags per 64 rows, B's per 128
         ub_ptr += pid_n * NSTEP
         uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
@@ -147,76 +129,45 @@ if HAVE_GLUON:
             mbarrier.wait(ready.index(st), (s // STAGES) & 1)
             a_t = a_smem.index(st).slice(64 * WG, 64, dim=0)
             b_t = b_smem.index(st)
-            if DEFER:
-                if uni != 0:
-                    acc, part, pend = _chain_deferred(a_t, b_t, acc, part, pend, kb, sa_ptr,
-                                                      sb_ptr, offs_m, offs_n, MP, NP)
-                    kb = 4 * s
-                else:                   # rare: drain, then a synchronous chain per chunk
-                    sa = _scales(sa_ptr, kb, offs_m, MP)
-                    sb = _scales(sb_ptr, kb, offs_n, NP)
-                    part = warpgroup_mma_wait(num_outstanding=0, deps=[pend])
-                    acc = acc + (part * sa[:, None]) * sb[None, :]
-                    for c in gl.static_range(4):
-                        acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
-                                           b_t.slice(32 * c, 32, dim=1), acc, part, 4 * s + c,
-                                           sa_ptr, sb_ptr, offs_m, offs_n, MP, NP)
-                    pend = warpgroup_mma_init(gl.zeros([64, BN], gl.float32, layout))
-                    kb = 4 * NSTEP
-                # step s-1's chains have retired: release its stage
-                mbarrier.arrive(empty.index((s + STAGES - 1) % STAGES), count=1, pred=s > 0)
-            else:
-                if uni != 0:                        # one chain of 4 chunks
-                    acc, part = _chain(a_t, b_t, acc, part, 4 * s, sa_ptr, sb_ptr, offs_m,
-                                       offs_n, MP, NP)
-                else:                               # a chain per chunk
-                    for c in gl.static_range(4):
-                        acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
-                                           b_t.slice(32 * c, 32, dim=1), acc, part, 4 * s + c,
-                                           sa_ptr, sb_ptr, offs_m, offs_n, MP, NP)
-                mbarrier.arrive(empty.index(st), count=1)
-        if DEFER:
-            sa = _scales(sa_ptr, kb, offs_m, MP)
-            sb = _scales(sb_ptr, kb, offs_n, NP)
-            done = warpgroup_mma_wait(num_outstanding=0, deps=[pend])
-            acc = acc + (done * sa[:, None]) * sb[None, :]
+            flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # (unswizzled boxes)
+            sa_t = sa_smem.index(st)._reinterpret(gl.float32, [4 * BM], flat)
+            sb_t = sb_smem.index(st)._reinterpret(gl.float32, [4 * BN], flat)
+            if uni != 0:                            # one chain of 4 chunks
+                acc, part = _chain(a_t, b_t, acc, part, sa_t, sb_t, 0, WG)
+            else:                                   # a chain per chunk
+                for c in gl.static_range(4):
+                    acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
+                                       b_t.slice(32 * c, 32, dim=1), acc, part, sa_t, sb_t, c,
+                                       WG)
+            mbarrier.arrive(empty.index(st), count=1)
+        offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
+        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
         y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :]
         mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
         gl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
     @gluon.jit
-    def _consumer0(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
-                   MP, NP, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n, 0, False)
+    def _consumer0(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                   NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, 0)
 
     @gluon.jit
-    def _consumer1(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
-                   MP, NP, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n, 1, False)
+    def _consumer1(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                   NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, 1)
 
     @gluon.jit
-    def _consumer0_deferred(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr,
-                            M, N, MP, NP, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n, 0, True)
-
-    @gluon.jit
-    def _consumer1_deferred(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr,
-                            M, N, MP, NP, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer(a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n, 1, True)
-
-    @gluon.jit
-    def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N,
-                            MP, NP, NSTEP, stride_ym, BM: gl.constexpr, BN: gl.constexpr,
+    def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_desc, sb_desc, ua_ptr, ub_ptr, y_ptr, M, N,
+                            NSTEP, stride_ym, BM: gl.constexpr, BN: gl.constexpr,
                             BK: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr, DEFER: gl.constexpr):
-        """y = A Bᵀ; ``sa [4·NSTEP + 1, MP]``, ``sb [4·NSTEP + 1, NP]`` fp32 scales (rows and
-        chunks padded with zeros); ``ua``/``ub`` the one-exponent flags per (64-row block of
-        A / 128-row block of B, K step): each consumer warpgroup decides for its own 64 rows.
-        Three partitions: two consumer warpgroups (64 rows each) and a loader warp."""
+                            CONSUMER_REGS: gl.constexpr):
+        """y = A Bᵀ; ``sa_desc``/``sb_desc``: TMA descriptors of the K-step-major fp32 scales
+        ``[4·NSTEP + 1, rows padded]`` (zeros past K and the rows); ``ua``/``ub`` the
+        one-exponent flags per (64-row block of A / 128-row block of B, K step): each consumer
+        warpgroup decides for its own 64 rows. Three partitions: two consumer warpgroups (64
+        rows each) and a loader warp."""
         pid = gl.program_id(0)
         grid_m = gl.cdiv(M, BM)
         width = GROUP_M * gl.cdiv(N, BN)
@@ -226,26 +177,31 @@ if HAVE_GLUON:
         pid_n = (pid % width) // rows_in_group
         a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
         b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BN, BK], b_desc.layout)
+        sa_smem = gl.allocate_shared_memory(gl.float32, [STAGES, 4, BM], sa_desc.layout)
+        sb_smem = gl.allocate_shared_memory(gl.float32, [STAGES, 4, BN], sb_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
-        common = (a_smem, b_smem, ready, empty, sa_ptr, sb_ptr, ua_ptr, ub_ptr, y_ptr, M, N, MP,
-                  NP, NSTEP, stride_ym, pid_m, pid_n)
-        loader = (a_desc, b_desc, a_smem, b_smem, ready, empty, pid_m * BM, pid_n * BN, NSTEP)
-        if DEFER:
-            gl.warp_specialize([(_consumer0_deferred, common), (_consumer1_deferred, common),
-                                (_loader, loader)], [4, 1], [CONSUMER_REGS, 24])
-        else:
-            gl.warp_specialize([(_consumer0, common), (_consumer1, common), (_loader, loader)],
-                               [4, 1], [CONSUMER_REGS, 24])
+        common = (a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n)
+        loader = (a_desc, b_desc, sa_desc, sb_desc, a_smem, b_smem, sa_smem, sb_smem, ready,
+                  empty, pid_m * BM, pid_n * BN, NSTEP)
+        gl.warp_specialize([(_consumer0, common), (_consumer1, common), (_loader, loader)],
+                           [4, 1], [CONSUMER_REGS, 24])
 
 
 def _descriptor(codes: torch.Tensor, rows_block: int) -> "TensorDescriptor":
     dtype = gl.float8e5 if codes.dtype == torch.float8_e5m2 else gl.float8e4nv
     layout = gl.NVMMASharedLayout.get_default_for([rows_block, BK], dtype)
     return TensorDescriptor.from_tensor(codes, [rows_block, BK], layout)
+
+
+def _scale_descriptor(scales: torch.Tensor, rows_block: int) -> "TensorDescriptor":
+    """``[4, rows_block]`` boxes of the K-step-major fp32 scales, unswizzled."""
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+    return TensorDescriptor.from_tensor(scales, [4, rows_block], layout)
 
 
 def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
@@ -269,7 +225,7 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
 
 
 def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
-           group_m: int = 8, defer: bool | None = None) -> torch.Tensor:
+           group_m: int = 8) -> torch.Tensor:
     """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart)."""
     (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
     a, b = qa.data, qb.data
@@ -277,10 +233,8 @@ def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
     n = b.shape[0]
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
     grid = (cdiv(m, BM) * cdiv(n, BN),)
-    _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, BN), sa, sb, ua, ub, y, m, n,
-                              sa.shape[1], sb.shape[1], cdiv(k, BK), y.stride(0), BM=BM, BN=BN,
-                              BK=BK, STAGES=STAGES, GROUP_M=group_m,
-                              CONSUMER_REGS=240 if (DEFER if defer is None else defer)
-                              else CONSUMER_REGS, DEFER=DEFER if defer is None else defer,
-                              num_warps=4)
+    _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, BN), _scale_descriptor(sa, BM),
+                              _scale_descriptor(sb, BN), ua, ub, y, m, n, cdiv(k, BK),
+                              y.stride(0), BM=BM, BN=BN, BK=BK, STAGES=STAGES, GROUP_M=group_m,
+                              CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
     return y
