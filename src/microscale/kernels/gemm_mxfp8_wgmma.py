@@ -91,22 +91,14 @@ if HAVE_GLUON:
             tma.async_copy_global_to_shared(sb_desc, [4 * s, off_n], bar, sb_smem.index(st))
 
     @gluon.jit
-    def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr, mine,
-               theirs, phase, HANDOFF: gl.constexpr):
+    def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
         """One MMA chain ``P = a_t · b_tᵀ`` from a fresh accumulator (written into the dead
         tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with chunk ``c``'s scales from the
         stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat; exact products). The
         warpgroup waits for its own chain; the other consumer warpgroup's chain keeps the
-        tensor cores busy meanwhile. With HANDOFF (a step's first chain) the issue takes turns
-        with the other warpgroup (wait on ``mine``, arrive on ``theirs`` once issued), so that
-        the tensor cores run one warpgroup's chain while the other flushes, instead of both
-        chains at once and then both flushes."""
+        tensor cores busy meanwhile."""
         layout: gl.constexpr = part.type.layout
-        if HANDOFF:
-            mbarrier.wait(mine, phase)
         part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
-        if HANDOFF:
-            mbarrier.arrive(theirs, count=1)
         sa = sa_t.slice(c * sa_t.shape[0] // 4 + 64 * WG, 64).load(gl.SliceLayout(1, layout))
         sb = sb_t.slice(c * sb_t.shape[0] // 4, sb_t.shape[0] // 4).load(
             gl.SliceLayout(0, layout))
@@ -114,8 +106,8 @@ if HAVE_GLUON:
         return acc + (part * sa[:, None]) * sb[None, :], part
 
     @gluon.jit
-    def _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, turn, ua_ptr, ub_ptr, y_ptr,
-                  M, N, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
+    def _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
         """Rows ``[64·WG, 64·WG + 64)`` of the CTA's tile: per K step one chain (uniform
         exponents) or four, each flushed into the fp32 total, then the stage released."""
         STAGES: gl.constexpr = a_smem.shape[0]
@@ -125,8 +117,6 @@ if HAVE_GLUON:
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 32])
         acc = gl.zeros([64, BN], gl.float32, layout)
         part = gl.zeros([64, BN], gl.float32, layout)       # the chain's tile
-        mine = turn.index(WG)                               # the issue order (see _chain)
-        theirs = turn.index(1 - WG)
         ua_ptr += (2 * pid_m + WG) * NSTEP                  # A's flags per 64 rows, B's per 128
         ub_ptr += pid_n * NSTEP
         uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
@@ -142,15 +132,13 @@ if HAVE_GLUON:
             flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # (unswizzled boxes)
             sa_t = sa_smem.index(st)._reinterpret(gl.float32, [4 * BM], flat)
             sb_t = sb_smem.index(st)._reinterpret(gl.float32, [4 * BN], flat)
-            phase = (s & 1) ^ (1 - WG)              # warpgroup 0 goes first
             if uni != 0:                            # one chain of 4 chunks
-                acc, part = _chain(a_t, b_t, acc, part, sa_t, sb_t, 0, WG, mine, theirs,
-                                   phase, True)
+                acc, part = _chain(a_t, b_t, acc, part, sa_t, sb_t, 0, WG)
             else:                                   # a chain per chunk
                 for c in gl.static_range(4):
                     acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
                                        b_t.slice(32 * c, 32, dim=1), acc, part, sa_t, sb_t, c,
-                                       WG, mine, theirs, phase, c == 0)
+                                       WG)
             mbarrier.arrive(empty.index(st), count=1)
         offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
@@ -159,16 +147,16 @@ if HAVE_GLUON:
         gl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
     @gluon.jit
-    def _consumer0(a_smem, b_smem, sa_smem, sb_smem, ready, empty, turn, ua_ptr, ub_ptr, y_ptr,
-                   M, N, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, turn, ua_ptr, ub_ptr, y_ptr,
-                  M, N, NSTEP, stride_ym, pid_m, pid_n, 0)
+    def _consumer0(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                   NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, 0)
 
     @gluon.jit
-    def _consumer1(a_smem, b_smem, sa_smem, sb_smem, ready, empty, turn, ua_ptr, ub_ptr, y_ptr,
-                   M, N, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, turn, ua_ptr, ub_ptr, y_ptr,
-                  M, N, NSTEP, stride_ym, pid_m, pid_n, 1)
+    def _consumer1(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                   NSTEP, stride_ym, pid_m, pid_n):
+        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, 1)
 
     @gluon.jit
     def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_desc, sb_desc, ua_ptr, ub_ptr, y_ptr, M, N,
@@ -193,14 +181,11 @@ if HAVE_GLUON:
         sb_smem = gl.allocate_shared_memory(gl.float32, [STAGES, 4, BN], sb_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
             mbarrier.init(ready.index(i), count=1)
             mbarrier.init(empty.index(i), count=2)
-        for i in gl.static_range(2):
-            mbarrier.init(turn.index(i), count=1)
-        common = (a_smem, b_smem, sa_smem, sb_smem, ready, empty, turn, ua_ptr, ub_ptr, y_ptr, M,
-                  N, NSTEP, stride_ym, pid_m, pid_n)
+        common = (a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n)
         loader = (a_desc, b_desc, sa_desc, sb_desc, a_smem, b_smem, sa_smem, sb_smem, ready,
                   empty, pid_m * BM, pid_n * BN, NSTEP)
         gl.warp_specialize([(_consumer0, common), (_consumer1, common), (_loader, loader)],
