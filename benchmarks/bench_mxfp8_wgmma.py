@@ -74,6 +74,9 @@ def run(m, n, k, data, g) -> list[dict]:
         "bf16": lambda: a_hp @ b_hp.t(),
         "wgmma": lambda: gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, bf16),
         "wgmma kernel": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16),
+        "wgmma kernel s3": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16, stages=3),
+        "wgmma kernel s5": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16, stages=5),
+        "wgmma kernel g16": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16, group_m=16),
         "prepare A+B": lambda: (gemm_mxfp8.prepare_mx_wgmma(qa, 64),
                                 gemm_mxfp8.prepare_mx_wgmma(qb, 128)),
         "tl kernel": lambda: gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, bf16),
@@ -84,7 +87,7 @@ def run(m, n, k, data, g) -> list[dict]:
     }
     rows, t_bf16 = [], None
     if data in ("uniform", "perchunk"):    # the flags are forced: the kernel's timing only
-        fns = {k: v for k, v in fns.items() if k in ("bf16", "wgmma kernel")}
+        fns = {k: v for k, v in fns.items() if k == "bf16" or k.startswith("wgmma kernel")}
     for name, fn in fns.items():
         row = {"shape": f"{m}x{n}x{k}", "data": data, "variant": name}
         try:
@@ -140,9 +143,9 @@ def main(argv=None) -> None:
     for m, n, k in shapes:
         for data in args.data.split(","):
             rows += run(m, n, k, data, g)
-            print(common.fmt_table(rows[-7:], ["shape", "data", "variant", "ms", "tflops",
-                                               "ratio", "rel_err", "one_chain", "error"]),
-                  flush=True)
+            mine = [r for r in rows if r["shape"] == f"{m}x{n}x{k}" and r["data"] == data]
+            print(common.fmt_table(mine, ["shape", "data", "variant", "ms", "tflops", "ratio",
+                                          "rel_err", "one_chain", "error"]), flush=True)
     common.json_line({"bench": "mxfp8_wgmma", "env": common.env_info(), "rows": rows})
 
 

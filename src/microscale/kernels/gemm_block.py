@@ -5,9 +5,10 @@ One entry point per format pair, :func:`scaled_mm_block`, picks the implementati
 1. **Native** (compute capability 10.x-12.x, ``kernels/blackwell.py``): the block-scaled tensor
    cores through torch, for NVFP4 × NVFP4, MXFP4 × MXFP4 and MXFP8 E4M3 × E4M3. If torch or
    cuBLAS refuse the call, the emulation below runs and the path says why (strict mode raises).
-2. **The per-shape table** (``kernels/gemm_paths.py``): MXFP8 on FP8 tensor cores
-   (``kernels/gemm_mxfp8.py``, 8.9+), or the emulation through bf16 (``kernels/gemm_fp4.py``:
-   dequantize + cuBLAS, or decode in the main loop).
+2. **The per-shape table** (``kernels/gemm_paths.py``): MXFP8 on FP8 tensor cores (Hopper:
+   the Gluon kernel ``kernels/gemm_mxfp8_wgmma.py``; 8.9+ otherwise, or with a tile config:
+   the ``tl`` kernel ``kernels/gemm_mxfp8.py``), or the emulation through bf16
+   (``kernels/gemm_fp4.py``: dequantize + cuBLAS, or decode in the main loop).
 
 ``path=`` forces one ("native", "fp8", "dequant", "mainloop"; "auto" decides as above), which
 is how the benchmarks and the tests reach every implementation. Every call records what ran
@@ -28,7 +29,7 @@ from ..backend import (
 )
 from ..op_specs import apply_prologue
 from ..tensor import QFormat, QuantizedTensor
-from . import blackwell, gemm_fp4, gemm_mxfp8
+from . import blackwell, gemm_fp4, gemm_mxfp8, gemm_mxfp8_wgmma
 from ._utils import device_capability, gemm_out, multiprocessors
 from .gemm_paths import choose_path, family_of
 
@@ -59,10 +60,23 @@ def _native(qa, qb, out_dtype, apply_factor, key):
 def _emulated(qa, qb, out_dtype, apply_factor, path, key, config=None, epilogue=None):
     """The Hopper paths: FP8 tensor cores (MXFP8) or bf16 emulation; returns [rows_a, rows_b]."""
     if path == "fp8":
+        why = None
+        if not config and gemm_mxfp8_wgmma.available(qa.device):   # Hopper: the Gluon kernel
+            try:
+                y = gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, out_dtype)
+                note_path("scaled_mm", key, "gluon MXFP8 on FP8 tensor cores (wgmma, "
+                          "warp-specialized: gemm_mxfp8_wgmma)")
+                return y
+            except KernelUnsupported as err:     # e.g. unaligned codes: the tl kernel, noted
+                why = str(err)
         cfg = gemm_mxfp8.MXFP8Config(**config) if config else \
             gemm_mxfp8.config_for(qa.rows, qb.rows, qa.cols, _sms(qa.device))
         y = gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, out_dtype, cfg)
-        note_path("scaled_mm", key, f"triton MXFP8 on FP8 tensor cores ({cfg})")
+        desc = f"triton MXFP8 on FP8 tensor cores ({cfg})"
+        if why:
+            note_fallback("scaled_mm", key, desc, why)
+        else:
+            note_path("scaled_mm", key, desc)
         return y
     fn = gemm_fp4.scaled_mm_mxfp8 if qa.fmt.is_mx8 else gemm_fp4.scaled_mm_fp4
     kwargs = {} if qa.fmt.is_mx8 else {"apply_factor": apply_factor, "epilogue": epilogue}

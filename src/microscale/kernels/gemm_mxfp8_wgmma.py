@@ -210,7 +210,7 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
     """MXFP8 × MXFP8 ``A @ Bᵀ`` ``[rows_a, rows_b]`` on Hopper's FP8 tensor cores (E4M3/E5M2,
     any pairing; same contract as ``gemm.scaled_mm_reference``): both operands through
     ``prepare_mx_wgmma`` (one memory-bound pass each), then :func:`launch`."""
-    from .gemm_mxfp8 import prepare_mx_wgmma
+    from .gemm_mxfp8_prepare import prepare_mx_wgmma
     if not available(qa.data.device):
         raise KernelUnsupported("the Gluon MXFP8 kernel needs Hopper (9.x) and Triton's Gluon")
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -225,7 +225,7 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
 
 
 def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
-           group_m: int = 8) -> torch.Tensor:
+           group_m: int = 8, stages: int = STAGES) -> torch.Tensor:
     """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart)."""
     (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
     a, b = qa.data, qb.data
@@ -235,6 +235,6 @@ def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
     grid = (cdiv(m, BM) * cdiv(n, BN),)
     _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, BN), _scale_descriptor(sa, BM),
                               _scale_descriptor(sb, BN), ua, ub, y, m, n, cdiv(k, BK),
-                              y.stride(0), BM=BM, BN=BN, BK=BK, STAGES=STAGES, GROUP_M=group_m,
+                              y.stride(0), BM=BM, BN=BN, BK=BK, STAGES=stages, GROUP_M=group_m,
                               CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
     return y

@@ -11,7 +11,8 @@ family      paths
 ``fp8``     ``torch``: cuBLASLt through ``F.scaled_mm`` / ``torch._scaled_mm`` (falls back to
             Triton when torch refuses); ``triton``: the Triton FP8 blockwise kernel
 ``fp4``     ``dequant``: Triton dequantize pass + cuBLAS bf16; ``mainloop``: decode in the GEMM
-``mxfp8``   ``fp8``: Triton FP8-tensor-core kernel (``gemm_mxfp8``); ``dequant``; ``mainloop``
+``mxfp8``   ``fp8``: FP8 tensor cores (Hopper: Gluon ``gemm_mxfp8_wgmma``; else or with a
+            ``config``: ``tl`` ``gemm_mxfp8``); ``dequant``; ``mainloop``
 =========== ====================================================================================
 
 On Blackwell (compute capability 10.x-12.x) the native block-scaled GEMM comes first for the
