@@ -91,49 +91,19 @@ if HAVE_GLUON:
             tma.async_copy_global_to_shared(sb_desc, [4 * s, off_n], bar, sb_smem.index(st))
 
     @gluon.jit
-    def _flush(acc, done, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
-        """``acc + P · sa ⊗ sb`` for a finished chain ``done`` with chunk ``c``'s scales from
-        the stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat): powers of
-        two, so the products are exact."""
-        layout: gl.constexpr = done.type.layout
+    def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
+        """One MMA chain ``P = a_t · b_tᵀ`` from a fresh accumulator (written into the dead
+        tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with chunk ``c``'s scales from the
+        stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat; exact products). The
+        warpgroup waits for its own chain; the other consumer warpgroup's chain keeps the
+        tensor cores busy meanwhile."""
+        layout: gl.constexpr = part.type.layout
+        part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
         sa = sa_t.slice(c * sa_t.shape[0] // 4 + 64 * WG, 64).load(gl.SliceLayout(1, layout))
         sb = sb_t.slice(c * sb_t.shape[0] // 4, sb_t.shape[0] // 4).load(
             gl.SliceLayout(0, layout))
-        return acc + (done * sa[:, None]) * sb[None, :]
-
-    @gluon.jit
-    def _issue(a_t, b_t, tile, c: gl.constexpr):
-        """Chunk ``c``'s one-chunk chain, async, from a fresh accumulator written into the
-        dead ``tile``."""
-        return warpgroup_mma(a_t.slice(32 * c, 32, dim=1),
-                             b_t.slice(32 * c, 32, dim=1).permute((1, 0)), tile,
-                             use_acc=False, is_async=True)
-
-    @gluon.jit
-    def _one_chain(a_t, b_t, acc, part, sa_t, sb_t, WG: gl.constexpr):
-        """The step as one MMA chain of its four chunks (every row of both tiles has one
-        exponent over the step), waited for and flushed with chunk 0's scales. The other
-        consumer warpgroup's chain keeps the tensor cores busy meanwhile."""
-        part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
         part = warpgroup_mma_wait(num_outstanding=0, deps=[part])
-        return _flush(acc, part, sa_t, sb_t, 0, WG), part
-
-    @gluon.jit
-    def _per_chunk(a_t, b_t, acc, t0, t1, sa_t, sb_t, WG: gl.constexpr):
-        """The step as four one-chunk chains, two in flight: chunk c+1's MMA runs while chunk
-        c is flushed (the tiles' roles are fixed, so no chain in flight crosses the step)."""
-        p0 = _issue(a_t, b_t, t0, 0)
-        p1 = _issue(a_t, b_t, t1, 1)
-        d0 = warpgroup_mma_wait(num_outstanding=1, deps=[p0])
-        acc = _flush(acc, d0, sa_t, sb_t, 0, WG)
-        p2 = _issue(a_t, b_t, d0, 2)
-        d1 = warpgroup_mma_wait(num_outstanding=1, deps=[p1])
-        acc = _flush(acc, d1, sa_t, sb_t, 1, WG)
-        p3 = _issue(a_t, b_t, d1, 3)
-        d2 = warpgroup_mma_wait(num_outstanding=1, deps=[p2])
-        acc = _flush(acc, d2, sa_t, sb_t, 2, WG)
-        d3 = warpgroup_mma_wait(num_outstanding=0, deps=[p3])
-        return _flush(acc, d3, sa_t, sb_t, 3, WG), d2, d3
+        return acc + (part * sa[:, None]) * sb[None, :], part
 
     @gluon.jit
     def _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
@@ -146,8 +116,7 @@ if HAVE_GLUON:
         layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 32])
         acc = gl.zeros([64, BN], gl.float32, layout)
-        part = gl.zeros([64, BN], gl.float32, layout)       # the chains' tiles
-        spare = gl.zeros([64, BN], gl.float32, layout)
+        part = gl.zeros([64, BN], gl.float32, layout)       # the chain's tile
         ua_ptr += (2 * pid_m + WG) * NSTEP                  # A's flags per 64 rows, B's per 128
         ub_ptr += pid_n * NSTEP
         uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
@@ -163,10 +132,13 @@ if HAVE_GLUON:
             flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # (unswizzled boxes)
             sa_t = sa_smem.index(st)._reinterpret(gl.float32, [4 * BM], flat)
             sb_t = sb_smem.index(st)._reinterpret(gl.float32, [4 * BN], flat)
-            if uni != 0:
-                acc, part = _one_chain(a_t, b_t, acc, part, sa_t, sb_t, WG)
-            else:
-                acc, part, spare = _per_chunk(a_t, b_t, acc, part, spare, sa_t, sb_t, WG)
+            if uni != 0:                            # one chain of 4 chunks
+                acc, part = _chain(a_t, b_t, acc, part, sa_t, sb_t, 0, WG)
+            else:                                   # a chain per chunk
+                for c in gl.static_range(4):
+                    acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
+                                       b_t.slice(32 * c, 32, dim=1), acc, part, sa_t, sb_t, c,
+                                       WG)
             mbarrier.arrive(empty.index(st), count=1)
         offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
