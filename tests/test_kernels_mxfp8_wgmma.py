@@ -133,19 +133,24 @@ def test_gpu_kernel_matches_reference(fmts, mnk):
 
 @gpu
 @on_hopper
-@pytest.mark.parametrize("case", ["uniform", "per_chunk", "mixed"])
+@pytest.mark.parametrize("case", ["uniform", "a_per_chunk", "b_per_chunk", "mixed"])
 def test_gpu_every_path(case):
-    """Uniform data (every step one chain), outlier rows in every tile (every step per chunk),
-    outliers in some row blocks only (both paths in one launch)."""
+    """Uniform data (every step one chain); outlier rows in every A block (a chain per chunk,
+    both sides scaled); outliers in every B block with A uniform (a chain per chunk, B's
+    scales summed first, A's applied once); outliers in some A blocks only (every path in one
+    launch)."""
     m, n, k = 512, 384, 1024
-    a = _randn(m, k, 3) if case == "uniform" else _outliers(m, k, 3)
+    a = _outliers(m, k, 3) if case in ("a_per_chunk", "mixed") else _randn(m, k, 3)
     if case == "mixed":
         a[128:384] = _randn(256, k, 5)
-    qa, qb = _q(a), _q(_randn(n, k, 4))
-    _, _, ua = gemm_mxfp8.prepare_mx_wgmma(qa, gemm_mxfp8_wgmma.BM // 2)
-    share = ua.float().mean().item()
-    assert {"uniform": share > 0.9, "per_chunk": share == 0.0,
-            "mixed": 0.0 < share < 1.0}[case], share
+    b = _outliers(n, k, 4) if case == "b_per_chunk" else _randn(n, k, 4)
+    qa, qb = _q(a), _q(b)
+    share_a = gemm_mxfp8.prepare_mx_wgmma(qa, gemm_mxfp8_wgmma.BM // 2)[2].float().mean().item()
+    share_b = gemm_mxfp8.prepare_mx_wgmma(qb, gemm_mxfp8_wgmma.BN)[2].float().mean().item()
+    assert {"uniform": share_a > 0.9 and share_b > 0.8,
+            "a_per_chunk": share_a == 0.0 and share_b > 0.8,
+            "b_per_chunk": share_a > 0.9 and share_b == 0.0,
+            "mixed": 0.0 < share_a < 1.0 and share_b > 0.8}[case], (share_a, share_b)
     ref = scaled_mm_reference(qa, qb)
     y = gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb)
     assert ((y - ref).norm() / ref.norm()).item() < TOL
