@@ -61,7 +61,7 @@ __all__ = ["BM", "BN", "HAVE_GLUON", "available", "launch", "scaled_mm_mxfp8_wgm
 
 BM, BN, BK = 128, 128, 128               # output tile; K step = 4 chunks of 32
 STAGES = 4                               # 4 × 32 KB of code tiles in flight
-CONSUMER_REGS = 240                      # the second consumer warpgroup's register budget
+CONSUMER_REGS = 232                      # the second consumer warpgroup's register budget
 
 
 def available(device: torch.device) -> bool:
@@ -91,54 +91,19 @@ if HAVE_GLUON:
             tma.async_copy_global_to_shared(sb_desc, [4 * s, off_n], bar, sb_smem.index(st))
 
     @gluon.jit
-    def _row_scales(sa_t, c: gl.constexpr, WG: gl.constexpr, layout):
-        """Chunk ``c``'s fp32 scales of this warpgroup's 64 rows of A, from the stage
-        (``[4, 128]`` in shared memory, seen flat)."""
-        n: gl.constexpr = sa_t.shape[0] // 4
-        return sa_t.slice(c * n + 64 * WG, 64).load(gl.SliceLayout(1, layout))
-
-    @gluon.jit
-    def _col_scales(sb_t, c: gl.constexpr, layout):
-        """Chunk ``c``'s fp32 scales of the tile's rows of B."""
-        n: gl.constexpr = sb_t.shape[0] // 4
-        return sb_t.slice(c * n, n).load(gl.SliceLayout(0, layout))
-
-    @gluon.jit
-    def _chain(a_t, b_t, part):
-        """One MMA chain ``a_t · b_tᵀ`` from a fresh accumulator written into the dead tile
-        ``part``, waited for. (The other consumer warpgroup's chain keeps the tensor cores busy
-        while this one scales.)"""
+    def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
+        """One MMA chain ``P = a_t · b_tᵀ`` from a fresh accumulator (written into the dead
+        tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with chunk ``c``'s scales from the
+        stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat; exact products). The
+        warpgroup waits for its own chain; the other consumer warpgroup's chain keeps the
+        tensor cores busy meanwhile."""
+        layout: gl.constexpr = part.type.layout
         part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
-        return warpgroup_mma_wait(num_outstanding=0, deps=[part])
-
-    @gluon.jit
-    def _both_scales(acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
-        """``acc + P · sa_c ⊗ sb_c`` (powers of two: exact products)."""
-        layout: gl.constexpr = part.type.layout
-        sa = _row_scales(sa_t, c, WG, layout)
-        sb = _col_scales(sb_t, c, layout)
-        return acc + (part * sa[:, None]) * sb[None, :]
-
-    @gluon.jit
-    def _per_chunk(a_t, b_t, acc, part, t, sa_t, sb_t, WG: gl.constexpr, VARY: gl.constexpr):
-        """A step of four one-chunk chains. VARY 0: both operands' scales vary by chunk, each
-        chain scaled on both sides (two ops an element). VARY 1 (every row of this warpgroup's
-        A has one exponent over the step, B's do not: the common case, activations against
-        weights): ``t = Σ_c P_c · sb_c`` (one FFMA an element a chunk), then ``acc + t · sa``
-        once; a power of two distributes exactly over the sum, so this is the same product up
-        to summation order. (The mirror case, B uniform and A not, is rare and runs VARY 0:
-        a third path spills at 240 registers.)"""
-        layout: gl.constexpr = part.type.layout
-        for c in gl.static_range(4):
-            part = _chain(a_t.slice(32 * c, 32, dim=1), b_t.slice(32 * c, 32, dim=1), part)
-            if VARY == 0:
-                acc = _both_scales(acc, part, sa_t, sb_t, c, WG)
-            elif VARY == 1:
-                v = _col_scales(sb_t, c, layout)
-                t = part * v[None, :] if c == 0 else t + part * v[None, :]
-        if VARY == 1:
-            acc = acc + t * _row_scales(sa_t, 0, WG, layout)[:, None]
-        return acc, part, t
+        sa = sa_t.slice(c * sa_t.shape[0] // 4 + 64 * WG, 64).load(gl.SliceLayout(1, layout))
+        sb = sb_t.slice(c * sb_t.shape[0] // 4, sb_t.shape[0] // 4).load(
+            gl.SliceLayout(0, layout))
+        part = warpgroup_mma_wait(num_outstanding=0, deps=[part])
+        return acc + (part * sa[:, None]) * sb[None, :], part
 
     @gluon.jit
     def _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
@@ -152,31 +117,28 @@ if HAVE_GLUON:
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 32])
         acc = gl.zeros([64, BN], gl.float32, layout)
         part = gl.zeros([64, BN], gl.float32, layout)       # the chain's tile
-        t = gl.zeros([64, BN], gl.float32, layout)          # a step's one-sided sum
         ua_ptr += (2 * pid_m + WG) * NSTEP                  # A's flags per 64 rows, B's per 128
         ub_ptr += pid_n * NSTEP
-        ua_next = gl.load(ua_ptr)
-        ub_next = gl.load(ub_ptr)
+        uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
         for s in range(NSTEP):
             st = s % STAGES
-            uni_a = ua_next                                 # (loaded a step ahead)
-            uni_b = ub_next
+            uni = uni_next                                  # (loaded a step ahead)
             more = s + 1 < NSTEP
-            ua_next = gl.load(ua_ptr + s + 1, mask=more, other=0)
-            ub_next = gl.load(ub_ptr + s + 1, mask=more, other=0)
+            uni_next = gl.load(ua_ptr + s + 1, mask=more, other=0) & \
+                gl.load(ub_ptr + s + 1, mask=more, other=0)
             mbarrier.wait(ready.index(st), (s // STAGES) & 1)
             a_t = a_smem.index(st).slice(64 * WG, 64, dim=0)
             b_t = b_smem.index(st)
             flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # (unswizzled boxes)
             sa_t = sa_smem.index(st)._reinterpret(gl.float32, [4 * BM], flat)
             sb_t = sb_smem.index(st)._reinterpret(gl.float32, [4 * BN], flat)
-            if (uni_a & uni_b) != 0:                # one chain of the step's 4 chunks
-                part = _chain(a_t, b_t, part)
-                acc = _both_scales(acc, part, sa_t, sb_t, 0, WG)
-            elif uni_a != 0:                        # B's scales vary by chunk
-                acc, part, t = _per_chunk(a_t, b_t, acc, part, t, sa_t, sb_t, WG, 1)
-            else:                                   # A's scales vary by chunk
-                acc, part, t = _per_chunk(a_t, b_t, acc, part, t, sa_t, sb_t, WG, 0)
+            if uni != 0:                            # one chain of 4 chunks
+                acc, part = _chain(a_t, b_t, acc, part, sa_t, sb_t, 0, WG)
+            else:                                   # a chain per chunk
+                for c in gl.static_range(4):
+                    acc, part = _chain(a_t.slice(32 * c, 32, dim=1),
+                                       b_t.slice(32 * c, 32, dim=1), acc, part, sa_t, sb_t, c,
+                                       WG)
             mbarrier.arrive(empty.index(st), count=1)
         offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
