@@ -32,7 +32,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from microscale.kernels import (gemm_alpha, gemm_mxfp8, quant_fp8, quant_mx,  # noqa: E402
+from microscale.kernels import (gemm_alpha, gemm_mxfp8, gemm_mxfp8_wgmma, quant_fp8,  # noqa: E402
+                                quant_mx,
                                 quant_nvfp4, quant_nvfp4_grouped_reg, quant_nvfp4_reg,
                                 quant_nvfp4_v3, quant_rowcol_reg)
 
@@ -79,6 +80,15 @@ MX8_GEMM = {"a_ptr": "*fp8e4nv", "sa_ptr": "*i32", "b_ptr": "*fp8e4nv", "sb_ptr"
             "stride_sam": "i32", "stride_bn": "i32", "stride_sbn": "i32", "stride_ym": "i32",
             "__aligned__": ("a_ptr", "sa_ptr", "b_ptr", "sb_ptr", "y_ptr", "M", "N", "K", "KS",
                             "stride_am", "stride_sam", "stride_bn", "stride_sbn", "stride_ym")}
+_GL = gemm_mxfp8_wgmma.gl if gemm_mxfp8_wgmma.HAVE_GLUON else None
+MX8_WGMMA = {} if _GL is None else {
+    "a_desc": f"tensordesc<fp8e4nv[128, 128],"
+              f"{_GL.NVMMASharedLayout.get_default_for([128, 128], _GL.float8e4nv)!r}>",
+    "sa_desc": f"tensordesc<fp32[4, 128],"
+               f"{_GL.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)!r}>",
+    "ua_ptr": "*i32", "ub_ptr": "*i32", "y_ptr": "*bf16", "M": "i32", "N": "i32",
+    "NSTEP": "i32", "stride_ym": "i32", "__aligned__": ("y_ptr", "stride_ym")}
+MX8_WGMMA |= {"b_desc": MX8_WGMMA.get("a_desc"), "sb_desc": MX8_WGMMA.get("sa_desc")}
 _MX8_GEMM = dict(A_E5M2=False, B_E5M2=False, BM=64, BN=128, CH=4, GROUP_M=8, DOT_F32=False,
                  TMA=False)
 _ALPHA = dict(BM=128, BN=256, BK=64, GROUP_M=8, FROM_AMAX=True, SUBTILE=True, OUT_DTYPE=1)
@@ -266,6 +276,11 @@ PRESETS = {
                  64 * 128),
     "mx8_gemm_adaptive": (gemm_mxfp8._mxfp8_kernel, MX8_GEMM, _MX8_GEMM | dict(ADAPTIVE=True), 4,
                           4, 64 * 128),
+    # the Gluon MXFP8 GEMM (session 30): loader warp + two consumer warpgroups; its registers
+    # are per partition (setmaxnreg), so "regs" is the launch's, and spills are what to watch
+    "mx8_wgmma": (gemm_mxfp8_wgmma._mxfp8_wgmma_kernel, MX8_WGMMA,
+                  dict(BM=128, BN=128, BK=128, STAGES=4, GROUP_M=8, CONSUMER_REGS=240), 4, 1,
+                  64 * 128),
     "nv_amax_old": (quant_nvfp4_v3.nvfp4_amax_kernel, NV_AMAX,
                     dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
                          COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),
@@ -281,7 +296,11 @@ def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):
     signature = {n: "constexpr" if n in consts else sig[n] for n in fn.arg_names}
     aligned = (*ALIGNED, *sig.get("__aligned__", ()))      # a preset may add its own names
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned if n in sig}
-    src = ASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)
+    if getattr(fn, "is_gluon", lambda: False)():          # a Gluon kernel (its own AST source)
+        from triton.experimental.gluon._runtime import GluonASTSource
+        src = GluonASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)
+    else:
+        src = ASTSource(fn=fn, signature=signature, constexprs=consts, attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": num_warps, "num_stages": num_stages})
 

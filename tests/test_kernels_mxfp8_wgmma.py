@@ -98,6 +98,93 @@ def test_flags_reference_on_a_worked_case():
     assert _flags_reference(scale, 1, 3).tolist() == [[1, 1], [0, 1], [1, 1]]
 
 
+def _chains_emulated(prep_a, prep_b) -> torch.Tensor:
+    """The kernel's arithmetic in torch, from ``prepare_mx_wgmma``'s outputs: per (64-row block
+    of A, 128-row block of B, K step) one chain of the step's four chunks scaled by chunk 0's
+    scales where both flags are set, else one chain per chunk with its own, summed in fp32."""
+    (qa, fa, ua), (qb, fb, ub) = prep_a, prep_b
+    a, b = qa.data.float(), qb.data.float()
+    m, k = a.shape
+    steps = ua.shape[1]
+    pad = 128 * steps - k                                  # the TMA box's zero fill past K
+    a = torch.nn.functional.pad(a, (0, pad)).view(m, steps, 4, 32)
+    b = torch.nn.functional.pad(b, (0, pad)).view(b.shape[0], steps, 4, 32)
+    part = torch.einsum("msck,nsck->scmn", a.double(), b.double())   # exact chunk products
+    sa = fa[: 4 * steps, :m].double().view(steps, 4, m)
+    sb = fb[: 4 * steps, : b.shape[0]].double().view(steps, 4, b.shape[0])
+    ua_t = ua.repeat_interleave(64, 0)[:m].t()                         # [steps, m]
+    ub_t = ub.repeat_interleave(128, 0)[: b.shape[0]].t()               # [steps, n]
+    one = (ua_t[:, :, None] & ub_t[:, None, :]).bool()                  # [steps, m, n]
+    chained = part.sum(1) * sa[:, 0, :, None] * sb[:, 0, None, :]
+    chunked = (part * sa[:, :, :, None] * sb[:, :, None, :]).sum(1)
+    return torch.where(one, chained, chunked).sum(0).float()
+
+
+@needs_kernels
+@pytest.mark.parametrize("mnk", [(200, 136, 96), (130, 256, 512)])
+def test_chain_arithmetic_matches_reference(mnk):
+    """The prepared operands, consumed as the kernel does (chunk 0's scales for a one-chain
+    step, zero padding past K and past the rows), give the reference product: checks the
+    prepare pass's outputs against the kernel's reading of them, on CPU."""
+    m, n, k = mnk
+    a, b = _outliers(m, k, 8, every=5), _randn(n, k, 9, 0.02)
+    qa, qb = _q(a), _q(b)
+    prep_a = gemm_mxfp8.prepare_mx_wgmma(qa, 64)
+    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, 128)
+    assert 0 < prep_b[2].float().mean() and prep_a[2].float().mean() < 1
+    y = _chains_emulated(tuple(t.cpu() if torch.is_tensor(t) else t for t in prep_a),
+                         tuple(t.cpu() if torch.is_tensor(t) else t for t in prep_b))
+    ref = scaled_mm_reference(qa, qb).cpu()
+    assert ((y - ref).norm() / ref.norm()).item() < 1e-6
+
+
+_COMPILE_SM90 = """
+import sys
+import triton
+from triton.backends.compiler import GPUTarget
+from microscale.kernels import gemm_mxfp8_wgmma as W
+if not W.HAVE_GLUON:
+    print("NO-GLUON"); sys.exit(0)
+from triton.experimental.gluon._runtime import GluonASTSource
+gl = W.gl
+code = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+scale = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
+consts = dict(BM=W.BM, BN=W.BN, BK=128, STAGES=W.STAGES, GROUP_M=8,
+              CONSUMER_REGS=W.CONSUMER_REGS)
+sig = {"a_desc": f"tensordesc<fp8e4nv[128, 128],{code!r}>", "sa_desc": f"tensordesc<fp32[4, 128],{scale!r}>",
+       "ua_ptr": "*i32", "ub_ptr": "*i32", "y_ptr": "*bf16", "M": "i32", "N": "i32", "NSTEP": "i32",
+       "stride_ym": "i32"}
+sig["b_desc"], sig["sb_desc"] = sig["a_desc"], sig["sa_desc"]
+fn = W._mxfp8_wgmma_kernel
+src = GluonASTSource(fn=fn, signature={n: "constexpr" if n in consts else sig[n]
+                                       for n in fn.arg_names}, constexprs=consts)
+try:
+    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+except RuntimeError as err:       # no ptxas for this Triton's PTX: the IR and PTX still built
+    if "ptxas" not in str(err).lower():
+        raise
+    print("NO-PTXAS"); sys.exit(0)
+print("WGMMA" if "wgmma.mma_async" in ptx else "", "TMA" if "cp.async.bulk.tensor" in ptx else "")
+"""
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="needs Triton")
+def test_gluon_kernel_compiles_for_sm90():
+    """The Gluon kernel builds for sm_90 with the installed Triton, no GPU needed (Gluon's API
+    moved between Triton 3.6 and 3.9; the module resolves both): catches API drift in CI. A
+    real compile needs a process without ``TRITON_INTERPRET`` (Triton's own library functions
+    are interpreter objects in this one), hence the subprocess."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", _COMPILE_SM90], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if "NO-GLUON" in out.stdout or "NO-PTXAS" in out.stdout:
+        pytest.skip(out.stdout.strip())
+    assert "WGMMA" in out.stdout and "TMA" in out.stdout, out.stdout
+
+
 # ----------------------------------------------------------------------------- GPU
 gpu = pytest.mark.gpu
 on_hopper = pytest.mark.skipif(
@@ -110,7 +197,8 @@ def _outliers(rows, k, seed, every=7):
     row: no 64-row block can share one exponent over a step (the other blocks' codes would
     lose bits: the per-chunk path)."""
     x = _randn(rows, k, seed)
-    x.view(rows, -1, 128)[::every, :, 32:64] *= 4096.0
+    for k0 in range(32, k, 128):
+        x[::every, k0:k0 + 32] *= 4096.0
     return x
 
 

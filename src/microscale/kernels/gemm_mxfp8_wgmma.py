@@ -50,12 +50,27 @@ from ._utils import cdiv, device_capability
 try:                                     # Gluon ships with Triton >= 3.5
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language import _core as gl_core
     from triton.experimental.gluon.language.nvidia.hopper import (
         mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     HAVE_GLUON = True
 except ImportError:                      # pragma: no cover - older Triton
     HAVE_GLUON = False
+
+if HAVE_GLUON:
+    # Gluon's API is experimental and moved between the Triton releases torch 2.11-2.13 pin
+    # (3.6 .. 3.9): the TMA load is ``async_copy_global_to_shared`` in 3.6, ``async_load`` in
+    # 3.9 (where the old name raises); a descriptor's ``_reinterpret`` became ``reinterpret``.
+    # Both spellings resolve here, once, to what the installed Triton has.
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+
+    @gl_core.builtin
+    def _reinterpret(desc, dtype, shape, layout, _semantic=None):
+        """``desc`` seen as ``(dtype, shape, layout)`` (no copy)."""
+        unwrap = gl_core._unwrap_if_constexpr
+        return _semantic.memdesc_reinterpret(desc, unwrap(dtype), [unwrap(n) for n in shape],
+                                             unwrap(layout))
 
 __all__ = ["BM", "BN", "HAVE_GLUON", "available", "launch", "scaled_mm_mxfp8_wgmma"]
 
@@ -85,10 +100,10 @@ if HAVE_GLUON:
             mbarrier.wait(empty.index(st), ((s // STAGES) & 1) ^ 1)
             bar = ready.index(st)
             mbarrier.expect(bar, nbytes)
-            tma.async_copy_global_to_shared(a_desc, [off_m, s * BK], bar, a_smem.index(st))
-            tma.async_copy_global_to_shared(b_desc, [off_n, s * BK], bar, b_smem.index(st))
-            tma.async_copy_global_to_shared(sa_desc, [4 * s, off_m], bar, sa_smem.index(st))
-            tma.async_copy_global_to_shared(sb_desc, [4 * s, off_n], bar, sb_smem.index(st))
+            _tma_load(a_desc, [off_m, s * BK], bar, a_smem.index(st))
+            _tma_load(b_desc, [off_n, s * BK], bar, b_smem.index(st))
+            _tma_load(sa_desc, [4 * s, off_m], bar, sa_smem.index(st))
+            _tma_load(sb_desc, [4 * s, off_n], bar, sb_smem.index(st))
 
     @gluon.jit
     def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
@@ -130,8 +145,8 @@ if HAVE_GLUON:
             a_t = a_smem.index(st).slice(64 * WG, 64, dim=0)
             b_t = b_smem.index(st)
             flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])   # (unswizzled boxes)
-            sa_t = sa_smem.index(st)._reinterpret(gl.float32, [4 * BM], flat)
-            sb_t = sb_smem.index(st)._reinterpret(gl.float32, [4 * BN], flat)
+            sa_t = _reinterpret(sa_smem.index(st), gl.float32, [4 * BM], flat)
+            sb_t = _reinterpret(sb_smem.index(st), gl.float32, [4 * BN], flat)
             if uni != 0:                            # one chain of 4 chunks
                 acc, part = _chain(a_t, b_t, acc, part, sa_t, sb_t, 0, WG)
             else:                                   # a chain per chunk
