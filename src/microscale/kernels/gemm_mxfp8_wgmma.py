@@ -1,42 +1,45 @@
-"""MXFP8 GEMM on Hopper's FP8 tensor cores, written in Gluon so that the scaling overlaps the MMA.
+"""MXFP8 GEMM on Hopper's FP8 tensor cores, written in Gluon so that the MMA is explicit.
 
 Same product as :mod:`.gemm_mxfp8` (``y = A Bᵀ``, both operands MXFP8 along K)::
 
     y[m, n] = Σ_j  2^(ea[m, j] + eb[n, j] - 254) · P_j[m, n],   P_j = Σ_{k in chunk j} a[m,k]·b[n,k]
 
 Why a second kernel. In Triton's ``tl`` every ``tl.dot`` whose result feeds arithmetic is
-followed by a full ``wgmma`` wait, so the tensor cores idle while a chunk's partial product is
-scaled (the ``tl`` kernel measured 0.12–0.28× bf16, session 29). Gluon exposes the Hopper
-instructions themselves: ``warpgroup_mma(..., is_async=True)`` issues an MMA chain and
-``warpgroup_mma_wait(1)`` waits for all but the newest. So the main loop here is a two-deep
-software pipeline over MMA chains::
+followed by a full ``wgmma`` wait, so a K step's four 32-wide chunks run as four waited MMAs
+and the tensor cores idle through every scale exchange (the ``tl`` kernel: 0.12–0.28× bf16,
+session 29). Gluon exposes the Hopper instructions: ``warpgroup_mma(..., is_async=True)``
+issues a chain of MMAs, ``warpgroup_mma_wait`` waits for it, TMA and mbarriers move the tiles,
+and ``warp_specialize`` splits the CTA into roles.
 
-    issue chain i (async, fresh accumulator)       # tensor cores: chain i
-    wait until only chain i is in flight
-    acc += P_{i-1} · sa_{i-1} ⊗ sb_{i-1}           # CUDA cores: chain i-1's flush, meanwhile
+**Chains.** A *chain* is one K step of 128 (four chunks, one ``wgmma`` group, one wait) when
+every row of the warpgroup's 64 rows of A and of the CTA's 128 rows of B has one exponent
+across the step's chunks, else a single chunk. :func:`~.gemm_mxfp8_prepare.prepare_mx_wgmma`
+(regroup, memory-bound) makes most steps uniform on ordinary data and writes the flags; each
+consumer warpgroup ANDs its A flag with B's (a branch uniform across the warpgroup).
+Exactness never depends on the path: chains start from zero, hold at most 128 products (as
+DeepSeek-V3's and cuBLAS's blockwise FP8 promote every 128), and every sum across chains is
+fp32 on the CUDA cores with exact power-of-two scales (``acc + P · sa ⊗ sb``): the reference
+up to summation order and the tensor core's chain alignment (SPEC N5).
 
-A *chain* is one K step of 128 (four 32-wide chunks, one ``wgmma`` group) when every row of the
-A tile and of the B tile has one exponent across the step's four chunks, and a single chunk
-otherwise. ``prepare_mx`` (regroup, memory-bound) makes most steps uniform on ordinary data
-and writes one flag per (128-row block, K step); the kernel ANDs A's and B's flag and takes
-one path or the other (a branch uniform across the CTA). Exactness never depends on the path:
-chains start from zero, are at most 128 products long (as DeepSeek-V3's and cuBLAS's blockwise
-FP8 promote every 128), and every sum across chains is fp32 on the CUDA cores with exact
-power-of-two scales, i.e. the reference up to summation order (and the tensor core's chain
-alignment, SPEC N5).
+**Roles and layout.** A CTA owns a 128×128 output tile. A loader warp TMAs each K step's
+[128, 128] code tiles of A and B and the step's fp32 scales ([4, 128] boxes of the K-step-major
+arrays) into a ring of ``STAGES`` shared-memory stages (ready/empty mbarriers). Two consumer
+warpgroups own 64 rows each: per step they issue their chain(s), wait for their own, scale them
+into the fp32 total (two fp32 tiles a thread, 64 registers each; the scales read from the
+stage) and release the stage; while one warpgroup scales, the other's chain keeps the tensor
+cores busy.
 
-**Layout and cost.** A CTA of 8 warps (two warpgroups, 64 rows each) owns a 128×128 output
-tile; TMA streams the [128, 128] FP8 code tiles of A and B through a ring of ``STAGES``
-shared-memory buffers (mbarrier per stage); each thread keeps three 64-register fp32 tiles
-(the total, the chain in flight, the chain being flushed). A flush costs each element one
-FMUL and one FFMA: per uniform K step 256 issue slots a sub-partition against 512 tensor-core
-clocks of MMA, so the uniform path is MMA-bound; a per-chunk step is ALU-bound at about half
-the FP8 peak. Scales are fp32 (``prepare_mx``'s bits) stored K-step-major, ``[K/32, rows]``, so
-a chunk's scale vector is contiguous; they are loaded one chain ahead of their flush.
+**Where it stands** (H200, session 30; ``benchmarks/results/gemm_notes.md``): every step one
+chain 1.18× bf16, every step per chunk 0.64×, Gaussian data 0.94× (0.84× with the prepare
+pass): 4× the ``tl`` kernel, under dequantize + cuBLAS, so still opt-in. The uniform path is
+bound by shared-memory bandwidth (per K step the two warpgroups' MMAs read A 2 × 8 KB and B
+2 × 16 KB and the TMA writes 36 KB: ~660 clocks at 128 B/clk against 512 of MMA); what binds
+the per-chunk steps is open (neither MMA latency nor the scaling arithmetic, both A/B'd).
 
-Hopper only (``warpgroup_mma``); no interpreter: its reference twin is
-``gemm.scaled_mm_reference`` (GPU test), and the prepare pass it depends on is the ``tl``
-kernel's, interpreter-tested bit-exact.
+Hopper only (``warpgroup_mma``), no interpreter: its reference twin is
+``gemm.scaled_mm_reference`` (GPU tests); on CPU, CI checks the prepare pass bit-exact, the
+prepared operands consumed as this kernel reads them, and that it compiles for sm_90 with the
+installed Triton (Gluon's API moved between Triton 3.6 and 3.9; both are handled below).
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ if HAVE_GLUON:
 __all__ = ["BM", "BN", "HAVE_GLUON", "available", "launch", "scaled_mm_mxfp8_wgmma"]
 
 BM, BN, BK = 128, 128, 128               # output tile; K step = 4 chunks of 32
-STAGES = 4                               # 4 × 32 KB of code tiles in flight
+STAGES = 4                               # 4 × 36 KB (code tiles + scales) in flight
 CONSUMER_REGS = 232                      # the second consumer warpgroup's register budget
 
 
@@ -233,8 +236,6 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
     for q in (qa, qb):
         if q.fmt not in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
             raise KernelUnsupported(f"{q.fmt.value} is not MXFP8")
-        if q.data.data_ptr() % 16 or q.data.stride(0) % 16:
-            raise KernelUnsupported("TMA needs 16-byte aligned codes and row strides")
     return launch(prepare_mx_wgmma(qa, BM // 2, BM), prepare_mx_wgmma(qb, BN, BN), out_dtype,
                   group_m)
 
@@ -244,6 +245,8 @@ def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
     """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart)."""
     (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
     a, b = qa.data, qb.data
+    if any(t.data_ptr() % 16 or t.stride(0) * t.element_size() % 16 for t in (a, b, sa, sb)):
+        raise KernelUnsupported("TMA needs 16-byte aligned codes, scales and row strides")
     m, k = a.shape
     n = b.shape[0]
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
