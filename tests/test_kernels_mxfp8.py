@@ -9,9 +9,7 @@ SPEC tolerance (Hopper's FP8 MMA sums a 32..BK-long chain with ~14 bits below it
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from dataclasses import replace
 
 import pytest
@@ -23,17 +21,12 @@ from microscale.backend import KernelUnsupported
 from microscale.gemm import scaled_mm_reference
 from microscale.quant.mx_regroup import regroup_mx_reference, shift_codes_down
 
-HAS_TRITON = importlib.util.find_spec("triton") is not None
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
-HAS_CUDA = torch.cuda.is_available()
-RUNS = HAS_TRITON and (INTERPRET or HAS_CUDA)
-needs_kernels = pytest.mark.skipif(not RUNS, reason="needs Triton and CUDA or TRITON_INTERPRET=1")
+from kernel_env import (DEV, E4, E5, HAS_CUDA, INTERPRET, RUNS, TOL,  # (tests/ is on sys.path)
+                        needs_kernels)
+
 if RUNS:
     from microscale.kernels import gemm_block, gemm_mxfp8, gemm_paths
     from microscale.kernels.gemm_mxfp8 import MXFP8Config
-DEV = "cuda" if HAS_CUDA and not INTERPRET else "cpu"
-TOL = 8e-3
-E4, E5 = "mxfp8_e4m3", "mxfp8_e5m2"
 
 
 def _q(shape, fmt, seed, scale=1.0, device=DEV):

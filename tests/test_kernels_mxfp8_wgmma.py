@@ -9,7 +9,6 @@ K step, a chain per chunk, mixed), odd shapes, both output dtypes and NaN inputs
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import replace
 
@@ -21,16 +20,11 @@ from microscale.formats import e8m0_decode
 from microscale.gemm import scaled_mm_reference
 from microscale.quant.mx_regroup import regroup_mx_reference
 
-HAS_TRITON = importlib.util.find_spec("triton") is not None
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
-HAS_CUDA = torch.cuda.is_available()
-RUNS = HAS_TRITON and (INTERPRET or HAS_CUDA)
-needs_kernels = pytest.mark.skipif(not RUNS, reason="needs Triton and CUDA or TRITON_INTERPRET=1")
+from kernel_env import (DEV, E4, E5, HAS_CUDA, HAS_TRITON, INTERPRET, RUNS, TOL,
+                        needs_kernels)  # (tests/ is on sys.path)
+
 if RUNS:
     from microscale.kernels import gemm_mxfp8, gemm_mxfp8_wgmma
-DEV = "cuda" if HAS_CUDA and not INTERPRET else "cpu"
-TOL = 8e-3
-E4, E5 = "mxfp8_e4m3", "mxfp8_e5m2"
 
 
 def _q(x, fmt=E4, device=DEV):
