@@ -7,6 +7,10 @@ step is that plus parameters, gradients, optimizer state and backward's temporar
 part the recipes change, so it says where the saving is and where it is not.
 
     python benchmarks/bench_saved.py --model 50m --batch 2 --seq 256
+    python benchmarks/bench_saved.py --recipes bf16,fp8_tensorwise,torchao_tensorwise,torchao_rowwise
+
+``torchao_tensorwise`` / ``torchao_rowwise``: torchao's float8 training on the same model's
+linear layers (an optional benchmark extra), for a tensor-by-tensor comparison with the peer.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ def saved_bytes(model_name: str, recipe: str, batch: int, seq: int, device: str)
 
     torch.manual_seed(0)
     model = build_model(model_name, 256, max_seq_len=seq)
-    if recipe != "bf16":
+    if recipe.startswith("torchao_"):       # the peer (pip install torchao): its float8 linears
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+        cfg = Float8LinearConfig.from_recipe_name(recipe.split("_", 1)[1])
+        convert_to_float8_training(model, config=cfg, module_filter_fn=lambda m, fqn: isinstance(
+            m, torch.nn.Linear) and m.in_features % 16 == 0 and m.out_features % 16 == 0)
+    elif recipe != "bf16":
         ms.convert(model, recipe)
     model.to(device)
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
