@@ -7,7 +7,7 @@ step is that plus parameters, gradients, optimizer state and backward's temporar
 part the recipes change, so it says where the saving is and where it is not.
 
     python benchmarks/bench_saved.py --model 50m --batch 2 --seq 256
-    python benchmarks/bench_saved.py --recipes bf16,fp8_tensorwise,torchao_tensorwise,torchao_rowwise
+    python benchmarks/bench_saved.py --recipes bf16,fp8_tensorwise,torchao_tensorwise
 
 ``torchao_tensorwise`` / ``torchao_rowwise``: torchao's float8 training on the same model's
 linear layers (an optional benchmark extra), for a tensor-by-tensor comparison with the peer.

@@ -9,7 +9,7 @@ An MXFP8 operand is codes ``[rows, K]`` (fp8, K contiguous) and UE8M0 scale byte
   down loses no bit, so that most K steps of a GEMM tile are one MMA chain;
 * writes the scales as **fp32 bit patterns** (exactly ``formats.e8m0_decode``: byte 0 is the
   subnormal 2^-127, 0xFF NaN), so that the GEMM multiplies instead of decoding bytes: row-major
-  ``[rows, K/32]`` for the ``tl`` kernel, K-step-major ``[K/32 → 4·steps + 1, rows padded]``
+  ``[rows, K/32]`` for the ``tl`` kernel, K-step-major ``[K/32 → 4·steps, rows padded]``
   with zeros in the padding for the Gluon kernel's TMA boxes (:func:`prepare_mx_wgmma`);
 * for the Gluon kernel, **flags** each (block of ``block_rows`` rows, K step of 128): 1 where
   every row of the block has one exponent over the step's chunks inside K, the kernel's test
@@ -129,17 +129,17 @@ def prepare_mx_wgmma(q: QuantizedTensor, block_rows: int, pad_rows: int = 128
                      ) -> tuple[QuantizedTensor, torch.Tensor, torch.Tensor]:
     """What ``gemm_mxfp8_wgmma`` consumes, in the same one pass as :func:`prepare_mx`: ``(q
     regrouped per 128, its fp32 scales K-step-major, int32 flags)``. The scales are
-    ``[4·steps + 1, rows]`` with rows rounded up to ``pad_rows`` and zeros past K and past the
-    rows (the last row of chunks is the kernel's "no chain yet"), so the GEMM loads them without
-    masks; the flags are ``[row blocks (of block_rows, padded alike), K steps]``, 1 where every
-    row of the block has one exponent over the step (padding blocks: 1)."""
+    ``[4·steps, rows]`` with rows rounded up to ``pad_rows`` and zeros past K and past the
+    rows, so that the GEMM's TMA boxes never leave the array and padding scales nothing. The
+    flags are ``[row blocks (of block_rows, padded alike), K steps]``, 1 where every row of the
+    block has one exponent over the step (padding blocks: 1)."""
     check_operand(q)
     x = q.data.view(torch.uint8)
     rows, k = x.shape
     y, t = torch.empty_like(x), torch.empty_like(q.scale)
     grid = (cdiv(rows, block_rows), cdiv(k, 128))
     padded = cdiv(rows, pad_rows) * pad_rows
-    f = torch.zeros((4 * grid[1] + 1, padded), dtype=torch.int32, device=x.device)
+    f = torch.zeros((4 * grid[1], padded), dtype=torch.int32, device=x.device)
     u = torch.ones((cdiv(padded, block_rows), grid[1]), dtype=torch.int32, device=x.device)
     _prepare_kernel[grid](x, q.scale, y, t, f, u, rows, k, q.scale.shape[1], x.stride(0),
                           q.scale.stride(0), 1, f.stride(0), MB=MANTISSA_BITS[q.fmt],

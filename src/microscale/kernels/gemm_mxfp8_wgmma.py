@@ -2,7 +2,7 @@
 
 Same product as :mod:`.gemm_mxfp8` (``y = A Bᵀ``, both operands MXFP8 along K)::
 
-    y[m, n] = Σ_j  2^(ea[m, j] + eb[n, j] - 254) · P_j[m, n],   P_j = Σ_{k in chunk j} a[m,k]·b[n,k]
+    y[m, n] = Σ_j 2^(ea[m, j] + eb[n, j] - 254) · P_j[m, n],  P_j = Σ_{k in chunk j} a[m,k]·b[n,k]
 
 Why a second kernel. In Triton's ``tl`` every ``tl.dot`` whose result feeds arithmetic is
 followed by a full ``wgmma`` wait, so a K step's four 32-wide chunks run as four waited MMAs
@@ -112,9 +112,9 @@ if HAVE_GLUON:
     def _chain(a_t, b_t, acc, part, sa_t, sb_t, c: gl.constexpr, WG: gl.constexpr):
         """One MMA chain ``P = a_t · b_tᵀ`` from a fresh accumulator (written into the dead
         tile ``part``), then ``(acc + P · sa ⊗ sb, P)`` with chunk ``c``'s scales from the
-        stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat; exact products). The
-        warpgroup waits for its own chain; the other consumer warpgroup's chain keeps the
-        tensor cores busy meanwhile."""
+        stage (``sa_t``/``sb_t``: ``[4, 128]`` fp32 in shared memory, seen flat; powers of two,
+        so the products are exact). The warpgroup waits for its own chain; the other consumer
+        warpgroup's chain keeps the tensor cores busy meanwhile."""
         layout: gl.constexpr = part.type.layout
         part = warpgroup_mma(a_t, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
         sa = sa_t.slice(c * sa_t.shape[0] // 4 + 64 * WG, 64).load(gl.SliceLayout(1, layout))
@@ -182,7 +182,7 @@ if HAVE_GLUON:
                             BK: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
                             CONSUMER_REGS: gl.constexpr):
         """y = A Bᵀ; ``sa_desc``/``sb_desc``: TMA descriptors of the K-step-major fp32 scales
-        ``[4·NSTEP + 1, rows padded]`` (zeros past K and the rows); ``ua``/``ub`` the
+        ``[4·NSTEP, rows padded]`` (zeros past K and the rows); ``ua``/``ub`` the
         one-exponent flags per (64-row block of A / 128-row block of B, K step): each consumer
         warpgroup decides for its own 64 rows. Three partitions: two consumer warpgroups (64
         rows each) and a loader warp."""
