@@ -47,7 +47,7 @@ from __future__ import annotations
 import torch
 
 from ..backend import KernelUnsupported
-from ..tensor import QFormat, QuantizedTensor
+from ..tensor import QuantizedTensor
 from ._utils import cdiv, device_capability
 
 try:                                     # Gluon ships with Triton >= 3.5
@@ -228,14 +228,13 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
     """MXFP8 × MXFP8 ``A @ Bᵀ`` ``[rows_a, rows_b]`` on Hopper's FP8 tensor cores (E4M3/E5M2,
     any pairing; same contract as ``gemm.scaled_mm_reference``): both operands through
     ``prepare_mx_wgmma`` (one memory-bound pass each), then :func:`launch`."""
-    from .gemm_mxfp8_prepare import prepare_mx_wgmma
+    from .gemm_mxfp8_prepare import check_operand, prepare_mx_wgmma
     if not available(qa.data.device):
         raise KernelUnsupported("the Gluon MXFP8 kernel needs Hopper (9.x) and Triton's Gluon")
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise KernelUnsupported(f"out_dtype {out_dtype}")
-    for q in (qa, qb):
-        if q.fmt not in (QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2):
-            raise KernelUnsupported(f"{q.fmt.value} is not MXFP8")
+    for q in (qa, qb):          # both before either is prepared
+        check_operand(q)
     return launch(prepare_mx_wgmma(qa, BM // 2, BM), prepare_mx_wgmma(qb, BN, BN), out_dtype,
                   group_m)
 
