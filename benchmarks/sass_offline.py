@@ -89,6 +89,9 @@ MX8_WGMMA = {} if _GL is None else {
     "ua_ptr": "*i32", "ub_ptr": "*i32", "y_ptr": "*bf16", "M": "i32", "N": "i32",
     "NSTEP": "i32", "stride_ym": "i32", "__aligned__": ("y_ptr", "stride_ym")}
 MX8_WGMMA |= {"b_desc": MX8_WGMMA.get("a_desc"), "sb_desc": MX8_WGMMA.get("sa_desc")}
+# (the Gluon MXFP8 GEMM, session 30: loader warp + two consumer warpgroups; its registers are
+# per partition (setmaxnreg), so "regs" is the launch's, and spills are what to watch; its
+# preset is added after PRESETS where this Triton has Gluon)
 _MX8_GEMM = dict(A_E5M2=False, B_E5M2=False, BM=64, BN=128, CH=4, GROUP_M=8, DOT_F32=False,
                  TMA=False)
 _ALPHA = dict(BM=128, BN=256, BK=64, GROUP_M=8, FROM_AMAX=True, SUBTILE=True, OUT_DTYPE=1)
@@ -276,15 +279,17 @@ PRESETS = {
                  64 * 128),
     "mx8_gemm_adaptive": (gemm_mxfp8._mxfp8_kernel, MX8_GEMM, _MX8_GEMM | dict(ADAPTIVE=True), 4,
                           4, 64 * 128),
-    # the Gluon MXFP8 GEMM (session 30): loader warp + two consumer warpgroups; its registers
-    # are per partition (setmaxnreg), so "regs" is the launch's, and spills are what to watch
-    "mx8_wgmma": (gemm_mxfp8_wgmma._mxfp8_wgmma_kernel, MX8_WGMMA,
-                  dict(BM=128, BN=128, BK=128, STAGES=4, GROUP_M=8, CONSUMER_REGS=240), 4, 1,
-                  64 * 128),
     "nv_amax_old": (quant_nvfp4_v3.nvfp4_amax_kernel, NV_AMAX,
                     dict(IN_DTYPE=1, BR=64, BC=64, ROW=True, ROW_RHT=False, COL=True,
                          COL_RHT=True, NUM_STAGES=2), 4, 2, 64 * 64),
 }
+
+
+if gemm_mxfp8_wgmma.HAVE_GLUON:    # the module's own tile and register constants (what it launches)
+    W = gemm_mxfp8_wgmma
+    PRESETS["mx8_wgmma"] = (W._mxfp8_wgmma_kernel, MX8_WGMMA,
+                            dict(BM=W.BM, BN=W.BN, BK=W.BK, STAGES=W.STAGES, GROUP_M=8,
+                                 CONSUMER_REGS=W.CONSUMER_REGS), 4, 1, 64 * 128)
 
 
 def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -134,26 +135,13 @@ def test_chain_arithmetic_matches_reference(mnk):
 
 _COMPILE_SM90 = """
 import sys
-import triton
-from triton.backends.compiler import GPUTarget
-from microscale.kernels import gemm_mxfp8_wgmma as W
-if not W.HAVE_GLUON:
+sys.path.insert(0, {bench!r})
+import sass_offline                  # the offline sm_90 build and the kernel's preset
+if "mx8_wgmma" not in sass_offline.PRESETS:
     print("NO-GLUON"); sys.exit(0)
-from triton.experimental.gluon._runtime import GluonASTSource
-gl = W.gl
-code = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
-scale = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)
-consts = dict(BM=W.BM, BN=W.BN, BK=128, STAGES=W.STAGES, GROUP_M=8,
-              CONSUMER_REGS=W.CONSUMER_REGS)
-sig = {"a_desc": f"tensordesc<fp8e4nv[128, 128],{code!r}>",
-       "sa_desc": f"tensordesc<fp32[4, 128],{scale!r}>", "ua_ptr": "*i32", "ub_ptr": "*i32", "y_ptr": "*bf16", "M": "i32", "N": "i32", "NSTEP": "i32",
-       "stride_ym": "i32"}
-sig["b_desc"], sig["sb_desc"] = sig["a_desc"], sig["sa_desc"]
-fn = W._mxfp8_wgmma_kernel
-src = GluonASTSource(fn=fn, signature={n: "constexpr" if n in consts else sig[n]
-                                       for n in fn.arg_names}, constexprs=consts)
+fn, sig, consts, warps, stages, _ = sass_offline.PRESETS["mx8_wgmma"]
 try:
-    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+    ptx = sass_offline.compile_sm90(fn, sig, consts, warps, stages).asm["ptx"]
 except RuntimeError as err:       # no ptxas for this Triton's PTX: the IR and PTX still built
     if "ptxas" not in str(err).lower():
         raise
@@ -167,12 +155,14 @@ def test_gluon_kernel_compiles_for_sm90():
     """The Gluon kernel builds for sm_90 with the installed Triton, no GPU needed (Gluon's API
     moved between Triton 3.6 and 3.9; the module resolves both): catches API drift in CI. A
     real compile needs a process without ``TRITON_INTERPRET`` (Triton's own library functions
-    are interpreter objects in this one), hence the subprocess."""
+    are interpreter objects in this one), hence the subprocess; it builds the kernel as
+    ``benchmarks/sass_offline.py``'s ``mx8_wgmma`` preset does."""
     import subprocess
     import sys
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-c", _COMPILE_SM90], env=env, capture_output=True,
-                         text=True, timeout=300)
+    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    out = subprocess.run([sys.executable, "-c", _COMPILE_SM90.format(bench=bench)], env=env,
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     if "NO-GLUON" in out.stdout or "NO-PTXAS" in out.stdout:
         pytest.skip(out.stdout.strip())
