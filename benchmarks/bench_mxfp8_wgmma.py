@@ -20,6 +20,7 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -49,15 +50,27 @@ def _operands(m, n, k, data, g):
     return a.bfloat16(), b.bfloat16()
 
 
-def _prepared(qa, qb, data):
-    """Both operands through the kernel's prepare pass (A's flags per 64 rows, B's per 128);
+def _prepared(qa, qb, data, bn=128):
+    """Both operands through the kernel's prepare pass (A's flags per 64 rows, B's per ``bn``);
     ``uniform`` / ``perchunk`` force the flags: one chain every step / one per chunk."""
     prep_a = gemm_mxfp8.prepare_mx_wgmma(qa, 64)
-    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, 128)
+    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, bn, bn)
     if data in ("uniform", "perchunk"):
         fill = torch.ones_like if data == "uniform" else torch.zeros_like
         prep_a, prep_b = (p[:2] + (fill(p[2]),) for p in (prep_a, prep_b))
     return prep_a, prep_b
+
+
+def _blockwise_prepared(q, rows_block: int, pad: int) -> tuple:
+    """An FP8 1x128 operand as the Gluon kernel reads a prepared MXFP8 one: its scales
+    K-step-major in each step's first chunk row, every flag one (one chain a step, the scale
+    applied once per 128, as cuBLASLt's blockwise GEMM does)."""
+    rows, k = q.data.shape
+    steps, padded = -(-k // 128), -(-rows // pad) * pad
+    s = torch.zeros(4 * steps, padded, dtype=torch.float32, device=q.data.device)
+    s[0::4, :rows] = q.scale.float().t()
+    u = torch.ones(-(-padded // rows_block), steps, dtype=torch.int32, device=q.data.device)
+    return SimpleNamespace(data=q.data), s, u
 
 
 def _rel_err(y, qa, qb) -> float:
@@ -77,18 +90,29 @@ def run(m, n, k, data, g) -> list[dict]:
     one_chain = (prep_a[2][:, None, :] & prep_b[2][None, :, :]).float()   # per block pair, step
     fa, fb = ms.quantize(a_hp, "fp8_block", block=(1, 128), **ref), \
         ms.quantize(b_hp, "fp8_block", block=(128, 128), **ref)
+    prep_b256 = _prepared(qa, qb, data, 256)[1]
+    fb1 = ms.quantize(b_hp, "fp8_block", block=(1, 128), **ref)
+    bw_a, bw_b, bw_b256 = (_blockwise_prepared(fa, 64, 128), _blockwise_prepared(fb1, 128, 128),
+                           _blockwise_prepared(fb1, 256, 256))
+    wide = {"wgmma kernel n256": False, "wgmma kernel n256 areg": True}
     fns = {
         "bf16": lambda: a_hp @ b_hp.t(),
+        **{name: (lambda areg=areg: gemm_mxfp8_wgmma.launch(prep_a, prep_b256, bf16, bn=256,
+                                                             a_reg=areg, regs=240))
+           for name, areg in wide.items()},
         "wgmma": lambda: gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, bf16),
         "wgmma kernel": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16),
-        "wgmma kernel s3": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16, stages=3),
-        "wgmma kernel s5": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16, stages=5),
-        "wgmma kernel g16": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16, group_m=16),
         "prepare A+B": lambda: (gemm_mxfp8.prepare_mx_wgmma(qa, 64),
                                 gemm_mxfp8.prepare_mx_wgmma(qb, 128)),
         "tl kernel": lambda: gemm_mxfp8.scaled_mm_mxfp8_fp8(qa, qb, bf16),
         "dequant+cuBLAS": lambda: gemm_fp4.scaled_mm_mxfp8(qa, qb, out_dtype=bf16,
                                                            strategy="dequant"),
+        "fp8_block 1x128² cuBLASLt": lambda: gemm_fp8.scaled_mm_fp8(fa, fb1, out_dtype=bf16,
+                                                                   path="torch"),
+        "fp8_block 1x128² wgmma n128": lambda: gemm_mxfp8_wgmma.launch(
+            bw_a, bw_b, bf16),
+        "fp8_block 1x128² wgmma n256 areg": lambda: gemm_mxfp8_wgmma.launch(
+            bw_a, bw_b256, bf16, bn=256, a_reg=True, regs=240),
         "fp8_block cuBLASLt": lambda: gemm_fp8.scaled_mm_fp8(fa, fb, out_dtype=bf16,
                                                             path="torch"),
     }
@@ -102,8 +126,11 @@ def run(m, n, k, data, g) -> list[dict]:
             t = _time(fn)
             t_bf16 = t if name == "bf16" else t_bf16
             row.update(ms=t, tflops=flop / t / 1e9, ratio=t_bf16 / t)
-            if name in ("wgmma", "tl kernel", "dequant+cuBLAS"):
+            if name in ("wgmma", "tl kernel", "dequant+cuBLAS") or \
+                    (name in wide and data not in ("uniform", "perchunk")):
                 row["rel_err"] = _rel_err(y, qa, qb)
+            elif name.startswith("fp8_block 1x128²"):
+                row["rel_err"] = _rel_err(y, fa, fb1)
             if name.startswith("wgmma"):
                 row["one_chain"] = one_chain.mean().item()
         except Exception as err:  # noqa: BLE001 -- a row reports its failure and goes on
