@@ -94,12 +94,11 @@ def run(m, n, k, data, g) -> list[dict]:
     fb1 = ms.quantize(b_hp, "fp8_block", block=(1, 128), **ref)
     bw_a, bw_b, bw_b256 = (_blockwise_prepared(fa, 64, 128), _blockwise_prepared(fb1, 128, 128),
                            _blockwise_prepared(fb1, 256, 256))
-    wide = {"wgmma kernel n256": False, "wgmma kernel n256 areg": True}
+    wide = ("wgmma kernel n256",)
     fns = {
         "bf16": lambda: a_hp @ b_hp.t(),
-        **{name: (lambda areg=areg: gemm_mxfp8_wgmma.launch(prep_a, prep_b256, bf16, bn=256,
-                                                             a_reg=areg, regs=240))
-           for name, areg in wide.items()},
+        "wgmma kernel n256": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b256, bf16, bn=256,
+                                                            regs=240),
         "wgmma": lambda: gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, bf16),
         "wgmma kernel": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16),
         "prepare A+B": lambda: (gemm_mxfp8.prepare_mx_wgmma(qa, 64),
@@ -111,8 +110,8 @@ def run(m, n, k, data, g) -> list[dict]:
                                                                    path="torch"),
         "fp8_block 1x128² wgmma n128": lambda: gemm_mxfp8_wgmma.launch(
             bw_a, bw_b, bf16),
-        "fp8_block 1x128² wgmma n256 areg": lambda: gemm_mxfp8_wgmma.launch(
-            bw_a, bw_b256, bf16, bn=256, a_reg=True, regs=240),
+        "fp8_block 1x128² wgmma n256": lambda: gemm_mxfp8_wgmma.launch(
+            bw_a, bw_b256, bf16, bn=256, regs=240),
         "fp8_block cuBLASLt": lambda: gemm_fp8.scaled_mm_fp8(fa, fb, out_dtype=bf16,
                                                             path="torch"),
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 31, call 2 (one H100/H200, ~4 minutes): the Gluon kernel with a 256-wide B tile
+# Session 31, call 2-3 (one H100/H200, ~4 minutes): the Gluon kernel with a 256-wide B tile
 # (four 64-column chains a K step, one [64, 64] chain tile, four fp32 totals: 128 + 32
 # registers) with A from shared memory or from registers, against the 128-wide kernel,
 # cuBLASLt and bf16; MXFP8 data and FP8 1x128 x 1x128 (the fp8_blockwise wgrad's scaling).

@@ -165,44 +165,41 @@ if HAVE_GLUON:
         gl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
     @gluon.jit
-    def _sub_chain(a_op, b_t, acc, part, sa, sb_t, sb_off):
-        """One chain ``P = a · b_tᵀ`` over a 64-column quarter of a 256-wide B tile, from a
-        fresh accumulator (``part``), then ``(acc + P · sa ⊗ sb, P)``; ``a_op`` is the
-        warpgroup's A tile in shared memory or already in registers."""
-        layout: gl.constexpr = part.type.layout
-        part = warpgroup_mma(a_op, b_t.permute((1, 0)), part, use_acc=False, is_async=True)
+    def _flush(acc, part, sa, sb_t, sb_off, outstanding: gl.constexpr):
+        """Wait until at most ``outstanding`` chains of this warpgroup are in flight (``part``'s
+        is done), then ``acc + P · sa ⊗ sb`` with the quarter's 64 column scales."""
+        layout: gl.constexpr = acc.type.layout
         sb = sb_t.slice(sb_off, 64).load(gl.SliceLayout(0, layout))
-        part = warpgroup_mma_wait(num_outstanding=0, deps=[part])   # (an 8-bit register A
-        #                                 cannot be a dep: Triton's wait lowering refuses it)
+        part = warpgroup_mma_wait(num_outstanding=outstanding, deps=[part])
         return acc + (part * sa[:, None]) * sb[None, :], part
 
     @gluon.jit
-    def _quad(a_t, b_t, accs, part, sa, sb_t, sb_off, A_REG: gl.constexpr):
-        """The four quarter chains of one K step or chunk; A read from shared memory by each,
-        or with ``A_REG`` loaded into registers once for all four."""
+    def _quad(a_t, b_t, accs, p0, p1, sa, sb_t, sb_off):
+        """The four 64-column quarter chains of one K step or chunk, two in flight: quarters
+        0 and 2 run in chain tile ``p0``, 1 and 3 in ``p1`` (a fixed assignment, so no
+        accumulator rotates between in-flight MMAs), and each quarter is flushed while the
+        next one's chain runs."""
         acc0, acc1, acc2, acc3 = accs
-        if A_REG:
-            layout: gl.constexpr = part.type.layout
-            a_op = a_t.load(gl.DotOperandLayout(operand_index=0, parent=layout, k_width=4))
-        else:
-            a_op = a_t
-        acc0, part = _sub_chain(a_op, b_t.slice(0, 64, dim=0), acc0, part, sa, sb_t, sb_off)
-        acc1, part = _sub_chain(a_op, b_t.slice(64, 64, dim=0), acc1, part, sa, sb_t,
-                                sb_off + 64)
-        acc2, part = _sub_chain(a_op, b_t.slice(128, 64, dim=0), acc2, part, sa, sb_t,
-                                sb_off + 128)
-        acc3, part = _sub_chain(a_op, b_t.slice(192, 64, dim=0), acc3, part, sa, sb_t,
-                                sb_off + 192)
-        return (acc0, acc1, acc2, acc3), part
+        p0 = warpgroup_mma(a_t, b_t.slice(0, 64, dim=0).permute((1, 0)), p0, use_acc=False,
+                           is_async=True)
+        p1 = warpgroup_mma(a_t, b_t.slice(64, 64, dim=0).permute((1, 0)), p1, use_acc=False,
+                           is_async=True)
+        acc0, p0 = _flush(acc0, p0, sa, sb_t, sb_off, 1)
+        p0 = warpgroup_mma(a_t, b_t.slice(128, 64, dim=0).permute((1, 0)), p0, use_acc=False,
+                           is_async=True)
+        acc1, p1 = _flush(acc1, p1, sa, sb_t, sb_off + 64, 1)
+        p1 = warpgroup_mma(a_t, b_t.slice(192, 64, dim=0).permute((1, 0)), p1, use_acc=False,
+                           is_async=True)
+        acc2, p0 = _flush(acc2, p0, sa, sb_t, sb_off + 128, 1)
+        acc3, p1 = _flush(acc3, p1, sa, sb_t, sb_off + 192, 0)
+        return (acc0, acc1, acc2, acc3), p0, p1
 
     @gluon.jit
     def _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                       M, N, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr,
-                       A_REG: gl.constexpr):
+                       M, N, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
         """:func:`_consumer` for a 256-wide B tile: four fp32 totals of [64, 64] (128
-        registers a thread) and one [64, 64] chain tile; each K step (or chunk) runs as four
-        quarter chains. Shared-memory bytes per MAC: 15% fewer than the 128-wide tile's with A
-        from shared memory (read by each chain), 25% fewer with ``A_REG``."""
+        registers a thread) and two [64, 64] chain tiles; each K step (or chunk) runs as four
+        quarter chains, two in flight (:func:`_quad`)."""
         STAGES: gl.constexpr = a_smem.shape[0]
         BM: gl.constexpr = a_smem.shape[1]
         BN: gl.constexpr = b_smem.shape[1]
@@ -210,7 +207,8 @@ if HAVE_GLUON:
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 32])
         accs = (gl.zeros([64, 64], gl.float32, layout), gl.zeros([64, 64], gl.float32, layout),
                 gl.zeros([64, 64], gl.float32, layout), gl.zeros([64, 64], gl.float32, layout))
-        part = gl.zeros([64, 64], gl.float32, layout)
+        p0 = gl.zeros([64, 64], gl.float32, layout)
+        p1 = gl.zeros([64, 64], gl.float32, layout)
         ua_ptr += (2 * pid_m + WG) * NSTEP
         ub_ptr += pid_n * NSTEP
         uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
@@ -228,13 +226,13 @@ if HAVE_GLUON:
             sb_t = _reinterpret(sb_smem.index(st), gl.float32, [4 * BN], flat)
             if uni != 0:
                 sa = sa_t.slice(64 * WG, 64).load(gl.SliceLayout(1, layout))
-                accs, part = _quad(a_t, b_t, accs, part, sa, sb_t, 0, A_REG)
+                accs, p0, p1 = _quad(a_t, b_t, accs, p0, p1, sa, sb_t, 0)
             else:
                 for c in gl.static_range(4):
                     sa = sa_t.slice(c * BM + 64 * WG, 64).load(gl.SliceLayout(1, layout))
-                    accs, part = _quad(a_t.slice(32 * c, 32, dim=1),
-                                       b_t.slice(32 * c, 32, dim=1), accs, part, sa, sb_t,
-                                       c * BN, A_REG)
+                    accs, p0, p1 = _quad(a_t.slice(32 * c, 32, dim=1),
+                                         b_t.slice(32 * c, 32, dim=1), accs, p0, p1, sa, sb_t,
+                                         c * BN)
             mbarrier.arrive(empty.index(st), count=1)
         offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
         mask_m = (offs_m < M)[:, None]
@@ -249,7 +247,7 @@ if HAVE_GLUON:
                    NSTEP, stride_ym, pid_m, pid_n):
         if b_smem.shape[1] == 256:
             _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                           M, N, NSTEP, stride_ym, pid_m, pid_n, 0, False)
+                           M, N, NSTEP, stride_ym, pid_m, pid_n, 0)
         else:
             _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M,
                       N, NSTEP, stride_ym, pid_m, pid_n, 0)
@@ -259,28 +257,16 @@ if HAVE_GLUON:
                    NSTEP, stride_ym, pid_m, pid_n):
         if b_smem.shape[1] == 256:
             _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                           M, N, NSTEP, stride_ym, pid_m, pid_n, 1, False)
+                           M, N, NSTEP, stride_ym, pid_m, pid_n, 1)
         else:
             _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M,
                       N, NSTEP, stride_ym, pid_m, pid_n, 1)
 
     @gluon.jit
-    def _consumer0_areg(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                        M, N, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                       M, N, NSTEP, stride_ym, pid_m, pid_n, 0, True)
-
-    @gluon.jit
-    def _consumer1_areg(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                        M, N, NSTEP, stride_ym, pid_m, pid_n):
-        _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                       M, N, NSTEP, stride_ym, pid_m, pid_n, 1, True)
-
-    @gluon.jit
     def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_desc, sb_desc, ua_ptr, ub_ptr, y_ptr, M, N,
                             NSTEP, stride_ym, BM: gl.constexpr, BN: gl.constexpr,
                             BK: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
-                            CONSUMER_REGS: gl.constexpr, A_REG: gl.constexpr = False):
+                            CONSUMER_REGS: gl.constexpr):
         """y = A Bᵀ; ``sa_desc``/``sb_desc``: TMA descriptors of the K-step-major fp32 scales
         ``[4·NSTEP, rows padded]`` (zeros past K and the rows); ``ua``/``ub`` the
         one-exponent flags per (64-row block of A / 128-row block of B, K step): each consumer
@@ -306,12 +292,8 @@ if HAVE_GLUON:
                   NSTEP, stride_ym, pid_m, pid_n)
         loader = (a_desc, b_desc, sa_desc, sb_desc, a_smem, b_smem, sa_smem, sb_smem, ready,
                   empty, pid_m * BM, pid_n * BN, NSTEP)
-        if A_REG:       # (a constexpr does not pass through warp_specialize's arguments)
-            gl.warp_specialize([(_consumer0_areg, common), (_consumer1_areg, common),
-                                (_loader, loader)], [4, 1], [CONSUMER_REGS, 24])
-        else:
-            gl.warp_specialize([(_consumer0, common), (_consumer1, common), (_loader, loader)],
-                               [4, 1], [CONSUMER_REGS, 24])
+        gl.warp_specialize([(_consumer0, common), (_consumer1, common), (_loader, loader)],
+                           [4, 1], [CONSUMER_REGS, 24])
 
 
 def _descriptor(codes: torch.Tensor, rows_block: int) -> "TensorDescriptor":
@@ -344,10 +326,10 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
 
 
 def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
-           group_m: int = 8, stages: int = STAGES, bn: int = BN, a_reg: bool = False,
+           group_m: int = 8, stages: int = STAGES, bn: int = BN,
            regs: int = CONSUMER_REGS) -> torch.Tensor:
     """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart); ``bn`` 256
-    (B prepared with 256-row flags) takes the wide consumer, ``a_reg`` its A from registers."""
+    (B prepared with 256-row flags) takes the wide consumer."""
     (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
     a, b = qa.data, qb.data
     if any(t.data_ptr() % 16 or t.stride(0) * t.element_size() % 16 for t in (a, b, sa, sb)):
@@ -359,5 +341,5 @@ def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
     _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, bn), _scale_descriptor(sa, BM),
                               _scale_descriptor(sb, bn), ua, ub, y, m, n, cdiv(k, BK),
                               y.stride(0), BM=BM, BN=bn, BK=BK, STAGES=stages, GROUP_M=group_m,
-                              CONSUMER_REGS=regs, A_REG=a_reg, num_warps=4)
+                              CONSUMER_REGS=regs, num_warps=4)
     return y
