@@ -1,5 +1,7 @@
 """MXFP8 GEMM on FP8 tensor cores: the Gluon kernel (``kernels/gemm_mxfp8_wgmma.py``) against
-bf16 cuBLAS, the ``tl`` kernel, dequantize + cuBLAS and FP8 blockwise cuBLASLt, same process.
+bf16 cuBLAS, the ``tl`` kernel, dequantize + cuBLAS and FP8 blockwise cuBLASLt, same process;
+and FP8 1x128 x 1x128 (the fp8_blockwise wgrad's scaling) through cuBLASLt and through the
+Gluon kernel (every step one chain, the fp32 scales applied per 128).
 
     python benchmarks/bench_mxfp8_wgmma.py                    # 8192^3, LLaMA-7B/70B shapes
     python benchmarks/bench_mxfp8_wgmma.py --shapes 8192x8192x8192 --data gaussian,outliers
@@ -50,11 +52,11 @@ def _operands(m, n, k, data, g):
     return a.bfloat16(), b.bfloat16()
 
 
-def _prepared(qa, qb, data, bn=128):
-    """Both operands through the kernel's prepare pass (A's flags per 64 rows, B's per ``bn``);
+def _prepared(qa, qb, data):
+    """Both operands through the kernel's prepare pass (A's flags per 64 rows, B's per 128);
     ``uniform`` / ``perchunk`` force the flags: one chain every step / one per chunk."""
     prep_a = gemm_mxfp8.prepare_mx_wgmma(qa, 64)
-    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, bn, bn)
+    prep_b = gemm_mxfp8.prepare_mx_wgmma(qb, 128)
     if data in ("uniform", "perchunk"):
         fill = torch.ones_like if data == "uniform" else torch.zeros_like
         prep_a, prep_b = (p[:2] + (fill(p[2]),) for p in (prep_a, prep_b))
@@ -90,15 +92,10 @@ def run(m, n, k, data, g) -> list[dict]:
     one_chain = (prep_a[2][:, None, :] & prep_b[2][None, :, :]).float()   # per block pair, step
     fa, fb = ms.quantize(a_hp, "fp8_block", block=(1, 128), **ref), \
         ms.quantize(b_hp, "fp8_block", block=(128, 128), **ref)
-    prep_b256 = _prepared(qa, qb, data, 256)[1]
     fb1 = ms.quantize(b_hp, "fp8_block", block=(1, 128), **ref)
-    bw_a, bw_b, bw_b256 = (_blockwise_prepared(fa, 64, 128), _blockwise_prepared(fb1, 128, 128),
-                           _blockwise_prepared(fb1, 256, 256))
-    wide = ("wgmma kernel n256",)
+    bw_a, bw_b = _blockwise_prepared(fa, 64, 128), _blockwise_prepared(fb1, 128, 128)
     fns = {
         "bf16": lambda: a_hp @ b_hp.t(),
-        "wgmma kernel n256": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b256, bf16, bn=256,
-                                                            regs=240),
         "wgmma": lambda: gemm_mxfp8_wgmma.scaled_mm_mxfp8_wgmma(qa, qb, bf16),
         "wgmma kernel": lambda: gemm_mxfp8_wgmma.launch(prep_a, prep_b, bf16),
         "prepare A+B": lambda: (gemm_mxfp8.prepare_mx_wgmma(qa, 64),
@@ -108,10 +105,7 @@ def run(m, n, k, data, g) -> list[dict]:
                                                            strategy="dequant"),
         "fp8_block 1x128² cuBLASLt": lambda: gemm_fp8.scaled_mm_fp8(fa, fb1, out_dtype=bf16,
                                                                    path="torch"),
-        "fp8_block 1x128² wgmma n128": lambda: gemm_mxfp8_wgmma.launch(
-            bw_a, bw_b, bf16),
-        "fp8_block 1x128² wgmma n256": lambda: gemm_mxfp8_wgmma.launch(
-            bw_a, bw_b256, bf16, bn=256, regs=240),
+        "fp8_block 1x128² wgmma": lambda: gemm_mxfp8_wgmma.launch(bw_a, bw_b, bf16),
         "fp8_block cuBLASLt": lambda: gemm_fp8.scaled_mm_fp8(fa, fb, out_dtype=bf16,
                                                             path="torch"),
     }
@@ -125,8 +119,7 @@ def run(m, n, k, data, g) -> list[dict]:
             t = _time(fn)
             t_bf16 = t if name == "bf16" else t_bf16
             row.update(ms=t, tflops=flop / t / 1e9, ratio=t_bf16 / t)
-            if name in ("wgmma", "tl kernel", "dequant+cuBLAS") or \
-                    (name in wide and data not in ("uniform", "perchunk")):
+            if name in ("wgmma", "tl kernel", "dequant+cuBLAS"):
                 row["rel_err"] = _rel_err(y, qa, qb)
             elif name.startswith("fp8_block 1x128²"):
                 row["rel_err"] = _rel_err(y, fa, fb1)

@@ -290,14 +290,6 @@ if gemm_mxfp8_wgmma.HAVE_GLUON:    # the module's own tile and register constant
     PRESETS["mx8_wgmma"] = (W._mxfp8_wgmma_kernel, MX8_WGMMA,
                             dict(BM=W.BM, BN=W.BN, BK=W.BK, STAGES=W.STAGES, GROUP_M=8,
                                  CONSUMER_REGS=W.CONSUMER_REGS), 4, 1, 64 * 128)
-    _wide = MX8_WGMMA | {
-        "b_desc": f"tensordesc<fp8e4nv[256, 128],"
-                  f"{_GL.NVMMASharedLayout.get_default_for([256, 128], _GL.float8e4nv)!r}>",
-        "sb_desc": f"tensordesc<fp32[4, 256],"
-                   f"{_GL.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2)!r}>"}
-    PRESETS["mx8_wgmma_n256"] = (W._mxfp8_wgmma_kernel, _wide,
-                                 dict(BM=W.BM, BN=256, BK=W.BK, STAGES=W.STAGES, GROUP_M=8,
-                                      CONSUMER_REGS=240), 4, 1, 64 * 256)
 
 
 def compile_sm90(fn, sig: dict, consts: dict, num_warps: int, num_stages: int):

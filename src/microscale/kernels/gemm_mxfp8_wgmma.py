@@ -165,102 +165,16 @@ if HAVE_GLUON:
         gl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
     @gluon.jit
-    def _flush(acc, part, sa, sb_t, sb_off, outstanding: gl.constexpr):
-        """Wait until at most ``outstanding`` chains of this warpgroup are in flight (``part``'s
-        is done), then ``acc + P · sa ⊗ sb`` with the quarter's 64 column scales."""
-        layout: gl.constexpr = acc.type.layout
-        sb = sb_t.slice(sb_off, 64).load(gl.SliceLayout(0, layout))
-        part = warpgroup_mma_wait(num_outstanding=outstanding, deps=[part])
-        return acc + (part * sa[:, None]) * sb[None, :], part
-
-    @gluon.jit
-    def _quad(a_t, b_t, accs, p0, p1, sa, sb_t, sb_off):
-        """The four 64-column quarter chains of one K step or chunk, two in flight: quarters
-        0 and 2 run in chain tile ``p0``, 1 and 3 in ``p1`` (a fixed assignment, so no
-        accumulator rotates between in-flight MMAs), and each quarter is flushed while the
-        next one's chain runs."""
-        acc0, acc1, acc2, acc3 = accs
-        p0 = warpgroup_mma(a_t, b_t.slice(0, 64, dim=0).permute((1, 0)), p0, use_acc=False,
-                           is_async=True)
-        p1 = warpgroup_mma(a_t, b_t.slice(64, 64, dim=0).permute((1, 0)), p1, use_acc=False,
-                           is_async=True)
-        acc0, p0 = _flush(acc0, p0, sa, sb_t, sb_off, 1)
-        p0 = warpgroup_mma(a_t, b_t.slice(128, 64, dim=0).permute((1, 0)), p0, use_acc=False,
-                           is_async=True)
-        acc1, p1 = _flush(acc1, p1, sa, sb_t, sb_off + 64, 1)
-        p1 = warpgroup_mma(a_t, b_t.slice(192, 64, dim=0).permute((1, 0)), p1, use_acc=False,
-                           is_async=True)
-        acc2, p0 = _flush(acc2, p0, sa, sb_t, sb_off + 128, 1)
-        acc3, p1 = _flush(acc3, p1, sa, sb_t, sb_off + 192, 0)
-        return (acc0, acc1, acc2, acc3), p0, p1
-
-    @gluon.jit
-    def _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                       M, N, NSTEP, stride_ym, pid_m, pid_n, WG: gl.constexpr):
-        """:func:`_consumer` for a 256-wide B tile: four fp32 totals of [64, 64] (128
-        registers a thread) and two [64, 64] chain tiles; each K step (or chunk) runs as four
-        quarter chains, two in flight (:func:`_quad`)."""
-        STAGES: gl.constexpr = a_smem.shape[0]
-        BM: gl.constexpr = a_smem.shape[1]
-        BN: gl.constexpr = b_smem.shape[1]
-        layout: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 32])
-        accs = (gl.zeros([64, 64], gl.float32, layout), gl.zeros([64, 64], gl.float32, layout),
-                gl.zeros([64, 64], gl.float32, layout), gl.zeros([64, 64], gl.float32, layout))
-        p0 = gl.zeros([64, 64], gl.float32, layout)
-        p1 = gl.zeros([64, 64], gl.float32, layout)
-        ua_ptr += (2 * pid_m + WG) * NSTEP
-        ub_ptr += pid_n * NSTEP
-        uni_next = gl.load(ua_ptr) & gl.load(ub_ptr)
-        for s in range(NSTEP):
-            st = s % STAGES
-            uni = uni_next
-            more = s + 1 < NSTEP
-            uni_next = gl.load(ua_ptr + s + 1, mask=more, other=0) & \
-                gl.load(ub_ptr + s + 1, mask=more, other=0)
-            mbarrier.wait(ready.index(st), (s // STAGES) & 1)
-            a_t = a_smem.index(st).slice(64 * WG, 64, dim=0)
-            b_t = b_smem.index(st)
-            flat: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
-            sa_t = _reinterpret(sa_smem.index(st), gl.float32, [4 * BM], flat)
-            sb_t = _reinterpret(sb_smem.index(st), gl.float32, [4 * BN], flat)
-            if uni != 0:
-                sa = sa_t.slice(64 * WG, 64).load(gl.SliceLayout(1, layout))
-                accs, p0, p1 = _quad(a_t, b_t, accs, p0, p1, sa, sb_t, 0)
-            else:
-                for c in gl.static_range(4):
-                    sa = sa_t.slice(c * BM + 64 * WG, 64).load(gl.SliceLayout(1, layout))
-                    accs, p0, p1 = _quad(a_t.slice(32 * c, 32, dim=1),
-                                         b_t.slice(32 * c, 32, dim=1), accs, p0, p1, sa, sb_t,
-                                         c * BN)
-            mbarrier.arrive(empty.index(st), count=1)
-        offs_m = pid_m * BM + 64 * WG + gl.arange(0, 64, layout=gl.SliceLayout(1, layout))
-        mask_m = (offs_m < M)[:, None]
-        for h in gl.static_range(4):
-            offs_n = pid_n * BN + 64 * h + gl.arange(0, 64, layout=gl.SliceLayout(0, layout))
-            y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :]
-            gl.store(y_ptrs, accs[h].to(y_ptr.dtype.element_ty),
-                     mask=mask_m & (offs_n < N)[None, :])
-
-    @gluon.jit
     def _consumer0(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
                    NSTEP, stride_ym, pid_m, pid_n):
-        if b_smem.shape[1] == 256:
-            _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                           M, N, NSTEP, stride_ym, pid_m, pid_n, 0)
-        else:
-            _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M,
-                      N, NSTEP, stride_ym, pid_m, pid_n, 0)
+        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, 0)
 
     @gluon.jit
     def _consumer1(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
                    NSTEP, stride_ym, pid_m, pid_n):
-        if b_smem.shape[1] == 256:
-            _consumer_wide(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr,
-                           M, N, NSTEP, stride_ym, pid_m, pid_n, 1)
-        else:
-            _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M,
-                      N, NSTEP, stride_ym, pid_m, pid_n, 1)
+        _consumer(a_smem, b_smem, sa_smem, sb_smem, ready, empty, ua_ptr, ub_ptr, y_ptr, M, N,
+                  NSTEP, stride_ym, pid_m, pid_n, 1)
 
     @gluon.jit
     def _mxfp8_wgmma_kernel(a_desc, b_desc, sa_desc, sb_desc, ua_ptr, ub_ptr, y_ptr, M, N,
@@ -326,10 +240,8 @@ def scaled_mm_mxfp8_wgmma(qa: QuantizedTensor, qb: QuantizedTensor,
 
 
 def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
-           group_m: int = 8, stages: int = STAGES, bn: int = BN,
-           regs: int = CONSUMER_REGS) -> torch.Tensor:
-    """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart); ``bn`` 256
-    (B prepared with 256-row flags) takes the wide consumer."""
+           group_m: int = 8, stages: int = STAGES) -> torch.Tensor:
+    """The GEMM alone on ``prepare_mx_wgmma``'s outputs (benchmarks time it apart)."""
     (qa, sa, ua), (qb, sb, ub) = prep_a, prep_b
     a, b = qa.data, qb.data
     if any(t.data_ptr() % 16 or t.stride(0) * t.element_size() % 16 for t in (a, b, sa, sb)):
@@ -337,9 +249,9 @@ def launch(prep_a: tuple, prep_b: tuple, out_dtype: torch.dtype = torch.float32,
     m, k = a.shape
     n = b.shape[0]
     y = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    grid = (cdiv(m, BM) * cdiv(n, bn),)
-    _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, bn), _scale_descriptor(sa, BM),
-                              _scale_descriptor(sb, bn), ua, ub, y, m, n, cdiv(k, BK),
-                              y.stride(0), BM=BM, BN=bn, BK=BK, STAGES=stages, GROUP_M=group_m,
-                              CONSUMER_REGS=regs, num_warps=4)
+    grid = (cdiv(m, BM) * cdiv(n, BN),)
+    _mxfp8_wgmma_kernel[grid](_descriptor(a, BM), _descriptor(b, BN), _scale_descriptor(sa, BM),
+                              _scale_descriptor(sb, BN), ua, ub, y, m, n, cdiv(k, BK),
+                              y.stride(0), BM=BM, BN=BN, BK=BK, STAGES=stages, GROUP_M=group_m,
+                              CONSUMER_REGS=CONSUMER_REGS, num_warps=4)
     return y
