@@ -220,12 +220,6 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
             (16, 64, 4, 4, 2, None), (16, 64, 4, 8, 1, None), (8, 64, 2, 8, 1, None),
             (16, 32, 4, 8, 1, None), (32, 64, 8, 2, 1, None)]))
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy")],
-        # session 31: a split pair's two launches on two streams (SPLIT_CONCURRENT), at
-        # programs an SM (column launch, row launch)
-        *[(quant_nvfp4.CONFIG["SPLIT_CONCURRENT"], name, cfgs(("on", "COL_PROGS", "ROW_PROGS"), [
-            (False, 2, 2), (True, 2, 2), (True, 2, 3), (True, 1, 4), (True, 2, 1), (True, 3, 6),
-            (True, 1, 2)]))
-          for name in ("nvfp4/rowcol_dy", "nvfp4/rowcol_x")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

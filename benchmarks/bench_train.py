@@ -186,11 +186,6 @@ KERNEL_SETS = {
     # session 28: the three above off (session 27's defaults)
     "s27": {"nn.mlp": {"DU_IN_DGRAD": False},
             "quant_nvfp4": {"EXP_NAN_MAX": False, "AMAX_UNCLAMPED": False}},
-    # session 31: a split NVFP4 pair's row launch on a side stream beside its column launch
-    # (quant_nvfp4.CONFIG["SPLIT_CONCURRENT"]), at 2 + 2 or 2 + 3 programs an SM
-    "split-conc": {"quant_nvfp4:CONFIG.SPLIT_CONCURRENT": {"on": True}},
-    "split-conc23": {"quant_nvfp4:CONFIG.SPLIT_CONCURRENT": {"on": True, "ROW_PROGS": 3}},
-    "split-seq": {"quant_nvfp4:CONFIG.SPLIT_CONCURRENT": {"on": False}},
     # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
     # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
     "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},

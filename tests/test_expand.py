@@ -209,48 +209,6 @@ def test_nvfp4_dy_pair_split_equals_rows_pass(shape, expand, monkeypatch):
     _check_pair(x, row, col, expand, "triton", "pair split")
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
-def test_gpu_nvfp4_split_concurrent(shape, monkeypatch):
-    """``CONFIG['SPLIT_CONCURRENT']``: a split pair's row launch on a side stream beside its
-    column launch gives the sequential launches' bits (the dy pair with in-kernel Philox, and
-    the x pair), eagerly and replayed from a CUDA graph, with no host sync."""
-    from microscale.kernels import quant_nvfp4
-    x = _x(shape, seed=8).cuda()
-    seed = torch.tensor([11], device="cuda")
-    sr = {**NF, "stochastic": True, "seed": seed}
-    pairs = [((N, {**sr}), (N, {**sr, "rht": True}), (True, True)),
-             ((N, NF), (N, {**NF, "rht": True}), (True, False))]
-    conc = quant_nvfp4.CONFIG["SPLIT_CONCURRENT"]
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 4096)     # both pairs split
-    for row, col, expand in pairs:
-        row, col = (row[0], {**row[1], "expand": expand[0]}), (col[0], {**col[1],
-                                                                         "expand": expand[1]})
-        monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_CONCURRENT", {**conc, "on": False})
-        want = quantize_views(x, row, col, "triton")
-        monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_CONCURRENT", {**conc, "on": True})
-        torch.cuda.set_sync_debug_mode("error")
-        try:
-            got = quantize_views(x, row, col, "triton")
-        finally:
-            torch.cuda.set_sync_debug_mode(0)
-        assert "pair split" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):               # warm-up, then capture and replay
-            quantize_views(x, row, col, "triton")
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            replayed = quantize_views(x, row, col, "triton")
-        graph.replay()
-        torch.cuda.synchronize()
-        for outs in (got, replayed):
-            for q, w in zip(outs, want):
-                assert _same(q.data, w.data) and _same(q.amax, w.amax)
-                assert torch.equal(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
-
-
 @pytest.mark.parametrize("shape", [(256, 128), (96, 160)])
 @pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
 def test_mxfp4_pairs_expanded(shape, expand, monkeypatch):

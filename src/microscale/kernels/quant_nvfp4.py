@@ -247,20 +247,19 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
-                col: _View | None, pro=(None, 0), parts=(), progs: int | None = None) -> None:
+                col: _View | None, pro=(None, 0), parts=()) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
     quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
-    ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima; ``progs``:
-    programs an SM, instead of the launch config's."""
+    ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]
     br, bc = 16 * cfg["NI"], cfg["BC"]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
-    grid = (persistent_grid(n_tiles, x2.device, progs or cfg["PROGS_PER_SM"]),)
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
     (qr, sr, br_), (qc, sc, bc_) = bufs
     nvfp4_rowcol_reg_kernel[grid](
         x2, amax_buf, seed, qr, sr, br_, qc, sc, bc_, rows, cols, n_tc, n_tiles,
@@ -269,37 +268,6 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
         row_exp_code(bool(row and row.expanded)), bool(col and col.expanded), *pro, *parts,
         num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
-
-
-_SIDE_STREAMS: dict = {}
-
-
-def _side_stream(dev: torch.device) -> "torch.cuda.Stream":
-    """One side stream per device (made on first use, then reused: graph capture included)."""
-    if dev not in _SIDE_STREAMS:
-        _SIDE_STREAMS[dev] = torch.cuda.Stream(dev)
-    return _SIDE_STREAMS[dev]
-
-
-def _launch_split(x2: torch.Tensor, amax_buf, seed, bufs, row: _View, col: _View, pro,
-                  parts) -> None:
-    """A split pair's two reg-pass launches: the column view, then the row view alone; with
-    ``CONFIG['SPLIT_CONCURRENT']`` on a CUDA device, the row view on a side stream beside the
-    column view (each at its ``COL_PROGS`` / ``ROW_PROGS`` programs an SM, so that both fit
-    on the SMs together), joined before returning. The launches read the same x and write
-    disjoint outputs, so the bits are the same either way; run together, the second reader
-    finds x in L2 and one launch's memory stalls hide behind the other's arithmetic."""
-    conc = CONFIG["SPLIT_CONCURRENT"]
-    if not (conc["on"] and x2.is_cuda):
-        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro, parts)
-        _launch_reg(x2, amax_buf, seed, bufs, row, None, pro, parts)
-        return
-    main, side = torch.cuda.current_stream(x2.device), _side_stream(x2.device)
-    side.wait_stream(main)                     # everything x2 and the outputs depend on
-    _launch_reg(x2, amax_buf, seed, bufs, None, col, pro, parts, conc["COL_PROGS"])
-    with torch.cuda.stream(side):
-        _launch_reg(x2, amax_buf, seed, bufs, row, None, pro, parts, conc["ROW_PROGS"])
-    main.wait_stream(side)                     # joined: the caller sees both views written
 
 
 def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
@@ -361,7 +329,8 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     if pass_ == "reg":
         _launch_reg(x2, amax_buf, seed, bufs, row, col, pro, parts)
     elif pass_ == "split":                     # the column view, then the row view alone
-        _launch_split(x2, amax_buf, seed, bufs, row, col, pro, parts)
+        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro, parts)
+        _launch_reg(x2, amax_buf, seed, bufs, row, None, pro, parts)
     else:
         _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_, parts)
     return amaxes

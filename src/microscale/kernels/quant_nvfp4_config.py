@@ -93,14 +93,6 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # prologue at 3072 3.87 -> 3.93 ms (step 0.703x -> 0.707x of bf16 splitting both);
           # 1b (2048 / 8192) 0.872x -> 0.859x. So only narrow inputs split.
           "SPLIT_X_MAX_COLS": 1024,
-          # SPLIT_CONCURRENT: a split pair's row launch runs on a side stream beside its column
-          # launch (quant_nvfp4._launch_split), each at the programs an SM given here so that
-          # both fit the register file together (column view RHT+SR 168 registers a thread,
-          # row view 66: 2 x 21.5K + 2 x 8.4K of 64K). Session 31: under measurement
-          # (bench_quant --sweep-only nvfp4/rowcol_dy, bench_train "@split-conc").
-          "SPLIT_CONCURRENT": {
-              "on": os.environ.get("MICROSCALE_NVFP4_SPLIT_CONCURRENT", "0") != "0",
-              "COL_PROGS": 2, "ROW_PROGS": 2},
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           # AMAX_PARTIALS: the reg amax pass leaves per-program maxima that the quantize launches
