@@ -35,6 +35,7 @@ from triton.compiler import ASTSource  # noqa: E402
 from microscale.kernels import (gemm_alpha, gemm_mxfp8, gemm_mxfp8_wgmma, quant_fp8,  # noqa: E402
                                 quant_mx,
                                 quant_nvfp4, quant_nvfp4_grouped_reg, quant_nvfp4_reg,
+                                quant_nvfp4_row,
                                 quant_nvfp4_v3, quant_rowcol_reg)
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
@@ -57,6 +58,10 @@ NV_REG = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*i32", "qr_ptr": "
           "sr_ptr": "*u8", "br_ptr": "*u8", "qc_ptr": "*i32", "sc_ptr": "*u8", "bc_ptr": "*u8",
           "rows": "i32", "cols": "i32", "n_tc": "i32", "n_tiles": "i32"}
 NV_ROWS = NV_REG | {"m_ptr": "*fp32", "qr_ptr": "*u8", "qc_ptr": "*u8"}
+NV_ROW1 = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*i32", "q_ptr": "*i32",
+           "s_ptr": "*u8", "b_ptr": "*u8", "rows": "i32", "cols": "i32", "n_tc": "i32",
+           "n_tiles": "i32"}
+_NV_ROW1 = dict(IN_DTYPE=1, BR=16, NB=16, SR=0, EXP=0, EVEN=True, NUM_STAGES=2)
 _PARTS = {"n_part": "i32", "ar_ptr": "*fp32", "ac_ptr": "*fp32"}
 NV_AMAX = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "m_ptr": "*fp32", "rows": "i32", "cols": "i32",
            "n_tc": "i32", "n_tiles": "i32"}
@@ -147,6 +152,19 @@ PRESETS = {
                    _NV_REG | dict(COL=False), 4, 1, 256 * 64),
     "nv_reg_row_sr": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
                       _NV_REG | dict(COL=False, ROW_SR=2), 4, 1, 256 * 64),
+    # session 31: a row view alone, a 16-element block a thread (quant_nvfp4_row), as the
+    # training's split pairs and ms.quantize launch it (CONFIG["ROW1"]'s tile)
+    "nv_row1": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1, _NV_ROW1, 4, 2, 16 * 16 * 16),
+    "nv_row1_sr": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1, _NV_ROW1 | dict(SR=2), 4, 2,
+                   16 * 16 * 16),
+    "nv_row1_exp": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
+                    _NV_ROW1 | dict(EXP=1), 4, 2, 16 * 16 * 16),
+    "nv_row1_sr_exp": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
+                       _NV_ROW1 | dict(SR=2, EXP=1), 4, 2, 16 * 16 * 16),
+    "nv_reg_row_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
+                       _NV_REG | dict(COL=False, ROW_EXP=1), 4, 1, 256 * 64),
+    "nv_reg_row_sr_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
+                          _NV_REG | dict(COL=False, ROW_SR=2, ROW_EXP=1), 4, 1, 256 * 64),
     "nv_reg_x_masked": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
                         _NV_REG | dict(EVEN=False), 4, 1, 256 * 64),
     "nv_reg_amax": (quant_nvfp4_reg.nvfp4_amax_reg_kernel, NV_AMAX,

@@ -5,8 +5,10 @@ binade-sized magic add (RNE) or a floor at ``step(a)`` (SR). These tests hold th
 library's encoders (``formats.e2m1_encode`` / ``e2m1_stochastic_encode``, SPEC §1 and §5) and to
 the kernels' own code path, over every finite bf16 bit pattern scaled into and around the
 grid, the grid's ties and their fp32 neighbours, with random bytes and the extreme bytes 0 and
-255. Bits are compared, so a -0 that came out +0 fails. Runs in Triton's interpreter (CI) and,
-marked ``gpu``, compiled, where the compiler must not fold ``(a + m) - m`` away.
+255. Bits are compared, so a -0 that came out +0 fails. The codes made from the rounded value
+(``scaled_e2m1_code_fast``: the value times 2^-126, whose bits are the code) must equal the
+comparison chain's. Runs in Triton's interpreter (CI) and, marked ``gpu``, compiled, where the
+compiler must not fold ``(a + m) - m`` away nor flush the subnormal 2^-127 to zero.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
 from microscale import formats  # noqa: E402
-from microscale.kernels._e2m1 import e2m1_code, e2m1_round_value, e2m1_sr_code  # noqa: E402
+from microscale.kernels._e2m1 import (e2m1_code, e2m1_round_value, e2m1_sr_code,  # noqa: E402
+                                      scaled_e2m1_code_fast)
 
 BLOCK = 1024
 
 
 @triton.jit
-def _values_kernel(y_ptr, b_ptr, val_ptr, code_ptr, n, SR: tl.constexpr, BLOCK: tl.constexpr):
+def _values_kernel(y_ptr, b_ptr, val_ptr, code_ptr, fast_ptr, n, SR: tl.constexpr,
+                   BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     y = tl.load(y_ptr + offs, mask=ok, other=0.0)
@@ -35,6 +39,7 @@ def _values_kernel(y_ptr, b_ptr, val_ptr, code_ptr, n, SR: tl.constexpr, BLOCK: 
     else:
         code = e2m1_code(y)
     tl.store(code_ptr + offs, code, mask=ok)
+    tl.store(fast_ptr + offs, scaled_e2m1_code_fast(y, 1.0, rb, SR), mask=ok)
 
 
 def _inputs(device) -> torch.Tensor:
@@ -54,8 +59,10 @@ def _inputs(device) -> torch.Tensor:
 
 def _run(y: torch.Tensor, rbytes: torch.Tensor, sr: bool):
     val, codes = torch.empty_like(y), torch.empty(y.shape, dtype=torch.int32, device=y.device)
-    _values_kernel[(triton.cdiv(y.numel(), BLOCK),)](y, rbytes, val, codes, y.numel(), SR=sr,
-                                                     BLOCK=BLOCK)
+    fast = torch.empty_like(codes)
+    _values_kernel[(triton.cdiv(y.numel(), BLOCK),)](y, rbytes, val, codes, fast, y.numel(),
+                                                     SR=sr, BLOCK=BLOCK)
+    assert torch.equal(fast, codes), "the codes through the rounded value differ"
     return val, codes
 
 

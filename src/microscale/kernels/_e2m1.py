@@ -38,8 +38,8 @@ import triton.language as tl
 from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
-           "scaled_e2m1_code", "e2m1_rne_mag", "e2m1_sr_mag",
-           "e2m1_round_value", "nvfp4_expanded_value"]
+           "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "e2m1_rne_mag",
+           "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
 
 
 # --------------------------------------------------------------------------- codes
@@ -96,6 +96,34 @@ def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
     else:
         code = e2m1_code(v * enc)
     return code
+
+
+@triton.jit
+def e2m1_code_of_mag(r, y):
+    """The E2M1 code (int32 0..15) of a grid magnitude ``r`` (fp32, one of 0, 0.5, 1, 1.5, 2,
+    3, 4, 6: what :func:`e2m1_rne_mag` / :func:`e2m1_sr_mag` return) with ``y``'s sign.
+
+    E2M1 is a float with a 1-bit mantissa whose smallest normal is 1 and whose one subnormal
+    is 0.5; fp32 scaled by 2^-126 is the same picture at fp32's own smallest normal. So
+    ``r · 2^-126`` is exact (0.5 lands on the subnormal 2^-127) and its bits >> 22 are the
+    magnitude code (exponent field and top mantissa bit): 0.5 -> 1, 1 -> 2, 1.5 -> 3, 6 -> 7.
+    Three instructions instead of the compare-and-select chain of :func:`e2m1_mag_code`; it
+    needs fp32 subnormals kept (PTX ``mul.f32`` without ``.ftz``, as Triton emits it)."""
+    mag = (r * 1.1754943508222875e-38).to(tl.int32, bitcast=True) >> 22
+    return mag | sign_nibble(y)
+
+
+@triton.jit
+def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
+    """:func:`scaled_e2m1_code` through the rounded value (:func:`e2m1_code_of_mag`): the same
+    codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes)."""
+    y = v * enc
+    a = tl.minimum(tl.abs(y), 6.0)
+    if SR:
+        r = e2m1_sr_mag(a, rbyte)
+    else:
+        r = e2m1_rne_mag(a)
+    return e2m1_code_of_mag(r, y)
 
 
 # --------------------------------------------------------------------------- values

@@ -43,6 +43,7 @@ from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_config import CONFIG
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
+from .quant_nvfp4_row import nvfp4_row_kernel
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
@@ -73,6 +74,7 @@ class _View:
         if self.rht and self.rht_d != 16:
             raise KernelUnsupported(f"rht_d={self.rht_d} (the kernel does 16)")
         rows, cols = x2.shape
+        self.dtype = x2.dtype
         self.shape = (cols, rows) if transposed else (rows, cols)
         self.bits = check_rand_bits(opts.get("rand_bits"), rows * cols, x2.device) \
             if self.stochastic else None
@@ -233,17 +235,45 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
     why = _reg_refusal(row, col, expand) if want == "reg" else None
     fused = f"; {prologue} fused into its loads" if prologue else ""
     if want == "reg" and _splits(row, col, expand):
-        note_path(op, key, "triton (NVFP4 pair split: two reg-pass launches, the column view, "
-                  "then the row view alone" + fused + ")")
+        second = "the row kernel" if _row_kernel_takes(row) else "a reg-pass launch"
+        note_path(op, key, "triton (NVFP4 pair split: two launches, the column view (reg pass), "
+                  f"then the row view alone ({second})" + fused + ")")
         return "split"
     if want == "reg" and why is None:
-        note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers" + fused + ")")
+        if col is None and _row_kernel_takes(row):
+            note_path(op, key, "triton (NVFP4 row kernel: a 16-element block in one thread"
+                      + fused + ")")
+        else:
+            note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers" + fused
+                      + ")")
         return "reg"
     if why is not None:
         note_path(op, key, f"triton (NVFP4 rows pass; the reg pass does not take {why})")
         return "rows"
     note_path(op, key, f"triton (NVFP4 {want} pass, PASS={want!r})")
     return want
+
+
+def _row_kernel_takes(row: _View) -> bool:
+    """Whether a row view alone runs :mod:`.quant_nvfp4_row` (``CONFIG['ROW1']``): 1x16 blocks
+    without RHT of a bf16/fp16 input (fp32 input, RHT and 2D blocks keep their passes)."""
+    return CONFIG["ROW1"]["on"] and row.dtype in (torch.bfloat16, torch.float16) \
+        and not row.rht and not row.block_2d
+
+
+def _launch_row(x2: torch.Tensor, amax_buf, seed, bufs, row: _View, pro, parts) -> None:
+    """A row view alone through the row kernel (a whole block a thread)."""
+    rows, cols = x2.shape
+    cfg = CONFIG["ROW1"]
+    n_tc = cdiv(cols // 16, cfg["NB"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
+    (qr, sr, br_), _ = bufs
+    nvfp4_row_kernel[grid](
+        x2, amax_buf, seed, qr, sr, br_, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
+        cfg["BR"], cfg["NB"], row.sr_mode, row_exp_code(row.expanded),
+        rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
+        *(parts[:3] if parts else ()), num_warps=cfg["num_warps"])
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
@@ -253,6 +283,8 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
     ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
+    if col is None and _row_kernel_takes(row):
+        return _launch_row(x2, amax_buf, seed, bufs, row, pro, parts)
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]

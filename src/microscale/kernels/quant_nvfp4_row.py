@@ -1,0 +1,194 @@
+"""NVFP4 row view alone (1x16 blocks along the rows of x), one whole block per thread.
+
+What ``ms.quantize(x, "nvfp4")`` asks for, and a split pair's second launch (a dy pair's SR row
+view, an x pair's row view written expanded): x ``[rows, cols]`` (bf16 or fp16) into E2M1
+codes packed two a byte (or the expanded bf16 values ``value · block_scale``, ``tensor.py``)
+and one E4M3 scale byte per block of 16 (SPEC §2).
+
+Layout
+======
+A program owns ``[BR, NB]`` blocks: rows ``r0 .. r0 + BR``, blocks ``b0 .. b0 + NB`` (columns
+``16·b0 .. 16·(b0 + NB)``). A block is 32 bytes of bf16: its two halves (elements 0-7, 8-15)
+are loaded as int32 words ``[BR, NB, 4]`` each, 16 bytes a thread, so that one thread holds a
+whole block and every per-block operation stays in registers:
+
+* element ``k = 8h + 2j + p`` is the low (p = 0) or high (p = 1) half of word j of half h;
+  the four fp32 tensors ``(h, p)`` are unpacked with one integer op an element;
+* the block maximum is an in-thread reduction (no shuffle), its scale byte and encode factor
+  are computed once a block;
+* codes pack in-thread: byte j of half h's word is ``code(8h+2j) | code(8h+2j+1) << 4``, and
+  the block's two words are stored as one 8-byte store (the expanded values: two 16-byte
+  stores of bf16 pairs);
+* SR: the block's 128 Philox bits (counter ``r · cols/16 + b``, key ``seed``, byte k for
+  element k, as the other passes) come from one ``randint4x`` in the same thread.
+
+The register pass (``quant_nvfp4_reg``) holds 16-row-spaced rows of a ``[256, 64]`` tile for
+its column view; its row view alone splits each block across two lanes (one shuffle a block
+maximum, a Philox trade across the pair) and runs at 6 programs an SM. Here nothing crosses
+threads, so the kernel needs few registers and many warps hide the memory latency.
+
+Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
+``_e2m1.scaled_e2m1_code`` / ``nvfp4_expanded_value``), so the same bits as the reference:
+NaN reads as 0 and flags its block (scale byte 0x7F); an expanded view keeps NaN in the block
+maximum instead (``EXP`` 1, ``quant_nvfp4.CONFIG["EXP_NAN_MAX"]``) or selects it per element
+(``EXP`` 2). ``tests/test_kernels_nvfp4_row.py`` checks it bit for bit in the interpreter.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
+from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
+                     nvfp4_scales_of, split_nan, store_amaxes, tile_coords)
+from .quant_nvfp4_reg_views import _prologue_words, _word_half
+
+__all__ = ["nvfp4_row_kernel"]
+
+
+@triton.jit
+def _load_half(x_ptr, r, b, h, rows, cols, EVEN: tl.constexpr):
+    """Words 4h .. 4h+3 (elements 8h .. 8h+7) of blocks ``b`` of rows ``r``: int32 [BR, NB, 4]."""
+    w = tl.arange(0, 4)[None, None, :]
+    offs = r[:, :, None] * (cols // 2) + b[:, :, None] * 8 + 4 * h + w
+    x_at = x_ptr.to(tl.pointer_type(tl.int32))
+    if EVEN:
+        out = tl.load(x_at + offs)
+    else:
+        ok = (r < rows)[:, :, None] & (b < cols // 16)[:, :, None]
+        out = tl.load(x_at + offs, mask=ok, other=0)
+    return out
+
+
+@triton.jit
+def _raw(x_ptr, y_ptr, r, b, h, rows, cols, IN_DTYPE: tl.constexpr, EVEN: tl.constexpr,
+         PRO: tl.constexpr):
+    """Half h's raw words of ``x``, or of ``op(x, y)`` with a prologue (``PRO`` > 0)."""
+    xw = _load_half(x_ptr, r, b, h, rows, cols, EVEN)
+    if PRO == 2 or PRO == 4:
+        xw = _prologue_words(xw, _load_half(y_ptr, r, b, h, rows, cols, EVEN), PRO, IN_DTYPE)
+    elif PRO > 0:
+        xw = _prologue_words(xw, xw, PRO, IN_DTYPE)
+    return xw
+
+
+@triton.jit
+def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
+    """Random bytes of elements ``8h + 2j + p`` (j = 0..3 along the last axis) from a block's
+    128 Philox bits: byte k of word k // 4."""
+    j = tl.arange(0, 4)[None, None, :]
+    if h == 0:
+        w = tl.where(j < 2, w0[:, :, None], w1[:, :, None])
+    else:
+        w = tl.where(j < 2, w2[:, :, None], w3[:, :, None])
+    w = w.to(tl.uint32, bitcast=True)
+    return ((w >> ((j % 2) * 16 + 8 * p).to(tl.uint32)) & 255).to(tl.int32)
+
+
+@triton.jit
+def _caller_bytes(b_ptr, r, b, h: tl.constexpr, p: tl.constexpr, rows, cols):
+    j = tl.arange(0, 4)[None, None, :]
+    offs = r[:, :, None] * cols + b[:, :, None] * 16 + 8 * h + 2 * j + p
+    ok = (r < rows)[:, :, None] & (b < cols // 16)[:, :, None]
+    return tl.load(b_ptr + offs, mask=ok, other=0).to(tl.int32)
+
+
+@triton.jit
+def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
+                       EVEN: tl.constexpr):
+    """Expanded bf16 values of half h (even and odd elements) as four words a block."""
+    w = tl.arange(0, 4)[None, None, :]
+    offs = r[:, :, None] * (cols // 2) + b[:, :, None] * 8 + 4 * h + w
+    words = bf16_pair(vals_e, vals_o)
+    at = q_ptr.to(tl.pointer_type(tl.int32))
+    if EVEN:
+        tl.store(at + offs, words)
+    else:
+        tl.store(at + offs, words, mask=(r < rows)[:, :, None] & (b < cols // 16)[:, :, None])
+
+
+@triton.jit
+def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+           IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
+           PRO: tl.constexpr):
+    """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``."""
+    raw0 = _raw(x_ptr, y_ptr, r, b, 0, rows, cols, IN_DTYPE, EVEN, PRO)
+    raw1 = _raw(x_ptr, y_ptr, r, b, 1, rows, cols, IN_DTYPE, EVEN, PRO)
+    v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
+         _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
+    if EXP == 1:                    # NaN kept in the maximum: NaN exactly where the block has one
+        m = tl.maximum(tl.maximum(tl.abs(v[0]), tl.abs(v[1]), propagate_nan=tl.PropagateNan.ALL),
+                       tl.maximum(tl.abs(v[2]), tl.abs(v[3]), propagate_nan=tl.PropagateNan.ALL),
+                       propagate_nan=tl.PropagateNan.ALL)
+        vmax = max_keep_nan(m, 2)
+        bad = vmax != vmax
+    else:
+        a0, n0 = split_nan(v[0])
+        a1, n1 = split_nan(v[1])
+        a2, n2 = split_nan(v[2])
+        a3, n3 = split_nan(v[3])
+        v = (a0, a1, a2, a3)
+        vmax = tl.max(tl.maximum(tl.maximum(tl.abs(a0), tl.abs(a1)),
+                                 tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
+        bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte = tl.where(bad, 127, scale_byte)
+    if SR == 2:
+        w0, w1, w2, w3 = tl.randint4x(seed, r * (cols // 16) + b)
+    outs = ()
+    for i in tl.static_range(4):                      # (h, p) = (i // 2, i % 2)
+        if SR == 2:
+            rb = _bytes_of(w0, w1, w2, w3, i // 2, i % 2)
+        elif SR == 1:
+            rb = _caller_bytes(b_ptr, r, b, i // 2, i % 2, rows, cols)
+        else:
+            rb = 0
+        if EXP:
+            outs = outs + (nvfp4_expanded_value(v[i], enc[:, :, None], rb,
+                                                scale_byte[:, :, None], SR > 0),)
+        else:
+            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
+    ok = (r < rows) & (b < cols // 16)
+    if EXP:
+        _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
+        _store_half_values(q_ptr, outs[2], outs[3], r, b, 1, rows, cols, EVEN)
+    else:
+        sh = 8 * tl.arange(0, 4)[None, None, :]
+        word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
+        word1 = tl.sum((outs[2] | (outs[3] << 4)) << sh, axis=2)
+        at = q_ptr + r * (cols // 8) + 2 * b           # the block's two words, 8 bytes
+        if EVEN:
+            tl.store(at, word0)
+            tl.store(at + 1, word1)
+        else:
+            tl.store(at, word0, mask=ok)
+            tl.store(at + 1, word1, mask=ok)
+    if EVEN:
+        tl.store(s_ptr + r * (cols // 16) + b, scale_byte.to(tl.uint8))
+    else:
+        tl.store(s_ptr + r * (cols // 16) + b, scale_byte.to(tl.uint8), mask=ok)
+
+
+@triton.jit
+def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols, n_tc, n_tiles,
+                     IN_DTYPE: tl.constexpr, BR: tl.constexpr, NB: tl.constexpr,
+                     SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
+                     NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
+                     NP: tl.constexpr = 0, ar_ptr=None):
+    """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
+    ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
+    per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
+    int32 words ``q [rows, cols/8]`` (``EXP``: bf16 ``q [rows, cols]``), scale bytes
+    ``s [rows, cols/16]``; SR 1: the caller's bytes ``b [rows, cols]``, 2: Philox from
+    ``seed_ptr``. ``PRO`` > 0: the view of ``op(x, y)`` (``op_specs.PROLOGUES``)."""
+    amax = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
+    store_amaxes(amax, amax, ar_ptr, ar_ptr, True, False, NP)
+    s_enc6, s_dec = nvfp4_scales_of(amax)
+    seed = tl.load(seed_ptr) if SR == 2 else 0
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        r0, b0 = tile_coords(t, n_tc, BR, NB)
+        r = r0 + tl.arange(0, BR)[:, None]
+        b = b0 + tl.arange(0, NB)[None, :]
+        _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+               IN_DTYPE, SR, EXP, EVEN, PRO)

@@ -1,0 +1,147 @@
+"""The NVFP4 row kernel (``kernels/quant_nvfp4_row.py``: a row view alone, a whole 16-element
+block in one thread) against the reference and against the reg pass's row view it replaces.
+
+Bit for bit: codes (RNE, SR from caller bytes) and scale bytes against ``quant.quantize_nvfp4``;
+the expanded view (``tensor.py``) against the reference's codes decoded, with NaN kept in the
+block maxima and with the per-element select (``CONFIG["EXP_NAN_MAX"]``); in-kernel Philox
+(no reference twin) against the reg pass with the same seed; a split pair with a prologue
+against the same pair with the row kernel off. NaN, Inf, a huge value, fp16, row counts and
+widths that leave partial tiles. CPU tests run in Triton's interpreter; ``gpu`` ones compiled.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import microscale as ms
+from microscale.ops import quantize_views
+from microscale.tensor import QFormat
+
+N = QFormat.NVFP4
+NF = {"check_finite": False}
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-equal (codes as bytes, values as fp32 bits), any two NaNs equal."""
+    if a.dtype in (torch.uint8, torch.int32):
+        return torch.equal(a.cpu(), b.cpu())
+    a, b = a.float().cpu(), b.float().cpu()
+    return torch.equal(torch.isnan(a), torch.isnan(b)) and \
+        torch.equal(a.nan_to_num(7.0).view(torch.int32), b.nan_to_num(7.0).view(torch.int32))
+
+
+def _x(shape, dtype=torch.bfloat16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g) * torch.logspace(-3, 3, shape[1])
+    x = x.to(dtype)
+    x[3, 5], x[7, 9], x[1, 2] = float("nan"), float("inf"), -3e38 if dtype == torch.bfloat16 \
+        else -6e4
+    return x
+
+
+@pytest.fixture
+def row1(monkeypatch):
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "on": True})
+    return lambda on: monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1",
+                                          {**quant_nvfp4.CONFIG["ROW1"], "on": on})
+
+
+def _check_against_reference(x, device):
+    g = torch.Generator().manual_seed(3)
+    bits = torch.randint(0, 256, x.shape, dtype=torch.uint8, generator=g)
+    for opts in (dict(NF), {**NF, "stochastic": True, "rand_bits": bits}):
+        ref = ms.quantize(x, "nvfp4", backend="reference", **opts)
+        dev = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in opts.items()}
+        got = ms.quantize(x.to(device), "nvfp4", backend="triton", **dev)
+        assert ms.explain()[("quantize", "nvfp4")].startswith("triton (NVFP4 row kernel")
+        assert _same(got.data.view(torch.uint8), ref.data.view(torch.uint8))
+        assert _same(got.scale.view(torch.uint8), ref.scale.view(torch.uint8))
+        assert _same(got.amax, ref.amax)
+        exp = quantize_views(x.to(device), (N, {**dev, "expand": True}), None, "triton")[0]
+        assert "row kernel" in ms.explain()[("quantize_rowcol", "nvfp4|none")]
+        assert exp.expanded and _same(exp.data, ref.expand().data)
+        assert _same(exp.scale.view(torch.uint8), ref.scale.view(torch.uint8))
+
+
+@pytest.mark.parametrize("shape,dtype", [((64, 256), torch.bfloat16), ((37, 48), torch.bfloat16),
+                                         ((20, 272), torch.float16)])
+def test_row_kernel_matches_reference(shape, dtype, row1):
+    """Codes, scales, amax and the expanded view against the reference (caller bytes for SR)."""
+    _check_against_reference(_x(shape, dtype), "cpu")
+
+
+@pytest.mark.parametrize("nan_max", [True, False])
+def test_row_kernel_expanded_nan_paths(nan_max, row1, monkeypatch):
+    """An expanded row view with NaN kept in the block maxima (EXP 1) or selected per element
+    (EXP 2): the same values and scale bytes, NaN and Inf blocks included."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "EXP_NAN_MAX", nan_max)
+    x = _x((48, 80), seed=2)
+    x[5, 40:44] = torch.tensor([float("nan"), -float("nan"), float("inf"), 0.0])
+    ref = ms.quantize(x, "nvfp4", backend="reference", **NF)
+    got = quantize_views(x, (N, {**NF, "expand": True}), None, "triton")[0]
+    assert _same(got.data, ref.expand().data)
+    assert _same(got.scale.view(torch.uint8), ref.scale.view(torch.uint8))
+
+
+def _philox_pairs(x, device, row1):
+    """In-kernel Philox (codes and expanded; alone and as a split dy pair's second launch)
+    with the row kernel, then with the reg pass: the same bits."""
+    seed = torch.tensor([9], device=device)
+    sr = {**NF, "stochastic": True, "seed": seed}
+    cases = [((N, {**sr, "expand": e}), None) for e in (False, True)]
+    cases.append(((N, {**sr, "expand": True}), (N, {**sr, "rht": True, "expand": True})))
+    for row, col in cases:
+        row1(True)
+        got = quantize_views(x.to(device), row, col, "triton")
+        key = "nvfp4|nvfp4" if col else "nvfp4|none"
+        assert "row kernel" in ms.explain()[("quantize_rowcol", key)]
+        row1(False)
+        want = quantize_views(x.to(device), row, col, "triton")
+        assert "row kernel" not in ms.explain()[("quantize_rowcol", key)]
+        for q, w in zip(got, want):
+            if q is not None:
+                assert _same(q.data.view(torch.uint8) if not q.expanded else q.data,
+                             w.data.view(torch.uint8) if not w.expanded else w.data)
+                assert _same(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
+
+
+def test_row_kernel_philox_equals_reg_pass(row1):
+    _philox_pairs(_x((64, 96), seed=4), "cpu", row1)
+
+
+def test_row_kernel_prologue_in_split_pair(row1):
+    """A split dy pair whose views are of ``relu_square_grad(x, u)`` (the prologue applied as
+    the tiles load): the row kernel's row view equals the reg pass's."""
+    x, u = _x((32, 64), seed=5), _x((32, 64), seed=6)
+    sr = {**NF, "stochastic": True, "seed": torch.tensor([4])}
+    row, col = (N, {**sr, "expand": True}), (N, {**sr, "rht": True, "expand": True})
+    got = quantize_views(x, row, col, "triton", prologue="relu_square_grad", x2=u)
+    assert "row kernel" in ms.explain()[("quantize_rowcol", "nvfp4|nvfp4")]
+    row1(False)
+    want = quantize_views(x, row, col, "triton", prologue="relu_square_grad", x2=u)
+    for q, w in zip(got, want):
+        assert _same(q.data, w.data) and _same(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
+
+
+def test_row_kernel_leaves_fp32_and_rht_to_the_reg_pass(row1):
+    """fp32 input, and a row view with the RHT, keep their passes (the row kernel takes bf16 and
+    fp16 1x16 blocks without the RHT), and say so."""
+    ms.quantize(torch.randn(32, 64), "nvfp4", backend="triton")
+    assert "row kernel" not in ms.explain()[("quantize", "nvfp4")]
+    ms.quantize(torch.randn(32, 64).bfloat16(), "nvfp4", backend="triton", rht=True)
+    assert "row kernel" not in ms.explain()[("quantize", "nvfp4")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
+def test_gpu_row_kernel(shape, row1):
+    """Compiled: against the reference (the E2M1 code through 2^-126 needs fp32 subnormals
+    kept) and, for Philox, against the reg pass."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    x = _x(shape, seed=7)
+    _check_against_reference(x, "cuda")
+    _philox_pairs(x, "cuda", row1)
