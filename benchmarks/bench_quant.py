@@ -221,12 +221,12 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
             (16, 32, 4, 8, 1, None), (32, 64, 8, 2, 1, None)]))
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy")],
         # session 31: a row view alone on the row kernel (quant_nvfp4_row, CONFIG["ROW1"]),
-        # against the reg pass's row view ("on" False)
+        # against the reg pass's row view (both switches off)
         *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
-            ("on", "BR", "NB", "num_warps", "PROGS_PER_SM", "NUM_STAGES"), [
-                (False, 16, 16, 4, 8, 1), (True, 16, 16, 4, 8, 1), (True, 16, 16, 4, 8, 2),
-                (True, 8, 16, 4, 12, 1), (True, 8, 16, 4, 16, 1), (True, 16, 8, 4, 16, 1),
-                (True, 32, 16, 8, 4, 1), (True, 8, 8, 2, 32, 1)]))
+            ("codes", "expanded", "BR", "NB", "num_warps", "PROGS_PER_SM", "NUM_STAGES"), [
+                (False, False, 8, 8, 2, 32, 1), *[(True, True) + c for c in (
+                    (16, 16, 4, 8, 1), (16, 16, 4, 8, 2), (8, 16, 4, 12, 1), (8, 16, 4, 16, 1),
+                    (16, 8, 4, 16, 1), (32, 16, 8, 4, 1), (8, 8, 2, 32, 1))]]))
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy",
                        "nvfp4/1x16")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),

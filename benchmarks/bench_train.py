@@ -188,8 +188,8 @@ KERNEL_SETS = {
             "quant_nvfp4": {"EXP_NAN_MAX": False, "AMAX_UNCLAMPED": False}},
     # session 31: a row view alone (the split pairs' second launch) on the row kernel
     # (quant_nvfp4_row: a 16-element block a thread) or on the reg pass
-    "row1": {"quant_nvfp4:CONFIG.ROW1": {"on": True}},
-    "no-row1": {"quant_nvfp4:CONFIG.ROW1": {"on": False}},
+    "row1": {"quant_nvfp4:CONFIG.ROW1": {"expanded": True}},
+    "no-row1": {"quant_nvfp4:CONFIG.ROW1": {"expanded": False}},
     # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
     # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
     "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},

@@ -42,10 +42,14 @@ def _x(shape, dtype=torch.bfloat16, seed=0):
 
 @pytest.fixture
 def row1(monkeypatch):
+    """The row kernel on for both output forms; the fixture's value turns it off (or on)."""
     from microscale.kernels import quant_nvfp4
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "on": True})
-    return lambda on: monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1",
-                                          {**quant_nvfp4.CONFIG["ROW1"], "on": on})
+
+    def switch(on: bool):
+        monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1",
+                            {**quant_nvfp4.CONFIG["ROW1"], "codes": on, "expanded": on})
+    switch(True)
+    return switch
 
 
 def _check_against_reference(x, device):

@@ -175,6 +175,8 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"],
+                                                     "codes": False})   # the reg pass's row view
     x = sample(shape, dtype, exact=True, seed=4)
     flat = x.view(-1, shape[-1])
     flat[5, 7], flat[40, 33], flat[41, 2], flat[100, 17] = (float("nan"), float("inf"),
@@ -231,6 +233,7 @@ def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
     pass too (REG['ROW_SR'] on)."""
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "codes": False})
     x = sample(shape, dtype, spread=40 if dtype != torch.float16 else 0, seed=1)
     for opts in ({}, {"stochastic": True,
                       "rand_bits": torch.randint(0, 256, shape, dtype=torch.uint8)}):
@@ -239,12 +242,14 @@ def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
         assert_same(k, ms.quantize(x, "nvfp4", backend="reference", **opts))
 
 
-def test_nvfp4_lone_sr_row_view_takes_the_reg_pass():
+def test_nvfp4_lone_sr_row_view_takes_the_reg_pass(monkeypatch):
     """With REG['ROW_SR'] off (the default), a stochastically rounded row view alone still
-    runs the reg pass (the launch a split SR pair makes second), bit for bit with the
-    reference: caller bits, NaN and Inf, bf16 and a partial tile."""
+    runs the reg pass (the launch a split SR pair makes second) where the row kernel is off
+    (``ROW1``), bit for bit with the reference: caller bits, NaN and Inf, bf16 and a partial
+    tile."""
     from microscale.kernels import quant_nvfp4
     assert quant_nvfp4.CONFIG["REG"]["ROW_SR"] is False
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "codes": False})
     for shape in [(256, 64), (48, 80)]:
         x = sample(shape, torch.bfloat16, exact=True, seed=6)
         x[3, 5], x[7, 9], x[11, 1] = float("nan"), float("inf"), -3e38

@@ -235,12 +235,12 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
     why = _reg_refusal(row, col, expand) if want == "reg" else None
     fused = f"; {prologue} fused into its loads" if prologue else ""
     if want == "reg" and _splits(row, col, expand):
-        second = "the row kernel" if _row_kernel_takes(row) else "a reg-pass launch"
+        second = "the row kernel" if _row_kernel_takes(row, expand[0]) else "a reg-pass launch"
         note_path(op, key, "triton (NVFP4 pair split: two launches, the column view (reg pass), "
                   f"then the row view alone ({second})" + fused + ")")
         return "split"
     if want == "reg" and why is None:
-        if col is None and _row_kernel_takes(row):
+        if col is None and _row_kernel_takes(row, expand[0]):
             note_path(op, key, "triton (NVFP4 row kernel: a 16-element block in one thread"
                       + fused + ")")
         else:
@@ -254,11 +254,12 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
     return want
 
 
-def _row_kernel_takes(row: _View) -> bool:
-    """Whether a row view alone runs :mod:`.quant_nvfp4_row` (``CONFIG['ROW1']``): 1x16 blocks
-    without RHT of a bf16/fp16 input (fp32 input, RHT and 2D blocks keep their passes)."""
-    return CONFIG["ROW1"]["on"] and row.dtype in (torch.bfloat16, torch.float16) \
-        and not row.rht and not row.block_2d
+def _row_kernel_takes(row: _View, expanded: bool) -> bool:
+    """Whether a row view alone runs :mod:`.quant_nvfp4_row` (``CONFIG['ROW1']``, per output
+    form: ``codes`` or ``expanded``): 1x16 blocks without RHT of a bf16/fp16 input (fp32
+    input, the RHT and 2D blocks keep their passes)."""
+    return CONFIG["ROW1"]["expanded" if expanded else "codes"] \
+        and row.dtype in (torch.bfloat16, torch.float16) and not row.rht and not row.block_2d
 
 
 def _launch_row(x2: torch.Tensor, amax_buf, seed, bufs, row: _View, pro, parts) -> None:
@@ -283,7 +284,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
     ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
-    if col is None and _row_kernel_takes(row):
+    if col is None and _row_kernel_takes(row, row.expanded):
         return _launch_row(x2, amax_buf, seed, bufs, row, pro, parts)
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \

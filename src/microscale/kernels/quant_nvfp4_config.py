@@ -93,12 +93,18 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # prologue at 3072 3.87 -> 3.93 ms (step 0.703x -> 0.707x of bf16 splitting both);
           # 1b (2048 / 8192) 0.872x -> 0.859x. So only narrow inputs split.
           "SPLIT_X_MAX_COLS": 1024,
-          # ROW1: a row view alone (ms.quantize's 1x16 view, a split pair's second launch) of a
-          # bf16/fp16 input runs quant_nvfp4_row (a whole 16-element block in one thread: no
-          # shuffle, one Philox a block in one thread) instead of the reg pass's row view.
-          # Session 31: under measurement.
-          "ROW1": {"on": os.environ.get("MICROSCALE_NVFP4_ROW1", "0") != "0",
-                   "BR": 16, "NB": 16, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 2},
+          # ROW1: a row view alone of a bf16/fp16 input runs quant_nvfp4_row (a whole 16-element
+          # block in one thread: no shuffle, one Philox a block in one thread, E2M1 codes from
+          # the rounded value) instead of the reg pass's row view: "codes" for a view written
+          # as codes (ms.quantize's 1x16 view), "expanded" for one written expanded (the split
+          # pairs' second launch in training). Session 31 (H100, graph-replayed, 8192², amax
+          # given, call 5): 1x16 RNE codes 125.9 -> 86.1 µs (46% -> 67% of the copy rate,
+          # counting x once), SR 150.1 -> 103.6 µs; the SR dy pair (row view expanded)
+          # 303.9 -> 294.2 µs at this tile, 332.5 µs at [16, 16] blocks with 4 warps, with
+          # which the 125m nvfp4 step ran 0.746x -> 0.721x of compiled bf16.
+          "ROW1": {"codes": os.environ.get("MICROSCALE_NVFP4_ROW1", "1") != "0",
+                   "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
+                   "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1},
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           # AMAX_PARTIALS: the reg amax pass leaves per-program maxima that the quantize launches
