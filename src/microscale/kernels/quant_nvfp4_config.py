@@ -97,11 +97,12 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # block in one thread: no shuffle, one Philox a block in one thread, E2M1 codes from
           # the rounded value) instead of the reg pass's row view: "codes" for a view written
           # as codes (ms.quantize's 1x16 view), "expanded" for one written expanded (the split
-          # pairs' second launch in training). Session 31 (H100, graph-replayed, 8192², amax
-          # given, call 5): 1x16 RNE codes 125.9 -> 86.1 µs (46% -> 67% of the copy rate,
-          # counting x once), SR 150.1 -> 103.6 µs; the SR dy pair (row view expanded)
-          # 303.9 -> 294.2 µs at this tile, 332.5 µs at [16, 16] blocks with 4 warps, with
-          # which the 125m nvfp4 step ran 0.746x -> 0.721x of compiled bf16.
+          # pairs' second launch in training). Session 31 (H100, graph-replayed, amax given,
+          # calls 5-6): 1x16 RNE codes at 8192² 125.9 -> 85.4 µs (46% -> 67% of the copy rate
+          # counting x once; 16384x4096 alike), SR 150.6 -> 104.2 µs (38% -> 55%). Expanded
+          # (the SR dy pair, 8192²): 303.9 -> 294.2 µs at this tile, 332.5 at [16, 16] blocks
+          # with 4 warps (125m nvfp4 step 0.746x -> 0.721x of compiled bf16 with that tile,
+          # call 5; 0.748x -> 0.749x with this one, call 6: level), so opt-in.
           "ROW1": {"codes": os.environ.get("MICROSCALE_NVFP4_ROW1", "1") != "0",
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
                    "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1},
