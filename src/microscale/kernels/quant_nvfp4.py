@@ -16,6 +16,10 @@ Two launches per call:
      shared memory; every option (2D weights, RHT on rows); what ``reg`` falls back to;
    * ``v3`` (``quant_nvfp4_v3``): the column view without transposes, blocks across lanes.
 
+   Under ``reg``, a bf16/fp16 row view alone (``ms.quantize``'s 1x16 view; a split pair's
+   second launch where asked) runs the row kernel (``quant_nvfp4_row``, a 16-element block in
+   one thread; ``CONFIG['ROW1']``).
+
 Non-finite input (``check_finite=False``) as the reference: NaN is read as 0 (amax and block
 maxima ignore it) and its block's (2D: tile's) scale byte becomes the E4M3 NaN 0x7F; ±Inf
 makes amax Inf, so S_enc = 1, its block scale 448 and the Inf itself ±6.
@@ -43,7 +47,7 @@ from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_config import CONFIG
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
-from .quant_nvfp4_row import nvfp4_row_kernel
+from .quant_nvfp4_row import launch_row
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
@@ -262,21 +266,6 @@ def _row_kernel_takes(row: _View, expanded: bool) -> bool:
         and row.dtype in (torch.bfloat16, torch.float16) and not row.rht and not row.block_2d
 
 
-def _launch_row(x2: torch.Tensor, amax_buf, seed, bufs, row: _View, pro, parts) -> None:
-    """A row view alone through the row kernel (a whole block a thread)."""
-    rows, cols = x2.shape
-    cfg = CONFIG["ROW1"]
-    n_tc = cdiv(cols // 16, cfg["NB"])
-    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
-    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
-    (qr, sr, br_), _ = bufs
-    nvfp4_row_kernel[grid](
-        x2, amax_buf, seed, qr, sr, br_, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
-        cfg["BR"], cfg["NB"], row.sr_mode, row_exp_code(row.expanded),
-        rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
-        *(parts[:3] if parts else ()), num_warps=cfg["num_warps"])
-
-
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
                 col: _View | None, pro=(None, 0), parts=()) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
@@ -285,7 +274,8 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
     ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
     if col is None and _row_kernel_takes(row, row.expanded):
-        return _launch_row(x2, amax_buf, seed, bufs, row, pro, parts)
+        return launch_row(x2, amax_buf, seed, bufs[0], row.sr_mode, row_exp_code(row.expanded),
+                          CONFIG["ROW1"], pro, parts)
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]

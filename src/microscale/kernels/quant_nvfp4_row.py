@@ -17,18 +17,27 @@ whole block and every per-block operation stays in registers:
 * the block maximum is an in-thread reduction (no shuffle), its scale byte and encode factor
   are computed once a block;
 * codes pack in-thread: byte j of half h's word is ``code(8h+2j) | code(8h+2j+1) << 4``, and
-  the block's two words are stored as one 8-byte store (the expanded values: two 16-byte
-  stores of bf16 pairs);
+  the block's two words go out as two neighbouring 4-byte stores (the expanded values: two
+  16-byte stores of bf16 pairs);
+* E2M1 codes come from the rounded value (``_e2m1.scaled_e2m1_code_fast``: the value times
+  2^-126, whose bits are the code), three instructions instead of a compare-and-select chain.
 * SR: the block's 128 Philox bits (counter ``r · cols/16 + b``, key ``seed``, byte k for
   element k, as the other passes) come from one ``randint4x`` in the same thread.
 
 The register pass (``quant_nvfp4_reg``) holds 16-row-spaced rows of a ``[256, 64]`` tile for
 its column view; its row view alone splits each block across two lanes (one shuffle a block
 maximum, a Philox trade across the pair) and runs at 6 programs an SM. Here nothing crosses
-threads, so the kernel needs few registers and many warps hide the memory latency.
+threads: 64 registers a thread for RNE codes, [8, 8] blocks a program with 2 warps, 32 programs
+an SM (``quant_nvfp4.CONFIG["ROW1"]``).
+
+Measured (H100, graph-replayed, 8192² bf16, amax given, session 31): RNE codes 85.4 µs against
+the reg pass's 125.9 (67% of the copy rate counting x once, from 46%), SR 104.2 against 150.6
+(55%, from 38%). Written expanded (a training split pair's row launch) it ran level with the
+reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
-``_e2m1.scaled_e2m1_code`` / ``nvfp4_expanded_value``), so the same bits as the reference:
+``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
+``tests/test_e2m1_values.py``), so the same bits as the reference:
 NaN reads as 0 and flags its block (scale byte 0x7F); an expanded view keeps NaN in the block
 maximum instead (``EXP`` 1, ``quant_nvfp4.CONFIG["EXP_NAN_MAX"]``) or selects it per element
 (``EXP`` 2). ``tests/test_kernels_nvfp4_row.py`` checks it bit for bit in the interpreter.
@@ -40,11 +49,12 @@ import triton
 import triton.language as tl
 
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
-from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
-                     nvfp4_scales_of, split_nan, store_amaxes, tile_coords)
+from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
+                     nvfp4_block_scales, nvfp4_scales_of, persistent_grid, split_nan,
+                     store_amaxes, tile_coords)
 from .quant_nvfp4_reg_views import _prologue_words, _word_half
 
-__all__ = ["nvfp4_row_kernel"]
+__all__ = ["launch_row", "nvfp4_row_kernel"]
 
 
 @triton.jit
@@ -192,3 +202,20 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
         b = b0 + tl.arange(0, NB)[None, :]
         _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                IN_DTYPE, SR, EXP, EVEN, PRO)
+
+
+def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
+               pro=(None, 0), parts=()) -> None:
+    """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
+    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``); ``out``: ``(codes or expanded
+    values, scale bytes, caller's random bytes or any tensor)``; ``pro``, ``parts`` as
+    ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's maxima)."""
+    rows, cols = x2.shape
+    n_tc = cdiv(cols // 16, cfg["NB"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
+    nvfp4_row_kernel[grid](
+        x2, amax_buf, seed, *out, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
+        cfg["BR"], cfg["NB"], sr_mode, exp_code,
+        rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
+        *parts[:3], num_warps=cfg["num_warps"])
