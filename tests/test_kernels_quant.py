@@ -204,6 +204,33 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
         assert_same(k[1], r[1])
 
 
+@pytest.mark.parametrize("shape,dtype", [((256, 64), torch.float16), ((272, 80), torch.bfloat16)])
+def test_nvfp4_reg_pass_fast_e2m1_exact(shape, dtype, monkeypatch):
+    """``CONFIG['FAST_E2M1']``: the reg pass's E2M1 codes made from the rounded value give the
+    reference's bits in every view it writes as codes (row and column, RNE and SR, with and
+    without the RHT; one launch and split), NaN and Inf included."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "FAST_E2M1", True)
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"],
+                                                     "codes": False})   # the reg pass's row view
+    x = sample(shape, dtype, exact=True, seed=9)
+    x[5, 7], x[40, 33], x[41, 2] = float("nan"), float("inf"), -float("inf")
+    rows, cols = shape
+    nf = {"check_finite": False}
+    rb_row = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
+    rb_col = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
+    for row, col in [(("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
+                     (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}),
+                      ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})),
+                     (("nvfp4", nf), ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_col})),
+                     (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}), None)]:
+        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_nvfp4_reg_amax_rounds_the_rotated_maximum(dtype, monkeypatch):
     """The reg amax pass keeps the rotated values unrounded and rounds their maximum once

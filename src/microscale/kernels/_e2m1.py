@@ -88,10 +88,13 @@ def e2m1_sr_code(y, rbyte):
 
 
 @triton.jit
-def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr):
+def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr, FAST: tl.constexpr = False):
     """NVFP4 step 5: the E2M1 code of ``clamp(v·enc, ±6)``, RNE or (SR) stochastic with the
-    random byte ``rbyte`` (ignored for RNE)."""
-    if SR:
+    random byte ``rbyte`` (ignored for RNE). ``FAST``: through the rounded value
+    (:func:`scaled_e2m1_code_fast`; the same codes)."""
+    if FAST:
+        code = scaled_e2m1_code_fast(v, enc, rbyte, SR)
+    elif SR:
         code = e2m1_sr_code(v * enc, rbyte)
     else:
         code = e2m1_code(v * enc)

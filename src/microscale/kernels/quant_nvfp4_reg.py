@@ -88,7 +88,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
                             COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
-                            n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None):
+                            n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None,
+                            FAST_E2M1: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
@@ -98,7 +99,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     (x's shape / its transpose's), 2: in-kernel Philox from ``seed_ptr``. ``PRO`` > 0: the
     views of ``op(x, y)`` (``op_specs.PROLOGUES``), applied as the tiles load. ``NP`` > 0:
     ``amax_ptr`` holds the amax pass's ``n_part`` per-program maxima, and program 0 writes the
-    views' amaxes to ``ar_ptr`` / ``ac_ptr`` (``store_amaxes``)."""
+    views' amaxes to ``ar_ptr`` / ``ac_ptr`` (``store_amaxes``). ``FAST_E2M1``: E2M1 codes
+    through the rounded value (``_e2m1.scaled_e2m1_code_fast``, the same codes)."""
     amax_r = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
     amax_c = nvfp4_amax_of(amax_ptr, 1, n_part, NP)
     store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW, COL, NP)
@@ -111,7 +113,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
         if COL:
             raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
             col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
-                     rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP)
+                     rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
+                     FAST_E2M1)
         if ROW:
             if COL and ROW_SR > 0:  # reloaded after the column view's stores (from L1), so
                 #                       the compiler cannot overlap the views' registers
@@ -133,10 +136,10 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                                      EVEN, y_ptr, PRO)
                 s0 = _row_view(_row_tile(raw0, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
                                b0, qr_ptr, br_ptr, r + 2 * jp, c0, rows, cols, NI, BC, ROW_SR,
-                               EVEN, ROW_EXP)
+                               EVEN, ROW_EXP, FAST_E2M1)
                 s1 = _row_view(_row_tile(raw1, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r,
                                a1, b1, qr_ptr, br_ptr, r + 2 * jp + 1, c0, rows, cols, NI, BC,
-                               ROW_SR, EVEN, ROW_EXP)
+                               ROW_SR, EVEN, ROW_EXP, FAST_E2M1)
                 if ROW_SR > 0:      # stored now: each store's layout change (a barrier) also
                     #                 keeps ptxas from overlapping the row pairs' Philox rounds,
                     #                 whose registers would not fit together

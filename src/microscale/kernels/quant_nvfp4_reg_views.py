@@ -165,7 +165,7 @@ def _row_words(seed, r, blk, cols):
 @triton.jit
 def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
               NI: tl.constexpr, BC: tl.constexpr, SR: tl.constexpr, EVEN: tl.constexpr,
-              EXP: tl.constexpr = False):
+              EXP: tl.constexpr = False, FAST: tl.constexpr = False):
     """Row view of tile ``v [NI, BC]`` (rows ``r [NI, 1]``): 1x16 blocks, one word a thread,
     stored (EXP: the expanded bf16 values instead, ``tensor.py``); returns the scale bytes
     ``[NI, BC/16]``. SR 2: ``wa``/``wb`` are this lane's two Philox words (``_row_words``).
@@ -209,7 +209,7 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
         else:
             tl.store(q_ptr + r * cols + ecol, val, mask=(r < rows) & (ecol < cols))
         return scale_byte
-    codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0)    # [NI, BC/16, 2, 8]
+    codes = scaled_e2m1_code(v4, enc[:, :, None, None], rb, SR > 0, FAST)   # [NI, BC/16, 2, 8]
     words = tl.reshape(tl.sum(codes << (4 * k), axis=3), (NI, BC // 8))
     wcol = c0 // 8 + tl.arange(0, BC // 8)[None, :]
     if EVEN:
@@ -221,7 +221,8 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
 
 @triton.jit
 def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: tl.constexpr,
-              W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
+              W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False,
+              FAST: tl.constexpr = False):
     """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
     ``c [1, W]``: per (group i, column) one block of 16 in-thread values -> two uint32 words
     (``[NI, W, 2]``; EXP: the 16 expanded bf16 values as eight words ``[NI, W, 8]``,
@@ -268,9 +269,9 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
         if EXP:                                # NaN where the scale is the NaN byte
             vals = vals + (nvfp4_expanded_value(v, enc, rb, scale_byte, SR > 0),)
         elif j < 8:
-            lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * j))
+            lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0, FAST) << (4 * j))
         else:
-            hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0) << (4 * (j - 8)))
+            hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0, FAST) << (4 * (j - 8)))
     if EXP:
         pairs = ()                             # bf16 pairs as words: [NI, W, 8]
         for m in tl.static_range(8):
@@ -346,10 +347,12 @@ def _store_row_scales(s_ptr, sb, r, c0, rows, cols, NI: tl.constexpr, BC: tl.con
 @triton.jit
 def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, cpr, gofs,
              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr, RHT: tl.constexpr,
-             SR: tl.constexpr, SIGNS: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr):
+             SR: tl.constexpr, SIGNS: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr,
+             FAST: tl.constexpr = False):
     """The column view of one tile's 16 raw tiles (:func:`_col_view`'s arguments), quantized
     and stored: the even columns, then the odd ones (half the live values at a time), joined
-    in registers for one store."""
+    in registers for one store. ``FAST``: codes through the rounded value (the same codes,
+    ``_e2m1.scaled_e2m1_code_fast``)."""
     outs = ()
     for hh in tl.static_range(2):
         vs = ()
@@ -359,7 +362,7 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
             vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
         outs = outs + (_col_view(vs, s_enc6, s_dec, seed, b_ptr, r0,
                                  c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows, cols, cpr,
-                                 gofs, NI, BC // 2, RHT, SR, EXP),)
+                                 gofs, NI, BC // 2, RHT, SR, EXP, FAST),)
     _store_cols(q_ptr, s_ptr, _join_halves(outs[0][0], outs[1][0]),
                 _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN, EXP)
 
