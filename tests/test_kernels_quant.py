@@ -204,8 +204,10 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
         assert_same(k[1], r[1])
 
 
-@pytest.mark.parametrize("shape,dtype", [((256, 64), torch.float16), ((272, 80), torch.bfloat16)])
-def test_nvfp4_reg_pass_fast_e2m1_exact(shape, dtype, monkeypatch):
+@pytest.mark.parametrize("shape,dtype,device", [
+    ((256, 64), torch.float16, "cpu"), ((272, 80), torch.bfloat16, "cpu"),
+    pytest.param((4096, 768), torch.bfloat16, "cuda", marks=pytest.mark.gpu)])
+def test_nvfp4_reg_pass_fast_e2m1_exact(shape, dtype, device, monkeypatch):
     """``CONFIG['FAST_E2M1']``: the reg pass's E2M1 codes made from the rounded value give the
     reference's bits in every view it writes as codes (row and column, RNE and SR, with and
     without the RHT; one launch and split), NaN and Inf included."""
@@ -225,7 +227,9 @@ def test_nvfp4_reg_pass_fast_e2m1_exact(shape, dtype, monkeypatch):
                       ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})),
                      (("nvfp4", nf), ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_col})),
                      (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}), None)]:
-        k = ms.quantize_rowcol(x, row, col, backend="triton")
+        on = [(v[0], {k: t.to(device) if isinstance(t, torch.Tensor) else t
+                      for k, t in v[1].items()}) if v else None for v in (row, col)]
+        k = ms.quantize_rowcol(x.to(device), *on, backend="triton")
         r = ms.quantize_rowcol(x, row, col, backend="reference")
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
