@@ -165,6 +165,20 @@ def test_nvfp4_in_kernel_sr_seeded_and_unbiased():
     assert (mean - x).abs().mean() < 0.4 * rne_err
 
 
+def _reg_pass_views(rows: int, cols: int) -> list:
+    """The (row, column) view pairs a reg-pass test checks on an x of ``[rows, cols]``: every
+    pair a training step asks for (SR with caller bytes) and the single views, SR row alone
+    included."""
+    nf = {"check_finite": False}
+    rb_row = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
+    rb_col = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
+    sr_row = ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row})
+    return [(("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
+            (sr_row, ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})),
+            (("nvfp4", nf), ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_col})),
+            (None, ("nvfp4", {**nf, "rht": True})), (("nvfp4", nf), None), (sr_row, None)]
+
+
 @pytest.mark.parametrize("shape,dtype", [
     ((512, 128), torch.bfloat16), ((256, 64), torch.float16), ((2, 128, 192), torch.float32),
     ((272, 80), torch.bfloat16)], ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
@@ -183,15 +197,7 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
                                                             -float("inf"), -float("nan"))
     if dtype != torch.float16:
         flat[30, 40], flat[31, 41] = 3e38, -1e38                # above 2^125: clamped
-    rows, cols = flat.shape
-    nf = {"check_finite": False}
-    rb_row = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
-    rb_col = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
-    for row, col in [(("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
-                     (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}),
-                      ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})),
-                     (("nvfp4", nf), ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_col})),
-                     (None, ("nvfp4", {**nf, "rht": True})), (("nvfp4", nf), None)]:
+    for row, col in _reg_pass_views(*flat.shape):
         k = ms.quantize_rowcol(x, row, col, backend="triton")
         key = f"{'nvfp4' if row else 'none'}|{'nvfp4' if col else 'none'}"
         # RNE rows beside SR columns split (SPLIT_SR_COL): two reg-pass launches
@@ -218,15 +224,7 @@ def test_nvfp4_reg_pass_fast_e2m1_exact(shape, dtype, device, monkeypatch):
                                                      "codes": False})   # the reg pass's row view
     x = sample(shape, dtype, exact=True, seed=9)
     x[5, 7], x[40, 33], x[41, 2] = float("nan"), float("inf"), -float("inf")
-    rows, cols = shape
-    nf = {"check_finite": False}
-    rb_row = torch.randint(0, 256, (rows, cols), dtype=torch.uint8)
-    rb_col = torch.randint(0, 256, (cols, rows), dtype=torch.uint8)
-    for row, col in [(("nvfp4", nf), ("nvfp4", {**nf, "rht": True})),
-                     (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}),
-                      ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})),
-                     (("nvfp4", nf), ("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_col})),
-                     (("nvfp4", {**nf, "stochastic": True, "rand_bits": rb_row}), None)]:
+    for row, col in _reg_pass_views(*shape):
         on = [(v[0], {k: t.to(device) if isinstance(t, torch.Tensor) else t
                       for k, t in v[1].items()}) if v else None for v in (row, col)]
         k = ms.quantize_rowcol(x.to(device), *on, backend="triton")
