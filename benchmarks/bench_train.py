@@ -190,8 +190,10 @@ KERNEL_SETS = {
     # (quant_nvfp4_row: a 16-element block a thread) or on the reg pass
     "row1": {"quant_nvfp4:CONFIG.ROW1": {"expanded": True}},
     "no-row1": {"quant_nvfp4:CONFIG.ROW1": {"expanded": False}},
-    # session 31: the reg pass's E2M1 codes from the rounded value (CONFIG["FAST_E2M1"])
+    # session 31: the reg pass's E2M1 codes from the rounded value (CONFIG["FAST_E2M1"]; on by
+    # default since session 32) or from the compare-and-select chain
     "fast-e2m1": {"quant_nvfp4": {"FAST_E2M1": True}},
+    "no-fast-e2m1": {"quant_nvfp4": {"FAST_E2M1": False}},
     # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
     # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
     "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},

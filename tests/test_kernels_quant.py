@@ -213,12 +213,14 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
 @pytest.mark.parametrize("shape,dtype,device", [
     ((256, 64), torch.float16, "cpu"), ((272, 80), torch.bfloat16, "cpu"),
     pytest.param((4096, 768), torch.bfloat16, "cuda", marks=pytest.mark.gpu)])
-def test_nvfp4_reg_pass_fast_e2m1_exact(shape, dtype, device, monkeypatch):
-    """``CONFIG['FAST_E2M1']``: the reg pass's E2M1 codes made from the rounded value give the
-    reference's bits in every view it writes as codes (row and column, RNE and SR, with and
-    without the RHT; one launch and split), NaN and Inf included."""
+@pytest.mark.parametrize("fast", [True, False])
+def test_nvfp4_reg_pass_e2m1_codes_exact(shape, dtype, device, fast, monkeypatch):
+    """Both ways the reg pass makes E2M1 codes (``CONFIG['FAST_E2M1']``: from the rounded
+    value, the default, or from the compare-and-select chain) give the reference's bits in every
+    view it writes as codes (row and column, RNE and SR, with and without the RHT; one launch
+    and split), NaN and Inf included."""
     from microscale.kernels import quant_nvfp4
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "FAST_E2M1", True)
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "FAST_E2M1", fast)
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
     monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"],
                                                      "codes": False})   # the reg pass's row view

@@ -107,10 +107,13 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
                    "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row
-          # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes). Offline SASS (Triton
-          # 3.6, sm_90, session 31): x pair 54.1 -> 49.5 instructions an element, column view
-          # with RHT 29.6 -> 27.4, with RHT and SR 45.4 -> 37.4. Not yet timed: off.
-          "FAST_E2M1": os.environ.get("MICROSCALE_NVFP4_FAST_E2M1", "0") != "0",
+          # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes) instead of the compare-
+          # and-select chain. Offline SASS (Triton 3.6, sm_90, session 31): x pair 54.1 -> 49.5
+          # instructions an element, column view with RHT 29.6 -> 27.4, with RHT and SR 45.4 ->
+          # 37.4. Timed (H100, session 32 call 1, graph-replayed, 16384x8192): column view with
+          # RHT, amax given, 224.9 -> 181.2 µs, with SR 311.8 -> 231.5, x pair 458.5 -> 433.2;
+          # 125m nvfp4 step 0.743x -> 0.749x of compiled bf16, 1b 0.884x -> 0.891x. On.
+          "FAST_E2M1": os.environ.get("MICROSCALE_NVFP4_FAST_E2M1", "1") != "0",
           "EXP_COL_ROWS_MAX_COLS": 4096,
           "AMAX_BR": 64, "AMAX_BC": 64, "AMAX_WARPS": 4, "AMAX_PROGS_PER_SM": 4,
           # AMAX_PARTIALS: the reg amax pass leaves per-program maxima that the quantize launches
