@@ -187,8 +187,9 @@ def run_variant(name: str, x: torch.Tensor, backend: str, copy_gbs: float,
             "%copy@1read_graph": 100 * ideal / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None}
 
 
-def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
-    """Try tile shapes / warps of each kernel family on ``x``; restore the defaults after."""
+def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") -> list[dict]:
+    """Try tile shapes / warps of each kernel family on ``x``; restore the defaults after.
+    ``only``: variant name prefixes; ``with_key``: only the plans whose configs set that key."""
     from microscale.kernels import quant_fp8, quant_mx, quant_nvfp4
     def cfgs(keys, values):
         return [dict(zip(keys, v)) for v in values]
@@ -229,6 +230,18 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
                     (16, 8, 4, 16, 1), (32, 16, 8, 4, 1), (8, 8, 2, 32, 1))]]))
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy",
                        "nvfp4/1x16")],
+        # session 32: the row kernel's switches (NAN_TILE: per-element NaN selects only in a
+        # tile that holds a NaN; U_BITS: SR fractions from the bits; STORE64: one 8-byte code
+        # store, stores kept in the thread's layout) at the default tile and at 1 warp
+        *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
+            ("expanded", "BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "U_BITS",
+             "STORE64"), [
+                (True, 8, 8, 2, 32, False, False, False), (True, 8, 8, 2, 32, False, False, True),
+                (True, 8, 8, 2, 32, True, False, True), (True, 8, 8, 2, 32, False, True, True),
+                (True, 8, 8, 2, 32, True, True, True), (True, 8, 8, 1, 32, True, True, True),
+                (True, 8, 4, 1, 32, True, True, True), (True, 8, 16, 2, 16, True, True, True),
+                (True, 8, 16, 2, 16, False, False, True)]))
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
@@ -294,6 +307,8 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "") -> list[dict]:
     for cfg, name, options in plans:
         if only and not name.startswith(tuple(only.split(","))):
             continue
+        if with_key and not any(with_key in opt for opt in options):
+            continue
         if name.startswith("nvfp4") and (cfg is quant_nvfp4.CONFIG) != (
                 quant_nvfp4.CONFIG["PASS"] != "reg"):
             continue                   # the knobs of the pass that is not running
@@ -320,6 +335,8 @@ def main() -> None:
     ap.add_argument("--no-ref", action="store_true")
     ap.add_argument("--sweep-shapes", default="8192x8192", help="shapes of the tile sweep")
     ap.add_argument("--sweep-only", default="", help="variant prefixes for the tile sweep")
+    ap.add_argument("--sweep-with", default="",
+                    help="only the sweep plans whose configs set this key (e.g. NAN_TILE)")
     ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
     ap.add_argument("--shapes", default=None, help="e.g. 16384x768,8192x8192 (default: SHAPES)")
     ap.add_argument("--passes", default=None,
@@ -372,7 +389,8 @@ def main() -> None:
         payload["sweep"] = []
         for shape in [tuple(int(v) for v in s.split("x")) for s in args.sweep_shapes.split(",")]:
             x = torch.randn(shape, device=dev, dtype=torch.bfloat16)
-            srows = [r | {"shape": shape} for r in sweep(x, copy_gbs, args.sweep_only)]
+            srows = [r | {"shape": shape}
+                     for r in sweep(x, copy_gbs, args.sweep_only, args.sweep_with)]
             print(f"\n## tile sweep, bf16 {shape[0]}x{shape[1]}")
             print(common.fmt_table(srows, ["variant", "config", "us", "%copy", "us_graph", "exact",
                                            "error"]), flush=True)

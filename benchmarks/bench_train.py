@@ -189,6 +189,9 @@ KERNEL_SETS = {
     # session 31: a row view alone (the split pairs' second launch) on the row kernel
     # (quant_nvfp4_row: a 16-element block a thread) or on the reg pass
     "row1": {"quant_nvfp4:CONFIG.ROW1": {"expanded": True}},
+    # session 32: the same with the row kernel's scale bytes stored from the thread that
+    # holds them (CONFIG["ROW1"]["STORE64"]: no regrouping through shared memory)
+    "row1-s64": {"quant_nvfp4:CONFIG.ROW1": {"expanded": True, "STORE64": True}},
     "no-row1": {"quant_nvfp4:CONFIG.ROW1": {"expanded": False}},
     # session 31: the reg pass's E2M1 codes from the rounded value (CONFIG["FAST_E2M1"]; on by
     # default since session 32) or from the compare-and-select chain

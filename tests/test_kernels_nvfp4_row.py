@@ -139,13 +139,36 @@ def test_row_kernel_leaves_fp32_and_rht_to_the_reg_pass(row1):
     assert "row kernel" not in ms.explain()[("quantize", "nvfp4")]
 
 
+# the kernel's switches (CONFIG["ROW1"] keys): a NaN-free tile without per-element NaN
+# selects, SR fractions built from the random bits, one 8-byte store of a block's code words
+VARIANTS = [{"NAN_TILE": True}, {"U_BITS": True}, {"STORE64": True},
+            {"NAN_TILE": True, "U_BITS": True, "STORE64": True}]
+
+
+@pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "+".join(o))
+@pytest.mark.parametrize("shape,dtype", [((64, 256), torch.bfloat16), ((48, 80), torch.float16)])
+def test_row_kernel_variants(opts, shape, dtype, row1, monkeypatch):
+    """Each switch gives the same bits: against the reference (codes from caller bytes, scales,
+    amax, the expanded view) and, for in-kernel Philox, against the reg pass. ``_x``'s NaN sits
+    in one tile, so a NaN-tile launch takes both of its paths; (48, 80) leaves partial tiles."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], **opts})
+    x = _x(shape, dtype, seed=8)
+    x[-1, -3] = -float("nan")                     # a second NaN tile, a negative NaN
+    _check_against_reference(x, "cpu")
+    _philox_pairs(x, "cpu", row1)
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("opts", [{}, VARIANTS[-1]], ids=lambda o: "+".join(o) or "default")
 @pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
-def test_gpu_row_kernel(shape, row1):
+def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     """Compiled: against the reference (the E2M1 code through 2^-126 needs fp32 subnormals
-    kept) and, for Philox, against the reg pass."""
+    kept) and, for Philox, against the reg pass; with the kernel's switches off and on."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], **opts})
     x = _x(shape, seed=7)
     _check_against_reference(x, "cuda")
     _philox_pairs(x, "cuda", row1)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
+from ._e2m1 import byte_fraction, nvfp4_expanded_value, scaled_e2m1_code_fast
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
                      nvfp4_block_scales, nvfp4_scales_of, persistent_grid, split_nan,
                      store_amaxes, tile_coords)
@@ -97,6 +97,31 @@ def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
 
 
 @triton.jit
+def _fraction_bits(w, p: tl.constexpr):
+    """The low and high half-word's byte ``p`` of int32 ``w`` moved to bits 15..22."""
+    u = w.to(tl.uint32, bitcast=True)
+    lo = (u << (15 - 8 * p)) & 0x7F8000
+    hi = (u >> (1 + 8 * p)) & 0x7F8000
+    return lo.to(tl.int32, bitcast=True), hi.to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _fractions_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
+    """:func:`_bytes_of` as the fractions ``byte / 256`` (fp32), made from the bits
+    (``_e2m1.byte_fraction``) with no int-to-float conversion: element ``8h + 2j + p`` takes
+    byte ``p`` of the low (j even) or high (j odd) half-word of word ``2h + j // 2``."""
+    if h == 0:
+        lo_a, hi_a = _fraction_bits(w0, p)
+        lo_b, hi_b = _fraction_bits(w1, p)
+    else:
+        lo_a, hi_a = _fraction_bits(w2, p)
+        lo_b, hi_b = _fraction_bits(w3, p)
+    bits = tl.reshape(tl.join(tl.join(lo_a, lo_b), tl.join(hi_a, hi_b)),
+                      [lo_a.shape[0], lo_a.shape[1], 4])
+    return byte_fraction(bits)
+
+
+@triton.jit
 def _caller_bytes(b_ptr, r, b, h: tl.constexpr, p: tl.constexpr, rows, cols):
     j = tl.arange(0, 4)[None, None, :]
     offs = r[:, :, None] * cols + b[:, :, None] * 16 + 8 * h + 2 * j + p
@@ -121,34 +146,79 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 @triton.jit
 def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
-           PRO: tl.constexpr):
-    """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``."""
+           PRO: tl.constexpr, NAN_TILE: tl.constexpr, U_BITS: tl.constexpr,
+           STORE64: tl.constexpr):
+    """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``.
+
+    ``NAN_TILE`` (codes only): the block maxima are taken with NaN kept, and only a tile that
+    holds a NaN takes the per-element NaN selects (NaN reads as 0); a tile without one uses
+    its maxima as they are (the same bits: with no NaN, the selects change nothing)."""
     raw0 = _raw(x_ptr, y_ptr, r, b, 0, rows, cols, IN_DTYPE, EVEN, PRO)
     raw1 = _raw(x_ptr, y_ptr, r, b, 1, rows, cols, IN_DTYPE, EVEN, PRO)
     v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
-    if EXP == 1:                    # NaN kept in the maximum: NaN exactly where the block has one
-        m = tl.maximum(tl.maximum(tl.abs(v[0]), tl.abs(v[1]), propagate_nan=tl.PropagateNan.ALL),
-                       tl.maximum(tl.abs(v[2]), tl.abs(v[3]), propagate_nan=tl.PropagateNan.ALL),
-                       propagate_nan=tl.PropagateNan.ALL)
-        vmax = max_keep_nan(m, 2)
+    if EXP == 1 or (NAN_TILE and EXP == 0):     # NaN kept in the maximum: NaN where a block has one
+        vmax = _max_abs_keep_nan(v)
         bad = vmax != vmax
+        if NAN_TILE and EXP == 0:
+            if tl.max(tl.reshape(bad.to(tl.int32), [bad.numel]), axis=0) == 0:
+                _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
+                        cols, SR, EXP, EVEN, U_BITS, STORE64)
+            else:
+                _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+                             SR, EXP, EVEN, U_BITS, STORE64)
+        else:
+            _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+                    SR, EXP, EVEN, U_BITS, STORE64)
     else:
-        a0, n0 = split_nan(v[0])
-        a1, n1 = split_nan(v[1])
-        a2, n2 = split_nan(v[2])
-        a3, n3 = split_nan(v[3])
-        v = (a0, a1, a2, a3)
-        vmax = tl.max(tl.maximum(tl.maximum(tl.abs(a0), tl.abs(a1)),
-                                 tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
-        bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
+        _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, SR, EXP,
+                     EVEN, U_BITS, STORE64)
+
+
+@triton.jit
+def _max_abs_keep_nan(v):
+    """Each block's ``max |v|`` over its four ``(h, p)`` parts, NaN where the block has one."""
+    m = tl.maximum(tl.maximum(tl.abs(v[0]), tl.abs(v[1]), propagate_nan=tl.PropagateNan.ALL),
+                   tl.maximum(tl.abs(v[2]), tl.abs(v[3]), propagate_nan=tl.PropagateNan.ALL),
+                   propagate_nan=tl.PropagateNan.ALL)
+    return max_keep_nan(m, 2)
+
+
+@triton.jit
+def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+                 SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, U_BITS: tl.constexpr,
+                 STORE64: tl.constexpr):
+    """:func:`_finish` with NaN read as 0 (per element) and flagging its block."""
+    a0, n0 = split_nan(v[0])
+    a1, n1 = split_nan(v[1])
+    a2, n2 = split_nan(v[2])
+    a3, n3 = split_nan(v[3])
+    vmax = tl.max(tl.maximum(tl.maximum(tl.abs(a0), tl.abs(a1)),
+                             tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
+    bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
+    _finish((a0, a1, a2, a3), vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
+            cols, SR, EXP, EVEN, U_BITS, STORE64)
+
+
+@triton.jit
+def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+            SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, U_BITS: tl.constexpr,
+            STORE64: tl.constexpr):
+    """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
+    expanded values of the four parts ``v``, stored. ``U_BITS``: SR codes take their random
+    fractions from the bits (:func:`_fractions_of`); ``STORE64``: a block's two code words go
+    out as one 8-byte store and its scale byte from the thread that holds it, both marked
+    non-contiguous (``tl.max_contiguous`` 1) so that Triton does not regroup them through
+    shared memory (two barriers a tile otherwise)."""
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
         w0, w1, w2, w3 = tl.randint4x(seed, r * (cols // 16) + b)
     outs = ()
     for i in tl.static_range(4):                      # (h, p) = (i // 2, i % 2)
-        if SR == 2:
+        if SR == 2 and U_BITS and not EXP:
+            rb = _fractions_of(w0, w1, w2, w3, i // 2, i % 2)
+        elif SR == 2:
             rb = _bytes_of(w0, w1, w2, w3, i // 2, i % 2)
         elif SR == 1:
             rb = _caller_bytes(b_ptr, r, b, i // 2, i % 2, rows, cols)
@@ -158,7 +228,8 @@ def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, c
             outs = outs + (nvfp4_expanded_value(v[i], enc[:, :, None], rb,
                                                 scale_byte[:, :, None], SR > 0),)
         else:
-            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
+            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0,
+                                                 SR == 2 and U_BITS),)
     ok = (r < rows) & (b < cols // 16)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
@@ -168,16 +239,28 @@ def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, c
         word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
         word1 = tl.sum((outs[2] | (outs[3] << 4)) << sh, axis=2)
         at = q_ptr + r * (cols // 8) + 2 * b           # the block's two words, 8 bytes
-        if EVEN:
+        if STORE64:                                     # one int64: word0 low, word1 high
+            w64 = (word0.to(tl.uint32, bitcast=True).to(tl.uint64)
+                   | (word1.to(tl.uint32, bitcast=True).to(tl.uint64) << 32))
+            at64 = q_ptr.to(tl.pointer_type(tl.uint64)) + tl.max_contiguous(
+                r * (cols // 16) + b, [1, 1])
+            if EVEN:
+                tl.store(at64, w64)
+            else:
+                tl.store(at64, w64, mask=ok)
+        elif EVEN:
             tl.store(at, word0)
             tl.store(at + 1, word1)
         else:
             tl.store(at, word0, mask=ok)
             tl.store(at + 1, word1, mask=ok)
+    s_at = r * (cols // 16) + b
+    if STORE64:                  # the byte where the thread holds it (no layout change)
+        s_at = tl.max_contiguous(s_at, [1, 1])
     if EVEN:
-        tl.store(s_ptr + r * (cols // 16) + b, scale_byte.to(tl.uint8))
+        tl.store(s_ptr + s_at, scale_byte.to(tl.uint8))
     else:
-        tl.store(s_ptr + r * (cols // 16) + b, scale_byte.to(tl.uint8), mask=ok)
+        tl.store(s_ptr + s_at, scale_byte.to(tl.uint8), mask=ok)
 
 
 @triton.jit
@@ -185,7 +268,8 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      IN_DTYPE: tl.constexpr, BR: tl.constexpr, NB: tl.constexpr,
                      SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
-                     NP: tl.constexpr = 0, ar_ptr=None):
+                     NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
+                     U_BITS: tl.constexpr = False, STORE64: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -201,7 +285,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
         r = r0 + tl.arange(0, BR)[:, None]
         b = b0 + tl.arange(0, NB)[None, :]
         _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-               IN_DTYPE, SR, EXP, EVEN, PRO)
+               IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, U_BITS, STORE64)
 
 
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
@@ -218,4 +302,5 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         x2, amax_buf, seed, *out, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
-        *parts[:3], num_warps=cfg["num_warps"])
+        *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), U_BITS=cfg.get("U_BITS", False),
+        STORE64=cfg.get("STORE64", False), num_warps=cfg["num_warps"])
