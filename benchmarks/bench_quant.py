@@ -231,17 +231,17 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy",
                        "nvfp4/1x16")],
         # session 32: the row kernel's switches (NAN_TILE: per-element NaN selects only in a
-        # tile that holds a NaN; U_BITS: SR fractions from the bits; STORE64: one 8-byte code
-        # store, stores kept in the thread's layout) at the default tile and at 1 warp
+        # tile that holds a NaN; STORE64: one 8-byte code store, stores kept in the thread's
+        # layout; both on since call 2) and tiles ("RNE_CODES": {} runs RNE codes at the base
+        # tile). Call 2 also timed SR fractions built from the bits (dropped, slower)
         *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
-            ("expanded", "BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "U_BITS",
-             "STORE64"), [
-                (True, 8, 8, 2, 32, False, False, False), (True, 8, 8, 2, 32, False, False, True),
-                (True, 8, 8, 2, 32, True, False, True), (True, 8, 8, 2, 32, False, True, True),
-                (True, 8, 8, 2, 32, True, True, True), (True, 8, 8, 1, 32, True, True, True),
-                (True, 8, 4, 1, 32, True, True, True), (True, 8, 16, 2, 16, True, True, True),
-                (True, 8, 16, 2, 16, False, False, True)]))
-          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given", "nvfp4/rowcol_dy")],
+            ("BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "STORE64", "RNE_CODES"), [
+                (8, 8, 2, 32, False, False, {}), (8, 8, 2, 32, False, True, {}),
+                (8, 8, 2, 32, True, True, {}), (8, 8, 1, 32, True, True, {}),
+                (8, 4, 1, 32, True, True, {}), (8, 16, 2, 16, True, True, {}),
+                (8, 16, 2, 16, False, True, {}), (16, 16, 4, 8, True, True, {}),
+                (8, 32, 2, 8, True, True, {})]))
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

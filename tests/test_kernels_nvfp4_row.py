@@ -139,13 +139,14 @@ def test_row_kernel_leaves_fp32_and_rht_to_the_reg_pass(row1):
     assert "row kernel" not in ms.explain()[("quantize", "nvfp4")]
 
 
-# the kernel's switches (CONFIG["ROW1"] keys): a NaN-free tile without per-element NaN
-# selects, SR fractions built from the random bits, one 8-byte store of a block's code words
-VARIANTS = [{"NAN_TILE": True}, {"U_BITS": True}, {"STORE64": True},
-            {"NAN_TILE": True, "U_BITS": True, "STORE64": True}]
+# the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
+# per-element NaN selects; one 8-byte store of a block's code words, stores in the thread's
+# layout. Each off, both off, and the RNE codes at the SR launches' tile
+VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE64": False},
+            {"RNE_CODES": {}}]
 
 
-@pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "+".join(o))
+@pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "+".join(f"{k}={v}" for k, v in o.items()))
 @pytest.mark.parametrize("shape,dtype", [((64, 256), torch.bfloat16), ((48, 80), torch.float16)])
 def test_row_kernel_variants(opts, shape, dtype, row1, monkeypatch):
     """Each switch gives the same bits: against the reference (codes from caller bytes, scales,
@@ -160,7 +161,7 @@ def test_row_kernel_variants(opts, shape, dtype, row1, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("opts", [{}, VARIANTS[-1]], ids=lambda o: "+".join(o) or "default")
+@pytest.mark.parametrize("opts", [{}, VARIANTS[2]], ids=["default", "switches-off"])
 @pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
 def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     """Compiled: against the reference (the E2M1 code through 2^-126 needs fp32 subnormals

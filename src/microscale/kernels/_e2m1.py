@@ -37,7 +37,7 @@ import triton.language as tl
 
 from ._utils import e4m3_value
 
-__all__ = ["byte_fraction", "e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
+__all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
            "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "e2m1_rne_mag",
            "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
 
@@ -117,14 +117,13 @@ def e2m1_code_of_mag(r, y):
 
 
 @triton.jit
-def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr, U: tl.constexpr = False):
+def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
     """:func:`scaled_e2m1_code` through the rounded value (:func:`e2m1_code_of_mag`): the same
-    codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes). ``U``:
-    ``rbyte`` is already the fp32 fraction ``byte / 256`` (:func:`byte_fraction`)."""
+    codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes)."""
     y = v * enc
     a = tl.minimum(tl.abs(y), 6.0)
     if SR:
-        r = e2m1_sr_mag(a, rbyte, U)
+        r = e2m1_sr_mag(a, rbyte)
     else:
         r = e2m1_rne_mag(a)
     return e2m1_code_of_mag(r, y)
@@ -147,25 +146,12 @@ def e2m1_rne_mag(a):
 
 
 @triton.jit
-def byte_fraction(bits):
-    """``u = byte / 256`` (fp32, exact) from an int32 holding the byte at bits 15..22 and
-    zeros elsewhere: ``bits | 0x3F800000`` is the float ``1 + byte / 256``, less 1 exactly
-    (Sterbenz). Two ALU instructions instead of an int-to-float conversion, which runs at a
-    quarter or less of the fp32 rate on the GPU."""
-    return (bits | 0x3F800000).to(tl.float32, bitcast=True) - 1.0
-
-
-@triton.jit
-def e2m1_sr_mag(a, rbyte, U: tl.constexpr = False):
-    """Stochastic E2M1 magnitude of ``a`` in [0, 6] from a random byte (int32 0..255; ``U``:
-    the fraction ``byte / 256`` already), as an fp32 value: the value of
-    :func:`e2m1_sr_mag_code`'s code (module docstring)."""
+def e2m1_sr_mag(a, rbyte):
+    """Stochastic E2M1 magnitude of ``a`` in [0, 6] from a random byte (int32 0..255), as an
+    fp32 value: the value of :func:`e2m1_sr_mag_code`'s code (module docstring)."""
     b = _binade(a)
     step = b * 0.5
-    if U:
-        u = rbyte
-    else:
-        u = rbyte.to(tl.float32) * 0.00390625
+    u = rbyte.to(tl.float32) * 0.00390625
     t = a + u * step                                    # as e2m1_sr_mag_code: u*step exact
     inv = (0x7F800000 - b.to(tl.int32, bitcast=True)).to(tl.float32, bitcast=True)  # 2/b
     return tl.floor(t * inv) * step

@@ -103,9 +103,19 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # (the SR dy pair, 8192²): 303.9 -> 294.2 µs at this tile, 332.5 at [16, 16] blocks
           # with 4 warps (125m nvfp4 step 0.746x -> 0.721x of compiled bf16 with that tile,
           # call 5; 0.748x -> 0.749x with this one, call 6: level), so opt-in.
+          # Session 32 (H100, call 2, 8192², graph-replayed, amax given): NAN_TILE (the block
+          # maxima taken with NaN kept; the per-element NaN selects only in a tile that holds
+          # a NaN) and STORE64 (a block's codes as one 8-byte store, the scale byte stored
+          # from the thread that holds it: no regrouping through shared memory) with RNE codes
+          # at [8, 16] blocks and 16 programs an SM (RNE_CODES): 86.5 -> 76.2 µs (67% -> 75%
+          # of the copy rate counting x once); SR codes at [8, 8]: 103.6 -> 98.1 µs (55% ->
+          # 58%). (Tried there and dropped: SR fractions built from the random bits instead
+          # of an int-to-float conversion, 101.2 -> 106.5 µs; one warp a program.)
           "ROW1": {"codes": os.environ.get("MICROSCALE_NVFP4_ROW1", "1") != "0",
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
-                   "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1},
+                   "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
+                   "NAN_TILE": True, "STORE64": True,
+                   "RNE_CODES": {"NB": 16, "PROGS_PER_SM": 16}},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row
           # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes) instead of the compare-
           # and-select chain. Offline SASS (Triton 3.6, sm_90, session 31): x pair 54.1 -> 49.5

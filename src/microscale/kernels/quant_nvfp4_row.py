@@ -17,23 +17,31 @@ whole block and every per-block operation stays in registers:
 * the block maximum is an in-thread reduction (no shuffle), its scale byte and encode factor
   are computed once a block;
 * codes pack in-thread: byte j of half h's word is ``code(8h+2j) | code(8h+2j+1) << 4``, and
-  the block's two words go out as two neighbouring 4-byte stores (the expanded values: two
-  16-byte stores of bf16 pairs);
+  the block's two words go out together (the expanded values: two 16-byte stores of bf16
+  pairs);
 * E2M1 codes come from the rounded value (``_e2m1.scaled_e2m1_code_fast``: the value times
   2^-126, whose bits are the code), three instructions instead of a compare-and-select chain.
 * SR: the block's 128 Philox bits (counter ``r · cols/16 + b``, key ``seed``, byte k for
   element k, as the other passes) come from one ``randint4x`` in the same thread.
+* NaN (``NAN_TILE``): the block maxima are taken with NaN kept, one ``max.NaN`` an element;
+  a tile where no block has a NaN quantizes straight from them, and only a tile that holds
+  one takes the per-element selects that read NaN as 0 (a branch on the tile's flag: the
+  selects were ~3 of the ~23 instructions an element).
+* Stores (``STORE64``): a block's two code words as one 8-byte store and its scale byte
+  from the thread that holds it, the offsets marked non-contiguous so that Triton does not
+  regroup them through shared memory (two barriers a tile).
 
 The register pass (``quant_nvfp4_reg``) holds 16-row-spaced rows of a ``[256, 64]`` tile for
 its column view; its row view alone splits each block across two lanes (one shuffle a block
 maximum, a Philox trade across the pair) and runs at 6 programs an SM. Here nothing crosses
-threads: 64 registers a thread for RNE codes, [8, 8] blocks a program with 2 warps, 32 programs
-an SM (``quant_nvfp4.CONFIG["ROW1"]``).
+threads: RNE codes at [8, 16] blocks a program (two a thread) with 2 warps and 16 programs an
+SM, SR and expanded views at [8, 8] and 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 
-Measured (H100, graph-replayed, 8192² bf16, amax given, session 31): RNE codes 85.4 µs against
-the reg pass's 125.9 (67% of the copy rate counting x once, from 46%), SR 104.2 against 150.6
-(55%, from 38%). Written expanded (a training split pair's row launch) it ran level with the
-reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
+Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
+pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
+NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
+55%), then 98.1 (58%). Written expanded (a training split pair's row launch) it ran level with
+the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -48,7 +56,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._e2m1 import byte_fraction, nvfp4_expanded_value, scaled_e2m1_code_fast
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
                      nvfp4_block_scales, nvfp4_scales_of, persistent_grid, split_nan,
                      store_amaxes, tile_coords)
@@ -97,31 +105,6 @@ def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
 
 
 @triton.jit
-def _fraction_bits(w, p: tl.constexpr):
-    """The low and high half-word's byte ``p`` of int32 ``w`` moved to bits 15..22."""
-    u = w.to(tl.uint32, bitcast=True)
-    lo = (u << (15 - 8 * p)) & 0x7F8000
-    hi = (u >> (1 + 8 * p)) & 0x7F8000
-    return lo.to(tl.int32, bitcast=True), hi.to(tl.int32, bitcast=True)
-
-
-@triton.jit
-def _fractions_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
-    """:func:`_bytes_of` as the fractions ``byte / 256`` (fp32), made from the bits
-    (``_e2m1.byte_fraction``) with no int-to-float conversion: element ``8h + 2j + p`` takes
-    byte ``p`` of the low (j even) or high (j odd) half-word of word ``2h + j // 2``."""
-    if h == 0:
-        lo_a, hi_a = _fraction_bits(w0, p)
-        lo_b, hi_b = _fraction_bits(w1, p)
-    else:
-        lo_a, hi_a = _fraction_bits(w2, p)
-        lo_b, hi_b = _fraction_bits(w3, p)
-    bits = tl.reshape(tl.join(tl.join(lo_a, lo_b), tl.join(hi_a, hi_b)),
-                      [lo_a.shape[0], lo_a.shape[1], 4])
-    return byte_fraction(bits)
-
-
-@triton.jit
 def _caller_bytes(b_ptr, r, b, h: tl.constexpr, p: tl.constexpr, rows, cols):
     j = tl.arange(0, 4)[None, None, :]
     offs = r[:, :, None] * cols + b[:, :, None] * 16 + 8 * h + 2 * j + p
@@ -146,8 +129,7 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 @triton.jit
 def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
-           PRO: tl.constexpr, NAN_TILE: tl.constexpr, U_BITS: tl.constexpr,
-           STORE64: tl.constexpr):
+           PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr):
     """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``.
 
     ``NAN_TILE`` (codes only): the block maxima are taken with NaN kept, and only a tile that
@@ -163,16 +145,16 @@ def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, c
         if NAN_TILE and EXP == 0:
             if tl.max(tl.reshape(bad.to(tl.int32), [bad.numel]), axis=0) == 0:
                 _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                        cols, SR, EXP, EVEN, U_BITS, STORE64)
+                        cols, SR, EXP, EVEN, STORE64)
             else:
                 _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                             SR, EXP, EVEN, U_BITS, STORE64)
+                             SR, EXP, EVEN, STORE64)
         else:
             _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                    SR, EXP, EVEN, U_BITS, STORE64)
+                    SR, EXP, EVEN, STORE64)
     else:
         _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, SR, EXP,
-                     EVEN, U_BITS, STORE64)
+                     EVEN, STORE64)
 
 
 @triton.jit
@@ -186,8 +168,7 @@ def _max_abs_keep_nan(v):
 
 @triton.jit
 def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                 SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, U_BITS: tl.constexpr,
-                 STORE64: tl.constexpr):
+                 SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr):
     """:func:`_finish` with NaN read as 0 (per element) and flagging its block."""
     a0, n0 = split_nan(v[0])
     a1, n1 = split_nan(v[1])
@@ -197,16 +178,14 @@ def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                              tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
     bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
     _finish((a0, a1, a2, a3), vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-            cols, SR, EXP, EVEN, U_BITS, STORE64)
+            cols, SR, EXP, EVEN, STORE64)
 
 
 @triton.jit
 def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-            SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, U_BITS: tl.constexpr,
-            STORE64: tl.constexpr):
+            SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
-    expanded values of the four parts ``v``, stored. ``U_BITS``: SR codes take their random
-    fractions from the bits (:func:`_fractions_of`); ``STORE64``: a block's two code words go
+    expanded values of the four parts ``v``, stored. ``STORE64``: a block's two code words go
     out as one 8-byte store and its scale byte from the thread that holds it, both marked
     non-contiguous (``tl.max_contiguous`` 1) so that Triton does not regroup them through
     shared memory (two barriers a tile otherwise)."""
@@ -216,9 +195,7 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
         w0, w1, w2, w3 = tl.randint4x(seed, r * (cols // 16) + b)
     outs = ()
     for i in tl.static_range(4):                      # (h, p) = (i // 2, i % 2)
-        if SR == 2 and U_BITS and not EXP:
-            rb = _fractions_of(w0, w1, w2, w3, i // 2, i % 2)
-        elif SR == 2:
+        if SR == 2:
             rb = _bytes_of(w0, w1, w2, w3, i // 2, i % 2)
         elif SR == 1:
             rb = _caller_bytes(b_ptr, r, b, i // 2, i % 2, rows, cols)
@@ -228,8 +205,7 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
             outs = outs + (nvfp4_expanded_value(v[i], enc[:, :, None], rb,
                                                 scale_byte[:, :, None], SR > 0),)
         else:
-            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0,
-                                                 SR == 2 and U_BITS),)
+            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
     ok = (r < rows) & (b < cols // 16)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
@@ -269,7 +245,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
-                     U_BITS: tl.constexpr = False, STORE64: tl.constexpr = False):
+                     STORE64: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -285,15 +261,19 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
         r = r0 + tl.arange(0, BR)[:, None]
         b = b0 + tl.arange(0, NB)[None, :]
         _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-               IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, U_BITS, STORE64)
+               IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64)
 
 
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
                pro=(None, 0), parts=()) -> None:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
-    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``); ``out``: ``(codes or expanded
-    values, scale bytes, caller's random bytes or any tensor)``; ``pro``, ``parts`` as
-    ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's maxima)."""
+    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``; RNE codes with
+    ``cfg["RNE_CODES"]``'s keys over those) and switches (``NAN_TILE``, ``STORE64``); ``out``:
+    ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
+    ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
+    maxima)."""
+    if sr_mode == 0 and exp_code == 0:
+        cfg = {**cfg, **cfg.get("RNE_CODES", {})}
     rows, cols = x2.shape
     n_tc = cdiv(cols // 16, cfg["NB"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
@@ -302,5 +282,5 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         x2, amax_buf, seed, *out, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
-        *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), U_BITS=cfg.get("U_BITS", False),
-        STORE64=cfg.get("STORE64", False), num_warps=cfg["num_warps"])
+        *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
+        num_warps=cfg["num_warps"])
