@@ -232,15 +232,15 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                        "nvfp4/1x16")],
         # session 32: the row kernel's switches (NAN_TILE: per-element NaN selects only in a
         # tile that holds a NaN; STORE64: one 8-byte code store, stores kept in the thread's
-        # layout; both on since call 2) and tiles ("RNE_CODES": {} runs RNE codes at the base
-        # tile). Call 2 also timed SR fractions built from the bits (dropped, slower)
-        *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
-            ("BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "STORE64", "RNE_CODES"), [
-                (8, 8, 2, 32, False, False, {}), (8, 8, 2, 32, False, True, {}),
-                (8, 8, 2, 32, True, True, {}), (8, 8, 1, 32, True, True, {}),
-                (8, 4, 1, 32, True, True, {}), (8, 16, 2, 16, True, True, {}),
-                (8, 16, 2, 16, False, True, {}), (16, 16, 4, 8, True, True, {}),
-                (8, 32, 2, 8, True, True, {})]))
+        # layout; both on since call 2) and tiles (the RNE_CODES / SR_CODES overrides off,
+        # so the tile given is the tile run). Call 2 also timed SR fractions built from the
+        # bits (dropped, slower)
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [c | {"RNE_CODES": {}, "SR_CODES": {}} for c in cfgs(
+            ("BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "STORE64"), [
+                (8, 8, 2, 32, False, False), (8, 8, 2, 32, False, True),
+                (8, 8, 2, 32, True, True), (8, 8, 1, 32, True, True), (8, 4, 1, 32, True, True),
+                (8, 16, 2, 16, True, True), (8, 16, 2, 16, False, True),
+                (16, 16, 4, 8, True, True), (8, 32, 2, 8, True, True)])])
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),

@@ -141,9 +141,9 @@ def test_row_kernel_leaves_fp32_and_rht_to_the_reg_pass(row1):
 
 # the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
 # per-element NaN selects; one 8-byte store of a block's code words, stores in the thread's
-# layout. Each off, both off, and the RNE codes at the SR launches' tile
+# layout. Each off, both off, and codes at the expanded views' tile
 VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE64": False},
-            {"RNE_CODES": {}}]
+            {"RNE_CODES": {}, "SR_CODES": {}}]
 
 
 @pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "+".join(f"{k}={v}" for k, v in o.items()))

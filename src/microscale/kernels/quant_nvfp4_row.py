@@ -35,12 +35,13 @@ The register pass (``quant_nvfp4_reg``) holds 16-row-spaced rows of a ``[256, 64
 its column view; its row view alone splits each block across two lanes (one shuffle a block
 maximum, a Philox trade across the pair) and runs at 6 programs an SM. Here nothing crosses
 threads: RNE codes at [8, 16] blocks a program (two a thread) with 2 warps and 16 programs an
-SM, SR and expanded views at [8, 8] and 32 (``quant_nvfp4.CONFIG["ROW1"]``).
+SM, SR codes at [8, 4] with 1 warp, expanded views at [8, 8] with 2 warps, 32 programs an SM
+(``quant_nvfp4.CONFIG["ROW1"]``).
 
 Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
 pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
 NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
-55%), then 98.1 (58%). Written expanded (a training split pair's row launch) it ran level with
+55%), then 95.5 at [8, 4] with 1 warp (60%). Written expanded (a training split pair's row launch) it ran level with
 the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
@@ -267,13 +268,13 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
                pro=(None, 0), parts=()) -> None:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
-    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``; RNE codes with
-    ``cfg["RNE_CODES"]``'s keys over those) and switches (``NAN_TILE``, ``STORE64``); ``out``:
+    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``; codes with ``cfg["RNE_CODES"]``'s
+    or ``cfg["SR_CODES"]``'s keys over those) and switches (``NAN_TILE``, ``STORE64``); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
     maxima)."""
-    if sr_mode == 0 and exp_code == 0:
-        cfg = {**cfg, **cfg.get("RNE_CODES", {})}
+    if exp_code == 0:
+        cfg = {**cfg, **cfg.get("SR_CODES" if sr_mode else "RNE_CODES", {})}
     rows, cols = x2.shape
     n_tc = cdiv(cols // 16, cfg["NB"])
     n_tiles = cdiv(rows, cfg["BR"]) * n_tc
