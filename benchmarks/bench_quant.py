@@ -236,11 +236,16 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # so the tile given is the tile run). Call 2 also timed SR fractions built from the
         # bits (dropped, slower)
         *[(quant_nvfp4.CONFIG["ROW1"], name, [c | {"RNE_CODES": {}, "SR_CODES": {}} for c in cfgs(
-            ("BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "STORE64"), [
-                (8, 8, 2, 32, False, False), (8, 8, 2, 32, False, True),
-                (8, 8, 2, 32, True, True), (8, 8, 1, 32, True, True), (8, 4, 1, 32, True, True),
-                (8, 16, 2, 16, True, True), (8, 16, 2, 16, False, True),
-                (16, 16, 4, 8, True, True), (8, 32, 2, 8, True, True)])])
+            ("BR", "NB", "num_warps", "PROGS_PER_SM", "NAN_TILE", "STORE64", "NUM_STAGES"), [
+                (8, 8, 2, 32, False, False, 1), (8, 8, 2, 32, False, True, 1),
+                (8, 8, 2, 32, True, True, 1), (8, 8, 1, 32, True, True, 1),
+                (8, 4, 1, 32, True, True, 1), (8, 16, 2, 16, True, True, 1),
+                (8, 16, 2, 16, False, True, 1), (16, 16, 4, 8, True, True, 1),
+                (8, 32, 2, 8, True, True, 1),
+                # session 32, call 7: around the SR default ([8, 4], 1 warp)
+                (8, 4, 1, 32, True, True, 2), (4, 8, 1, 32, True, True, 1),
+                (16, 2, 1, 32, True, True, 1), (8, 4, 1, 24, True, True, 1),
+                (8, 8, 1, 32, True, True, 2), (8, 4, 1, 32, False, True, 1)])])
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
