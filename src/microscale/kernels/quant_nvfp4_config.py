@@ -109,15 +109,16 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # from the thread that holds it: no regrouping through shared memory) with RNE codes
           # at [8, 16] blocks and 16 programs an SM (RNE_CODES): 86.5 -> 76.2 µs (67% -> 75%
           # of the copy rate counting x once); SR codes at [8, 8]: 103.6 -> 98.1 µs (55% ->
-          # 58%), at [8, 4] with one warp (SR_CODES, call 3) 95.5 µs (60%). (Tried and
-          # dropped: SR fractions built from the random bits instead of an int-to-float
-          # conversion, 101.2 -> 106.5 µs.)
+          # 58%), at [8, 4] with one warp (call 3) 95.5 µs (60%), at [4, 8] with one warp
+          # (SR_CODES, call 7) 93.6 µs (61%; [8, 4] 94.8 in the same process, and 94.2
+          # against 95.9 at 16384x4096). (Tried and dropped: SR fractions built from the
+          # random bits instead of an int-to-float conversion, 101.2 -> 106.5 µs.)
           "ROW1": {"codes": os.environ.get("MICROSCALE_NVFP4_ROW1", "1") != "0",
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
                    "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
                    "NAN_TILE": True, "STORE64": True,
                    "RNE_CODES": {"NB": 16, "PROGS_PER_SM": 16},
-                   "SR_CODES": {"NB": 4, "num_warps": 1}},
+                   "SR_CODES": {"BR": 4, "NB": 8, "num_warps": 1}},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row
           # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes) instead of the compare-
           # and-select chain. Offline SASS (Triton 3.6, sm_90, session 31): x pair 54.1 -> 49.5

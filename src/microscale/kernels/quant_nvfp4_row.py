@@ -35,13 +35,13 @@ The register pass (``quant_nvfp4_reg``) holds 16-row-spaced rows of a ``[256, 64
 its column view; its row view alone splits each block across two lanes (one shuffle a block
 maximum, a Philox trade across the pair) and runs at 6 programs an SM. Here nothing crosses
 threads: RNE codes at [8, 16] blocks a program (two a thread) with 2 warps and 16 programs an
-SM, SR codes at [8, 4] with 1 warp, expanded views at [8, 8] with 2 warps, 32 programs an SM
+SM, SR codes at [4, 8] with 1 warp, expanded views at [8, 8] with 2 warps, 32 programs an SM
 (``quant_nvfp4.CONFIG["ROW1"]``).
 
 Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
 pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
 NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
-55%), then 95.5 at [8, 4] with 1 warp (60%). Written expanded (a training split pair's row launch) it ran level with
+55%), then 93.6 at [4, 8] with 1 warp (61%). Written expanded (a training split pair's row launch) it ran level with
 the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
