@@ -6,7 +6,8 @@
 
 The variants are the ones a quantized linear layer runs (amax given, so only the quantize
 pass launches): ``dy`` rows SR + columns RHT+SR, ``x`` rows RNE + columns RHT, ``w`` 16x16
-rows + columns, ``row`` a 1x16 RNE row view alone. Each runs twice (the first call compiles).
+rows + columns, ``row`` / ``row_sr`` a 1x16 RNE / SR row view alone written as codes (the row
+kernel, ``quant_nvfp4_row``). Each runs twice (the first call compiles).
 ``--sass`` reads the compiled kernels back from Triton's cache and writes, per kernel,
 registers per thread, spills and a histogram of SASS opcodes (cuobjdump), so instructions
 per element can be counted without hardware counters.
@@ -38,6 +39,7 @@ def variants(amax: torch.Tensor) -> dict:
         "x": (("nvfp4", g), ("nvfp4", {**g, "rht": True})),
         "w": (("nvfp4", {**g, "block_2d": True}), ("nvfp4", {**g, "block_2d": True})),
         "row": (("nvfp4", g), None),
+        "row_sr": (("nvfp4", {**g, "stochastic": True}), None),
     }
 
 
