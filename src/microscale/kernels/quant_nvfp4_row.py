@@ -41,8 +41,9 @@ SM, SR codes at [4, 8] with 1 warp, expanded views at [8, 8] with 2 warps, 32 pr
 Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
 pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
 NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
-55%), then 93.6 at [4, 8] with 1 warp (61%). Written expanded (a training split pair's row launch) it ran level with
-the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
+55%), then 93.6 at [4, 8] with 1 warp (61%). Written expanded (a training split pair's row
+launch) it ran level with the reg pass, so it takes those only when
+``CONFIG["ROW1"]["expanded"]`` asks.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -140,7 +141,7 @@ def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, c
     raw1 = _raw(x_ptr, y_ptr, r, b, 1, rows, cols, IN_DTYPE, EVEN, PRO)
     v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
-    if EXP == 1 or (NAN_TILE and EXP == 0):     # NaN kept in the maximum: NaN where a block has one
+    if EXP == 1 or (NAN_TILE and EXP == 0):   # NaN kept in the maxima: NaN where a block has one
         vmax = _max_abs_keep_nan(v)
         bad = vmax != vmax
         if NAN_TILE and EXP == 0:
