@@ -106,6 +106,7 @@ VARIANTS = {
     "nvfp4/1x16_sr": (_q("nvfp4", stochastic=True), 2),
     "nvfp4/1x16_sr@amax_given": (_q("nvfp4", stochastic=True, amax="given", seed="given"), 1),
     "nvfp4/1x16_rht": (_q("nvfp4", rht=True), 2),
+    "nvfp4/1x16_rht@amax_given": (_q("nvfp4", rht=True, amax="given"), 1),
     "nvfp4/2d_weight": (_q("nvfp4", block_2d=True), 2),
     "mxfp8_e4m3/1x32": (_q("mxfp8_e4m3"), 1),
     "mxfp8_e4m3/rowcol": (_rc(("mxfp8_e4m3", NF), ("mxfp8_e4m3", NF)), 1),

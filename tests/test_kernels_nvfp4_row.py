@@ -1,5 +1,6 @@
 """The NVFP4 row kernel (``kernels/quant_nvfp4_row.py``: a row view alone, a whole 16-element
-block in one thread) against the reference and against the reg pass's row view it replaces.
+block in one thread) against the reference and against the reg pass's row view it replaces;
+with the RHT (rotated in-thread) against the reference.
 
 Bit for bit: codes (RNE, SR from caller bytes) and scale bytes against ``quant.quantize_nvfp4``;
 the expanded view (``tensor.py``) against the reference's codes decoded, with NaN kept in the
@@ -130,13 +131,39 @@ def test_row_kernel_prologue_in_split_pair(row1):
         assert _same(q.data, w.data) and _same(q.scale.view(torch.uint8), w.scale.view(torch.uint8))
 
 
-def test_row_kernel_leaves_fp32_and_rht_to_the_reg_pass(row1):
-    """fp32 input, and a row view with the RHT, keep their passes (the row kernel takes bf16 and
-    fp16 1x16 blocks without the RHT), and say so."""
+def test_row_kernel_leaves_fp32_and_philox_rht_to_other_passes(row1):
+    """fp32 input, and a row view with the RHT rounded with in-kernel Philox or written
+    expanded, keep their passes (the row kernel takes bf16 and fp16 1x16 blocks, with the RHT
+    as codes from RNE or the caller's bytes), and say so."""
     ms.quantize(torch.randn(32, 64), "nvfp4", backend="triton")
     assert "row kernel" not in ms.explain()[("quantize", "nvfp4")]
-    ms.quantize(torch.randn(32, 64).bfloat16(), "nvfp4", backend="triton", rht=True)
+    x = torch.randn(32, 64).bfloat16()
+    ms.quantize(x, "nvfp4", backend="triton", rht=True, stochastic=True, seed=torch.tensor([3]))
     assert "row kernel" not in ms.explain()[("quantize", "nvfp4")]
+    quantize_views(x, (N, {**NF, "rht": True, "expand": True}), None, "triton")
+    assert "row kernel" not in ms.explain()[("quantize_rowcol", "nvfp4|none")]
+
+
+def _check_rht_against_reference(x, device):
+    """A row view with the 16-point RHT, rotated in the row kernel: codes (RNE and from the
+    caller's bytes), scales and amax against the reference."""
+    g = torch.Generator().manual_seed(5)
+    bits = torch.randint(0, 256, x.shape, dtype=torch.uint8, generator=g)
+    for opts in ({**NF, "rht": True}, {**NF, "rht": True, "stochastic": True, "rand_bits": bits}):
+        ref = ms.quantize(x, "nvfp4", backend="reference", **opts)
+        dev = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in opts.items()}
+        got = ms.quantize(x.to(device), "nvfp4", backend="triton", **dev)
+        assert "rotated there" in ms.explain()[("quantize", "nvfp4")]
+        assert _same(got.data.view(torch.uint8), ref.data.view(torch.uint8))
+        assert _same(got.scale.view(torch.uint8), ref.scale.view(torch.uint8))
+        assert _same(got.amax, ref.amax)
+
+
+@pytest.mark.parametrize("shape,dtype", [((64, 256), torch.bfloat16), ((37, 48), torch.bfloat16),
+                                         ((20, 272), torch.float16)])
+def test_row_kernel_rht_matches_reference(shape, dtype, row1):
+    """The RHT'd row view (NaN filling its block, Inf clamped, a huge value, partial tiles)."""
+    _check_rht_against_reference(_x(shape, dtype, seed=11), "cpu")
 
 
 # the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
@@ -174,4 +201,5 @@ def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], **opts})
     x = _x(shape, seed=7)
     _check_against_reference(x, "cuda")
+    _check_rht_against_reference(x, "cuda")
     _philox_pairs(x, "cuda", row1)

@@ -326,7 +326,9 @@ def test_nvfp4_reg_pass_says_why_not(monkeypatch):
     x = sample((256, 64), torch.bfloat16, exact=True)
     bits = torch.randint(0, 256, (256, 64), dtype=torch.uint8)
     bits_t = torch.randint(0, 256, (64, 256), dtype=torch.uint8)
-    for row, col, why in [(("nvfp4", {"rht": True}), None, "row view with the RHT"),
+    # (a row view with the RHT alone runs the row kernel: test_kernels_nvfp4_row.py)
+    for row, col, why in [(("nvfp4", {"rht": True}), ("nvfp4", {"rht": True}),
+                           "row view with the RHT"),
                           (("nvfp4", {"stochastic": True, "rand_bits": bits}),
                            ("nvfp4", {"rht": True, "stochastic": True, "rand_bits": bits_t}),
                            "stochastically rounded row view beside a column view"),

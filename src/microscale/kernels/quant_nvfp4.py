@@ -196,7 +196,7 @@ def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) ->
         return (f"a column view asked for expanded of an input at most "
                 f"{CONFIG['EXP_COL_ROWS_MAX_COLS']} wide (EXP_COL_ROWS_MAX_COLS: the rows pass "
                 f"writes it)")
-    if row is not None and row.rht:
+    if row is not None and row.rht and not (col is None and _row_kernel_takes(row, expand[0])):
         return "a row view with the RHT"
     if row is not None and row.stochastic and col is not None and not CONFIG["REG"]["ROW_SR"]:
         return ("a stochastically rounded row view beside a column view (REG['ROW_SR'] is "
@@ -245,8 +245,9 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
         return "split"
     if want == "reg" and why is None:
         if col is None and _row_kernel_takes(row, expand[0]):
+            rht = ", rotated there (RHT)" if row.rht else ""
             note_path(op, key, "triton (NVFP4 row kernel: a 16-element block in one thread"
-                      + fused + ")")
+                      + rht + fused + ")")
         else:
             note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers" + fused
                       + ")")
@@ -260,10 +261,15 @@ def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, F
 
 def _row_kernel_takes(row: _View, expanded: bool) -> bool:
     """Whether a row view alone runs :mod:`.quant_nvfp4_row` (``CONFIG['ROW1']``, per output
-    form: ``codes`` or ``expanded``): 1x16 blocks without RHT of a bf16/fp16 input (fp32
-    input, the RHT and 2D blocks keep their passes)."""
-    return CONFIG["ROW1"]["expanded" if expanded else "codes"] \
-        and row.dtype in (torch.bfloat16, torch.float16) and not row.rht and not row.block_2d
+    form: ``codes`` or ``expanded``): 1x16 blocks of a bf16/fp16 input; with the RHT
+    (``CONFIG['ROW1']['rht']``) only written as codes, rounded to nearest or from the
+    caller's bytes (fp32 input, 2D blocks, and the RHT with in-kernel Philox or written
+    expanded keep their passes)."""
+    if not (CONFIG["ROW1"]["expanded" if expanded else "codes"]
+            and row.dtype in (torch.bfloat16, torch.float16) and not row.block_2d):
+        return False
+    return not row.rht or (CONFIG["ROW1"].get("rht", False) and not expanded
+                           and row.sr_mode != 2)
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
@@ -275,7 +281,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
     if col is None and _row_kernel_takes(row, row.expanded):
         return launch_row(x2, amax_buf, seed, bufs[0], row.sr_mode, row_exp_code(row.expanded),
-                          CONFIG["ROW1"], pro, parts)
+                          CONFIG["ROW1"], pro, parts, row.rht)
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]

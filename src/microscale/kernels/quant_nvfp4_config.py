@@ -117,6 +117,9 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
                    "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
                    "NAN_TILE": True, "STORE64": True,
+                   # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
+                   # the thread that holds its block (session 32; the rows pass before)
+                   "rht": os.environ.get("MICROSCALE_NVFP4_ROW1_RHT", "1") != "0",
                    "RNE_CODES": {"NB": 16, "PROGS_PER_SM": 16},
                    "SR_CODES": {"BR": 4, "NB": 8, "num_warps": 1}},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row

@@ -59,12 +59,16 @@ import triton
 import triton.language as tl
 
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
+from ._rht import rht_butterfly
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
                      nvfp4_block_scales, nvfp4_scales_of, persistent_grid, split_nan,
                      store_amaxes, tile_coords)
+from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import _prologue_words, _word_half
 
 __all__ = ["launch_row", "nvfp4_row_kernel"]
+
+_SIGNS = tl.constexpr(RHT_SIGN_MASK)          # the d = 16 RHT's sign vector (SPEC §4), as bits
 
 
 @triton.jit
@@ -131,8 +135,10 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 @triton.jit
 def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
-           PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr):
+           PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr,
+           RHT: tl.constexpr = False):
     """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``.
+    ``RHT`` (codes, RNE or the caller's bytes): each block rotated first (:func:`_finish_rht`).
 
     ``NAN_TILE`` (codes only): the block maxima are taken with NaN kept, and only a tile that
     holds a NaN takes the per-element NaN selects (NaN reads as 0); a tile without one uses
@@ -141,7 +147,10 @@ def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, c
     raw1 = _raw(x_ptr, y_ptr, r, b, 1, rows, cols, IN_DTYPE, EVEN, PRO)
     v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
-    if EXP == 1 or (NAN_TILE and EXP == 0):   # NaN kept in the maxima: NaN where a block has one
+    if RHT:
+        _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYPE, SR, EVEN,
+                    STORE64)
+    elif EXP == 1 or (NAN_TILE and EXP == 0):  # NaN kept in the maxima: NaN where a block has one
         vmax = _max_abs_keep_nan(v)
         bad = vmax != vmax
         if NAN_TILE and EXP == 0:
@@ -157,6 +166,58 @@ def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, c
     else:
         _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, SR, EXP,
                      EVEN, STORE64)
+
+
+@triton.jit
+def _elements(v):
+    """The 16 elements of each block as 16 ``[BR, NB]`` tensors, element ``k = 8h + 2j + p``
+    from part ``(h, p)``'s word ``j`` (a split of the in-thread last axis: no data moves)."""
+    out = ()
+    for h in tl.static_range(2):
+        lo, hi = (), ()
+        for p in tl.static_range(2):
+            t = tl.reshape(v[2 * h + p], (v[0].shape[0], v[0].shape[1], 2, 2))   # [.., a, c]
+            even_j, odd_j = tl.split(t)                  # j = 2a + c: c = 0, c = 1 -> [.., a]
+            j0, j2 = tl.split(even_j)
+            j1, j3 = tl.split(odd_j)
+            if p == 0:
+                lo = (j0, j1, j2, j3)
+            else:
+                hi = (j0, j1, j2, j3)
+        for j in tl.static_range(4):
+            out = out + (lo[j], hi[j])
+    return out
+
+
+@triton.jit
+def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYPE: tl.constexpr,
+                SR: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr):
+    """Codes of the RHT'd blocks (SPEC §4: ``y = x_block @ M``, d = 16, the block itself being
+    the RHT chunk, so the whole rotation stays in the thread: ``_rht.rht_butterfly``, as the
+    reg pass rotates its column view). A NaN fills its block: the block's scale byte is the
+    NaN byte and its codes are 0, as the reference's NaN-read-as-0 rotation gives."""
+    ys = rht_butterfly(_elements(v), 16, IN_DTYPE, _SIGNS)
+    bad = ys[0] != ys[0]
+    vmax = tl.abs(ys[0])
+    for k in tl.static_range(1, 16):
+        vmax = tl.maximum(vmax, tl.abs(ys[k]))
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte = tl.where(bad, 127, scale_byte)
+    ok = (r < rows) & (b < cols // 16)
+    word0 = tl.zeros(r.shape, dtype=tl.int32) + tl.zeros(b.shape, dtype=tl.int32)
+    word1 = word0
+    for k in tl.static_range(16):
+        if SR == 1:
+            rb = tl.load(b_ptr + r * cols + b * 16 + k, mask=ok, other=0).to(tl.int32)
+        else:
+            rb = 0
+        code = scaled_e2m1_code_fast(ys[k], enc, rb, SR > 0)
+        if k < 8:
+            word0 = word0 | (code << (4 * k))
+        else:
+            word1 = word1 | (code << (4 * (k - 8)))
+    _store_codes(q_ptr, s_ptr, tl.where(bad, 0, word0), tl.where(bad, 0, word1), scale_byte,
+                 r, b, rows, cols, EVEN, STORE64)
 
 
 @triton.jit
@@ -187,10 +248,7 @@ def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
 def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
             SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
-    expanded values of the four parts ``v``, stored. ``STORE64``: a block's two code words go
-    out as one 8-byte store and its scale byte from the thread that holds it, both marked
-    non-contiguous (``tl.max_contiguous`` 1) so that Triton does not regroup them through
-    shared memory (two barriers a tile otherwise)."""
+    expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`)."""
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
@@ -208,7 +266,6 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
                                                 scale_byte[:, :, None], SR > 0),)
         else:
             outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
-    ok = (r < rows) & (b < cols // 16)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
         _store_half_values(q_ptr, outs[2], outs[3], r, b, 1, rows, cols, EVEN)
@@ -216,29 +273,48 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
         sh = 8 * tl.arange(0, 4)[None, None, :]
         word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
         word1 = tl.sum((outs[2] | (outs[3] << 4)) << sh, axis=2)
-        at = q_ptr + r * (cols // 8) + 2 * b           # the block's two words, 8 bytes
-        if STORE64:                                     # one int64: word0 low, word1 high
-            w64 = (word0.to(tl.uint32, bitcast=True).to(tl.uint64)
-                   | (word1.to(tl.uint32, bitcast=True).to(tl.uint64) << 32))
-            at64 = q_ptr.to(tl.pointer_type(tl.uint64)) + tl.max_contiguous(
-                r * (cols // 16) + b, [1, 1])
-            if EVEN:
-                tl.store(at64, w64)
-            else:
-                tl.store(at64, w64, mask=ok)
-        elif EVEN:
-            tl.store(at, word0)
-            tl.store(at + 1, word1)
+        _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN, STORE64)
+    if EXP:
+        _store_scales(s_ptr, scale_byte, r, b, rows, cols, EVEN, STORE64)
+
+
+@triton.jit
+def _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN: tl.constexpr,
+                 STORE64: tl.constexpr):
+    """A block's two code words (``[BR, NB]`` int32 each) and its scale byte, stored.
+    ``STORE64``: the words as one 8-byte store and the scale byte from the thread that holds
+    it, both offsets marked non-contiguous (``tl.max_contiguous`` 1, true of any tensor) so
+    that Triton does not regroup them through shared memory (two barriers a tile)."""
+    ok = (r < rows) & (b < cols // 16)
+    at = q_ptr + r * (cols // 8) + 2 * b               # the block's two words, 8 bytes
+    if STORE64:                                         # one int64: word0 low, word1 high
+        w64 = (word0.to(tl.uint32, bitcast=True).to(tl.uint64)
+               | (word1.to(tl.uint32, bitcast=True).to(tl.uint64) << 32))
+        at64 = q_ptr.to(tl.pointer_type(tl.uint64)) + tl.max_contiguous(
+            r * (cols // 16) + b, [1, 1])
+        if EVEN:
+            tl.store(at64, w64)
         else:
-            tl.store(at, word0, mask=ok)
-            tl.store(at + 1, word1, mask=ok)
+            tl.store(at64, w64, mask=ok)
+    elif EVEN:
+        tl.store(at, word0)
+        tl.store(at + 1, word1)
+    else:
+        tl.store(at, word0, mask=ok)
+        tl.store(at + 1, word1, mask=ok)
+    _store_scales(s_ptr, scale_byte, r, b, rows, cols, EVEN, STORE64)
+
+
+@triton.jit
+def _store_scales(s_ptr, scale_byte, r, b, rows, cols, EVEN: tl.constexpr,
+                  STORE64: tl.constexpr):
     s_at = r * (cols // 16) + b
     if STORE64:                  # the byte where the thread holds it (no layout change)
         s_at = tl.max_contiguous(s_at, [1, 1])
     if EVEN:
         tl.store(s_ptr + s_at, scale_byte.to(tl.uint8))
     else:
-        tl.store(s_ptr + s_at, scale_byte.to(tl.uint8), mask=ok)
+        tl.store(s_ptr + s_at, scale_byte.to(tl.uint8), mask=(r < rows) & (b < cols // 16))
 
 
 @triton.jit
@@ -247,7 +323,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
-                     STORE64: tl.constexpr = False):
+                     STORE64: tl.constexpr = False, RHT: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -263,17 +339,17 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
         r = r0 + tl.arange(0, BR)[:, None]
         b = b0 + tl.arange(0, NB)[None, :]
         _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-               IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64)
+               IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT)
 
 
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
-               pro=(None, 0), parts=()) -> None:
+               pro=(None, 0), parts=(), rht: bool = False) -> None:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
     ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``; codes with ``cfg["RNE_CODES"]``'s
     or ``cfg["SR_CODES"]``'s keys over those) and switches (``NAN_TILE``, ``STORE64``); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
-    maxima)."""
+    maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
     if exp_code == 0:
         cfg = {**cfg, **cfg.get("SR_CODES" if sr_mode else "RNE_CODES", {})}
     rows, cols = x2.shape
@@ -285,4 +361,4 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
-        num_warps=cfg["num_warps"])
+        RHT=rht, num_warps=cfg["num_warps"])
