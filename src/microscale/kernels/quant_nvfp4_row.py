@@ -27,6 +27,11 @@ whole block and every per-block operation stays in registers:
   a tile where no block has a NaN quantizes straight from them, and only a tile that holds
   one takes the per-element selects that read NaN as 0 (a branch on the tile's flag: the
   selects were ~3 of the ~23 instructions an element).
+* RHT (codes, RNE or the caller's bytes): the block is the RHT's 16-chunk, so its rotation
+  (``_rht.rht_butterfly``, the reg pass column view's) runs in the same thread, and a NaN,
+  which fills its block, zeroes the block's codes under the NaN scale byte. Its amax is the
+  v3 amax pass's (the reg amax pass has no row RHT). A row view with the RHT rounded with
+  in-kernel Philox, or written expanded, keeps the rows pass.
 * Stores (``STORE64``): a block's two code words as one 8-byte store and its scale byte
   from the thread that holds it, the offsets marked non-contiguous so that Triton does not
   regroup them through shared memory (two barriers a tile).
@@ -41,9 +46,9 @@ SM, SR codes at [4, 8] with 1 warp, expanded views at [8, 8] with 2 warps, 32 pr
 Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
 pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
 NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
-55%), then 93.6 at [4, 8] with 1 warp (61%). Written expanded (a training split pair's row
-launch) it ran level with the reg pass, so it takes those only when
-``CONFIG["ROW1"]["expanded"]`` asks.
+55%), then 93.6 at [4, 8] with 1 warp (61%); with the RHT 83.7 µs (68%; the rows pass: 24%
+with its amax pass, 38% now). Written expanded (a training split pair's row launch) it ran
+level with the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
