@@ -159,6 +159,23 @@ def _check_rht_against_reference(x, device):
         assert _same(got.amax, ref.amax)
 
 
+@pytest.mark.parametrize("prologue", ["relu_square", "relu_square_grad"])
+def test_row_kernel_rht_with_a_prologue(prologue, row1):
+    """A row view with the RHT of ``op(x, u)``: its amax comes from the v3 amax pass, which
+    applies no prologue, so the op is computed first (not fused) and the amax, scales and codes
+    equal the reference's."""
+    x = _x((32, 64), seed=12)
+    u = _x((32, 64), seed=13) if prologue == "relu_square_grad" else None
+    row = (N, {**NF, "rht": True})
+    got = quantize_views(x, row, None, "triton", prologue=prologue, x2=u)[0]
+    path = ms.explain()[("quantize_rowcol", "nvfp4|none")]
+    assert "rotated there" in path and "fused" not in path, path
+    want = quantize_views(x, row, None, "reference", prologue=prologue, x2=u)[0]
+    assert _same(got.amax, want.amax)
+    assert _same(got.data.view(torch.uint8), want.data.view(torch.uint8))
+    assert _same(got.scale.view(torch.uint8), want.scale.view(torch.uint8))
+
+
 @pytest.mark.parametrize("shape,dtype", [((64, 256), torch.bfloat16), ((37, 48), torch.bfloat16),
                                          ((20, 272), torch.float16)])
 def test_row_kernel_rht_matches_reference(shape, dtype, row1):

@@ -333,8 +333,11 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     y)``, applied as the reg pass and its amax pass load (they take any view that pass
     takes), else computed first."""
     dev = x2.device
-    pass_ = _choose_pass(row, col, op, expand, prologue[0] if prologue else "")
-    x2, prologue = take_prologue(x2, prologue, pass_ in ("reg", "split"))
+    # a row view with the RHT takes its amax from the v3 amax pass, which applies no
+    # prologue: its op is computed first, whichever pass quantizes
+    row_rht = row is not None and row.rht
+    pass_ = _choose_pass(row, col, op, expand, prologue[0] if prologue and not row_rht else "")
+    x2, prologue = take_prologue(x2, prologue, pass_ in ("reg", "split") and not row_rht)
     pro = (None, 0) if prologue is None else \
         (x2 if prologue[1] is None else prologue[1], PROLOGUES[prologue[0]][2])
     reg_col = pass_ == "reg" and CONFIG["REG"].get("COL_EXP", False)
@@ -345,7 +348,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     m = rht_matrix_on(16, dev)
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
-    reg_amax = CONFIG["PASS"] == "reg" and not (row is not None and row.rht)
+    reg_amax = CONFIG["PASS"] == "reg" and not row_rht
     partial = CONFIG["AMAX_PARTIALS"] and reg_amax and pass_ != "v3" \
         and all(v is None or v.amax is None for v in (row, col))
     amax_buf, amaxes, parts = _amax_pass(x2, row, col, m, reg_amax, pro, partial)
