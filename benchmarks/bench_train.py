@@ -197,6 +197,9 @@ KERNEL_SETS = {
     # default since session 32) or from the compare-and-select chain
     "fast-e2m1": {"quant_nvfp4": {"FAST_E2M1": True}},
     "no-fast-e2m1": {"quant_nvfp4": {"FAST_E2M1": False}},
+    # session 32: a round-to-nearest column view alone at the base REG_COL tile (3 programs an
+    # SM, 2 stages) instead of REG_COL["RNE"]'s (4, 1)
+    "col-rne-base": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {}}},
     # session 28: the reg amax pass at 4 programs an SM (3 since session 18, when it needed 152
     # registers a thread; 128 now, so 4 CTAs of 4 warps fit the register file)
     "amax-progs4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},

@@ -285,6 +285,8 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     rows, cols = x2.shape
     cfg = CONFIG["REG"] if row is not None and col is not None else \
         CONFIG["REG_ROW"] if row is not None else CONFIG["REG_COL"]
+    if row is None and col.sr_mode == 0:          # a column view alone, rounded to nearest
+        cfg = {**cfg, **cfg.get("RNE", {})}
     br, bc = 16 * cfg["NI"], cfg["BC"]
     n_tc = cdiv(cols, bc)
     n_tiles = cdiv(rows, br) * n_tc
