@@ -211,13 +211,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
     plans = [
         # session 21: the tile of a reg-pass launch with one view (single views, each launch
         # of a split pair: issue 12's single views, the dy pairs, RNE rows + RHT/SR columns)
-        *[(quant_nvfp4.CONFIG["REG_COL"], name, cfgs(alone_keys, [
+        # (REG_COL["RNE"] off: each tile runs as given, RNE column views included)
+        *[(quant_nvfp4.CONFIG["REG_COL"], name, [c | {"RNE": {}} for c in cfgs(alone_keys, [
             (16, 64, 4, 2, 1, None), (16, 32, 4, 3, 1, None), (16, 32, 4, 4, 1, None),
             (16, 32, 4, 3, 2, None), (16, 64, 4, 3, 1, 168), (8, 64, 2, 4, 1, None),
             (32, 32, 4, 2, 1, None),
             # session 32: with FAST_E2M1's fewer registers (offline 255 -> 242), more programs
             (16, 32, 4, 4, 2, None), (16, 64, 4, 3, 2, None), (8, 32, 2, 6, 2, None),
-            (8, 64, 2, 6, 2, None)]))
+            (8, 64, 2, 6, 2, None)])])
           for name in ("nvfp4/col_rht@amax_given", "nvfp4/col_rht_sr@amax_given")],
         # a row view alone holds two raw tiles at a time (58-118 registers): more programs
         *[(quant_nvfp4.CONFIG["REG_ROW"], name, cfgs(alone_keys, [
