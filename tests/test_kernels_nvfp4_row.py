@@ -53,17 +53,24 @@ def row1(monkeypatch):
     return switch
 
 
-def _check_against_reference(x, device):
+def _check_against_reference(x, device, rht: bool = False):
+    """Codes (RNE and from the caller's bytes), scales and amax against the reference, and the
+    expanded view; with ``rht`` the row view's 16-point RHT, rotated in the row kernel (its
+    expanded form keeps the rows pass, so that part is left out)."""
     g = torch.Generator().manual_seed(3)
     bits = torch.randint(0, 256, x.shape, dtype=torch.uint8, generator=g)
-    for opts in (dict(NF), {**NF, "stochastic": True, "rand_bits": bits}):
+    base = {**NF, "rht": True} if rht else dict(NF)
+    for opts in (base, {**base, "stochastic": True, "rand_bits": bits}):
         ref = ms.quantize(x, "nvfp4", backend="reference", **opts)
         dev = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in opts.items()}
         got = ms.quantize(x.to(device), "nvfp4", backend="triton", **dev)
-        assert ms.explain()[("quantize", "nvfp4")].startswith("triton (NVFP4 row kernel")
+        path = ms.explain()[("quantize", "nvfp4")]
+        assert path.startswith("triton (NVFP4 row kernel") and (not rht or "rotated there" in path)
         assert _same(got.data.view(torch.uint8), ref.data.view(torch.uint8))
         assert _same(got.scale.view(torch.uint8), ref.scale.view(torch.uint8))
         assert _same(got.amax, ref.amax)
+        if rht:
+            continue
         exp = quantize_views(x.to(device), (N, {**dev, "expand": True}), None, "triton")[0]
         assert "row kernel" in ms.explain()[("quantize_rowcol", "nvfp4|none")]
         assert exp.expanded and _same(exp.data, ref.expand().data)
@@ -144,21 +151,6 @@ def test_row_kernel_leaves_fp32_and_philox_rht_to_other_passes(row1):
     assert "row kernel" not in ms.explain()[("quantize_rowcol", "nvfp4|none")]
 
 
-def _check_rht_against_reference(x, device):
-    """A row view with the 16-point RHT, rotated in the row kernel: codes (RNE and from the
-    caller's bytes), scales and amax against the reference."""
-    g = torch.Generator().manual_seed(5)
-    bits = torch.randint(0, 256, x.shape, dtype=torch.uint8, generator=g)
-    for opts in ({**NF, "rht": True}, {**NF, "rht": True, "stochastic": True, "rand_bits": bits}):
-        ref = ms.quantize(x, "nvfp4", backend="reference", **opts)
-        dev = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in opts.items()}
-        got = ms.quantize(x.to(device), "nvfp4", backend="triton", **dev)
-        assert "rotated there" in ms.explain()[("quantize", "nvfp4")]
-        assert _same(got.data.view(torch.uint8), ref.data.view(torch.uint8))
-        assert _same(got.scale.view(torch.uint8), ref.scale.view(torch.uint8))
-        assert _same(got.amax, ref.amax)
-
-
 @pytest.mark.parametrize("prologue", ["relu_square", "relu_square_grad"])
 def test_row_kernel_rht_with_a_prologue(prologue, row1):
     """A row view with the RHT of ``op(x, u)``: its amax comes from the v3 amax pass, which
@@ -180,7 +172,7 @@ def test_row_kernel_rht_with_a_prologue(prologue, row1):
                                          ((20, 272), torch.float16)])
 def test_row_kernel_rht_matches_reference(shape, dtype, row1):
     """The RHT'd row view (NaN filling its block, Inf clamped, a huge value, partial tiles)."""
-    _check_rht_against_reference(_x(shape, dtype, seed=11), "cpu")
+    _check_against_reference(_x(shape, dtype, seed=11), "cpu", rht=True)
 
 
 # the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
@@ -218,5 +210,5 @@ def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], **opts})
     x = _x(shape, seed=7)
     _check_against_reference(x, "cuda")
-    _check_rht_against_reference(x, "cuda")
+    _check_against_reference(x, "cuda", rht=True)
     _philox_pairs(x, "cuda", row1)

@@ -165,6 +165,14 @@ def test_nvfp4_in_kernel_sr_seeded_and_unbiased():
     assert (mean - x).abs().mean() < 0.4 * rne_err
 
 
+@pytest.fixture
+def reg_row_view(monkeypatch):
+    """The reg pass's own row view: the row kernel (``quant_nvfp4.CONFIG['ROW1']``) off for
+    views written as codes."""
+    from microscale.kernels import quant_nvfp4
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "codes": False})
+
+
 def _reg_pass_views(rows: int, cols: int) -> list:
     """The (row, column) view pairs a reg-pass test checks on an x of ``[rows, cols]``: every
     pair a training step asks for (SR with caller bytes) and the single views, SR row alone
@@ -182,15 +190,13 @@ def _reg_pass_views(rows: int, cols: int) -> list:
 @pytest.mark.parametrize("shape,dtype", [
     ((512, 128), torch.bfloat16), ((256, 64), torch.float16), ((2, 128, 192), torch.float32),
     ((272, 80), torch.bfloat16)], ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
-def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
+def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch, reg_row_view):
     """The "reg" pass (quant_nvfp4_reg) on whole [256, 64] tiles and on partial ones, with
     NaN, +-Inf and values past the RHT's input clamp: every view a training step asks for,
     and the single views, bit for bit with the reference."""
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"],
-                                                     "codes": False})   # the reg pass's row view
     x = sample(shape, dtype, exact=True, seed=4)
     flat = x.view(-1, shape[-1])
     flat[5, 7], flat[40, 33], flat[41, 2], flat[100, 17] = (float("nan"), float("inf"),
@@ -214,7 +220,7 @@ def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch):
     ((256, 64), torch.float16, "cpu"), ((272, 80), torch.bfloat16, "cpu"),
     pytest.param((4096, 768), torch.bfloat16, "cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("fast", [True, False])
-def test_nvfp4_reg_pass_e2m1_codes_exact(shape, dtype, device, fast, monkeypatch):
+def test_nvfp4_reg_pass_e2m1_codes_exact(shape, dtype, device, fast, monkeypatch, reg_row_view):
     """Both ways the reg pass makes E2M1 codes (``CONFIG['FAST_E2M1']``: from the rounded
     value, the default, or from the compare-and-select chain) give the reference's bits in every
     view it writes as codes (row and column, RNE and SR, with and without the RHT; one launch
@@ -222,8 +228,6 @@ def test_nvfp4_reg_pass_e2m1_codes_exact(shape, dtype, device, fast, monkeypatch
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "FAST_E2M1", fast)
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"],
-                                                     "codes": False})   # the reg pass's row view
     x = sample(shape, dtype, exact=True, seed=9)
     x[5, 7], x[40, 33], x[41, 2] = float("nan"), float("inf"), -float("inf")
     for row, col in _reg_pass_views(*shape):
@@ -257,14 +261,13 @@ def test_nvfp4_reg_amax_rounds_the_rotated_maximum(dtype, monkeypatch):
 
 @pytest.mark.parametrize("shape,dtype", [((1, 16), torch.float32), ((37, 48), torch.bfloat16),
                                          ((3, 5, 32), torch.float16)])
-def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
+def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch, reg_row_view):
     """A row view alone takes any number of rows (only the column view needs multiples of
     16): rows past the end of a 16-row group are masked, not read (found by hypothesis in
     test_properties: a (1, 16) fp32 input read 15 rows past the tensor). SR through the reg
     pass too (REG['ROW_SR'] on)."""
     from microscale.kernels import quant_nvfp4
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "codes": False})
     x = sample(shape, dtype, spread=40 if dtype != torch.float16 else 0, seed=1)
     for opts in ({}, {"stochastic": True,
                       "rand_bits": torch.randint(0, 256, shape, dtype=torch.uint8)}):
@@ -273,14 +276,13 @@ def test_nvfp4_reg_pass_row_view_any_row_count(shape, dtype, monkeypatch):
         assert_same(k, ms.quantize(x, "nvfp4", backend="reference", **opts))
 
 
-def test_nvfp4_lone_sr_row_view_takes_the_reg_pass(monkeypatch):
+def test_nvfp4_lone_sr_row_view_takes_the_reg_pass(reg_row_view):
     """With REG['ROW_SR'] off (the default), a stochastically rounded row view alone still
     runs the reg pass (the launch a split SR pair makes second) where the row kernel is off
     (``ROW1``), bit for bit with the reference: caller bits, NaN and Inf, bf16 and a partial
     tile."""
     from microscale.kernels import quant_nvfp4
     assert quant_nvfp4.CONFIG["REG"]["ROW_SR"] is False
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], "codes": False})
     for shape in [(256, 64), (48, 80)]:
         x = sample(shape, torch.bfloat16, exact=True, seed=6)
         x[3, 5], x[7, 9], x[11, 1] = float("nan"), float("inf"), -3e38
