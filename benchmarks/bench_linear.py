@@ -62,6 +62,18 @@ def bench_ms(fn, device: torch.device, tiny: bool) -> float:
     return (time.perf_counter() - t0) / reps * 1e3
 
 
+def _graph_ms(step, device: torch.device) -> float | None:
+    """The step replayed from a CUDA graph (``common.graph_ms``): its kernels without the
+    host's launch and dispatch time, as a graph-captured training step runs them. None off
+    CUDA or where the step cannot be captured."""
+    if device.type != "cuda" or common is None:
+        return None
+    try:
+        return common.graph_ms(step)
+    except Exception:  # noqa: BLE001 -- e.g. a compiled layer that refuses capture: no column
+        return None
+
+
 def saved_bytes(layer: nn.Module, x: torch.Tensor) -> int:
     """Bytes autograd saves for backward in one forward (parameters not counted)."""
     params = {p.data_ptr() for p in layer.parameters()}
@@ -123,6 +135,9 @@ def profile_step(recipe, tokens, d_in, d_out, device) -> str:
     x = torch.randn(tokens, d_in, device=device, dtype=torch.bfloat16, requires_grad=True)
     dy = torch.randn(tokens, d_out, device=device, dtype=torch.bfloat16)
     layer(x).backward(dy)                                    # warm-up (compiles kernels)
+    x.grad = None                       # as a timed step: no gradient accumulation kernels
+    for p in layer.parameters():
+        p.grad = None
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=acts) as prof:
         layer(x).backward(dy)
@@ -148,6 +163,7 @@ def run(recipe, tokens, d_in, d_out, device, tiny):
             layer(x).backward(dy)
 
         row["ms"] = bench_ms(step, device, tiny)
+        row["graph_ms"] = _graph_ms(step, device)
         row["saved_bytes"] = saved_bytes(layer, x)
         row["x_saved_bytes"] = _x_saved_formula(recipe, d_in, tokens)
         if device.type == "cuda":
@@ -179,20 +195,26 @@ def main(argv=None):
     rows = [run("bf16", tokens, d_in, d_out, device, args.tiny)]
     names = [r for r in args.recipes.split(",") if r] + (list(TORCHAO) if args.torchao else [])
     rows += [run(r, tokens, d_in, d_out, device, args.tiny) for r in names]
-    base = rows[0].get("ms")
+    base, gbase = rows[0].get("ms"), rows[0].get("graph_ms")
     print(f"\nLinear fwd+bwd, tokens={tokens}, {d_in} -> {d_out}, x/dy bf16")
-    print(f"{'recipe':<28}{'ms':>10}{'x bf16':>8}{'saved MiB':>11}{'x MiB':>8}{'target':>8}")
+    print(f"{'recipe':<28}{'ms':>9}{'x bf16':>8}{'graph ms':>10}{'x bf16':>8}"
+          f"{'saved MiB':>11}{'x MiB':>8}{'target':>8}")
     for r in rows:
         if "error" in r:
             print(f"{r['recipe']:<28}  error: {r['error']}")
             continue
         r["ratio"] = r["ms"] / base if base else None
+        g = r.get("graph_ms")
+        r["graph_ratio"] = g / gbase if g and gbase else None
         tgt = TARGETS.get(r["recipe"].partition("@")[0])
-        print(f"{r['recipe']:<28}{r['ms']:>10.3f}{r['ratio']:>8.2f}"
+        gcols = f"{g:>10.3f}{r['graph_ratio']:>8.2f}" if r["graph_ratio"] else f"{'-':>10}{'-':>8}"
+        print(f"{r['recipe']:<28}{r['ms']:>9.3f}{r['ratio']:>8.2f}{gcols}"
               f"{r['saved_bytes'] / 2**20:>11.1f}{r['x_saved_bytes'] / 2**20:>8.1f}"
               f"{(f'<={tgt}' if tgt else ''):>8}")
-    print("saved MiB: every tensor autograd keeps (x's quantized view, the quantized weight a\n"
-          "dgrad reuses, scales); x MiB: the activation x alone (nn.linear's accounting).")
+    print("ms: triton do_bench, launched eagerly (host time included); graph ms: replayed from a\n"
+          "CUDA graph (kernels only, as a graph-captured training step). saved MiB: every tensor\n"
+          "autograd keeps (x's quantized view, the quantized weight a dgrad reuses, scales);\n"
+          "x MiB: the activation x alone (nn.linear's accounting).")
     for recipe in [r for r in args.profile.split(",") if r]:
         print(f"\n{recipe}: device time by kernel, one fwd+bwd step (top 12)")
         print(profile_step(recipe, tokens, d_in, d_out, device))
