@@ -19,11 +19,14 @@ The peers, in the same process (``--recipes``; torchao installed, ``microscale[b
 weights through cuBLASLt, as fp8_blockwise), ``torchao_rowwise`` and ``torchao_tensorwise``
 (``convert_to_float8_training``). A recipe or peer ending in ``@compile`` runs under
 ``torch.compile`` (torchao's float8 training layers are meant to be compiled; ours run eager).
+A microscale recipe ending in ``@NAME`` for a kernel set of ``bench_train.KERNEL_SETS`` runs
+with those kernel settings (an A/B in one process, e.g. ``nvfp4,nvfp4@alpha-fp32``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -118,14 +121,27 @@ def make_layer(recipe: str, d_in: int, d_out: int, device: torch.device) -> nn.M
     """The layer for a row: ``bf16`` (nn.Linear), a torchao peer, or ``ms.Linear``; a name
     ending in ``@compile`` is wrapped in ``torch.compile``."""
     name, _, option = recipe.partition("@")
-    if option not in ("", "compile"):
-        raise ValueError(f"{recipe!r}: the only option is '@compile'")
+    if option not in ("", "compile") and (name in ("bf16",) or name.startswith("torchao_")):
+        raise ValueError(f"{recipe!r}: a bf16 or torchao row takes only '@compile'")
     if name == "bf16" or name.startswith("torchao_"):
         layer = nn.Linear(d_in, d_out, bias=False, device=device, dtype=torch.bfloat16)
         layer = _torchao_layer(name, layer) if name != "bf16" else layer
     else:
         layer = ms.Linear(d_in, d_out, bias=False, recipe=name).to(device)
-    return torch.compile(layer) if option else layer
+    return torch.compile(layer) if option == "compile" else layer
+
+
+def _settings(recipe: str):
+    """The kernel settings of ``recipe@NAME`` (``bench_train.kernel_settings``; none for a
+    plain recipe or ``@compile``)."""
+    option = recipe.partition("@")[2]
+    if option in ("", "compile"):
+        return contextlib.nullcontext()
+    import bench_train
+    if option not in bench_train.KERNEL_SETS:
+        raise ValueError(f"{recipe!r}: {option!r} is neither 'compile' nor a kernel set of "
+                         "bench_train.KERNEL_SETS")
+    return bench_train.kernel_settings(recipe)
 
 
 def profile_step(recipe, tokens, d_in, d_out, device) -> str:
@@ -154,23 +170,29 @@ def run(recipe, tokens, d_in, d_out, device, tiny):
     dy = torch.randn(tokens, d_out, device=device, dtype=torch.bfloat16, generator=g)
     row = {"recipe": recipe}
     try:
-        layer = make_layer(recipe, d_in, d_out, device)
-
-        def step():
-            x.grad = None
-            for p in layer.parameters():
-                p.grad = None
-            layer(x).backward(dy)
-
-        row["ms"] = bench_ms(step, device, tiny)
-        row["graph_ms"] = _graph_ms(step, device)
-        row["saved_bytes"] = saved_bytes(layer, x)
-        row["x_saved_bytes"] = _x_saved_formula(recipe, d_in, tokens)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+        with _settings(recipe):
+            _timed_rows(row, recipe, tokens, d_in, d_out, device, tiny, x, dy)
     except Exception as err:  # noqa: BLE001 -- a row reports its failure; the others still run
         row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:140]}"
     return row
+
+
+def _timed_rows(row, recipe, tokens, d_in, d_out, device, tiny, x, dy) -> None:
+    """Fill ``row``: eager and graph-replayed step times, saved bytes."""
+    layer = make_layer(recipe, d_in, d_out, device)
+
+    def step():
+        x.grad = None
+        for p in layer.parameters():
+            p.grad = None
+        layer(x).backward(dy)
+
+    row["ms"] = bench_ms(step, device, tiny)
+    row["graph_ms"] = _graph_ms(step, device)
+    row["saved_bytes"] = saved_bytes(layer, x)
+    row["x_saved_bytes"] = _x_saved_formula(recipe, d_in, tokens)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def main(argv=None):

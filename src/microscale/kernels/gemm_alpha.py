@@ -246,8 +246,9 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     cfg = {**tile_for(n, k), **tile}
     use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y, e2)
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
-    if use_tma and epi:     # e's tile buffer: 128x256 + 4 stages would need 256 KB of shared
-        #                     memory (offline, sm_90), halves + 3 stages 208 KB (H100: 227 KB)
+    if use_tma and (epi or out_dtype == torch.float32):
+        # e's tile buffer, or a 4-byte output tile: 128x256 + 4 stages would need 256 KB of
+        # shared memory (offline, sm_90), halves + 3 stages 208 KB (H100: 227 KB)
         cfg["SUBTILE"], cfg["NUM_STAGES"] = True, min(cfg["NUM_STAGES"], 3)
     if use_tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
