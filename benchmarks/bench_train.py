@@ -197,10 +197,11 @@ KERNEL_SETS = {
     # default since session 32) or from the compare-and-select chain
     "fast-e2m1": {"quant_nvfp4": {"FAST_E2M1": True}},
     "no-fast-e2m1": {"quant_nvfp4": {"FAST_E2M1": False}},
-    # session 33: NVFP4's α applied in the Triton GEMM's epilogue for an fp32 output too
-    # (wgrad's, into the weight gradient), or cuBLAS's fp32 sum then a pass multiplying by α
-    "alpha-fp32": {"gemm_paths:EPILOGUE": {"fp32": True}},
-    "no-alpha-fp32": {"gemm_paths:EPILOGUE": {"fp32": False}},
+    # (session 33 call 4's "alpha-fp32" put NVFP4's α in the Triton GEMM's epilogue for fp32
+    # outputs too: 125m nvfp4 0.752x -> 0.640x; removed, run that call's script at 1b85908)
+    # NVFP4's dequant-path GEMMs on cuBLAS with an fp32 output and α multiplied after, instead
+    # of the α kernel (gemm_paths.EPILOGUE["alpha"] off: session 16's A/B, as a kernel set)
+    "alpha-off": {"gemm_paths:EPILOGUE": {"alpha": False}},
     # session 32: a round-to-nearest column view alone at the base REG_COL tile (3 programs an
     # SM, 2 stages) instead of REG_COL["RNE"]'s (4, 1)
     "col-rne-base": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {}}},

@@ -11,17 +11,17 @@ import bench_linear
 
 def test_rows_settings_and_errors(capsys):
     bench_linear.main(["--device", "cpu", "--tiny", "--recipes",
-                       "fp8_blockwise,nvfp4_no_sr@alpha-fp32,nvfp4@bogus,bf16@alpha-fp32"])
+                       "fp8_blockwise,nvfp4_no_sr@alpha-off,nvfp4@bogus,bf16@alpha-off"])
     out = capsys.readouterr().out
     result = json.loads(out.strip().splitlines()[-1])
     rows = {r["recipe"]: r for r in result["rows"]}
-    assert list(rows) == ["bf16", "fp8_blockwise", "nvfp4_no_sr@alpha-fp32", "nvfp4@bogus",
-                          "bf16@alpha-fp32"]
-    for name in ("bf16", "fp8_blockwise", "nvfp4_no_sr@alpha-fp32"):
+    assert list(rows) == ["bf16", "fp8_blockwise", "nvfp4_no_sr@alpha-off", "nvfp4@bogus",
+                          "bf16@alpha-off"]
+    for name in ("bf16", "fp8_blockwise", "nvfp4_no_sr@alpha-off"):
         assert rows[name]["ms"] > 0 and rows[name]["graph_ms"] is None   # no graphs off CUDA
         assert rows[name]["saved_bytes"] > 0 and "error" not in rows[name]
     assert "neither 'compile' nor a kernel set" in rows["nvfp4@bogus"]["error"]
-    assert "takes only '@compile'" in rows["bf16@alpha-fp32"]["error"]
+    assert "takes only '@compile'" in rows["bf16@alpha-off"]["error"]
     assert "<=0.62" in out and "graph ms" in out
 
 
@@ -38,8 +38,8 @@ def test_kernel_set_is_restored():
 
     bench_linear._timed_rows = spy
     try:
-        bench_linear.run("nvfp4_no_sr@alpha-fp32", 64, 256, 384, bench_linear.torch.device("cpu"),
+        bench_linear.run("nvfp4_no_sr@alpha-off", 64, 256, 384, bench_linear.torch.device("cpu"),
                          True)
     finally:
         bench_linear._timed_rows = orig
-    assert seen[0]["fp32"] is True and EPILOGUE == before
+    assert seen[0]["alpha"] is False and EPILOGUE == before

@@ -136,16 +136,14 @@ def test_alpha_mm_bad_arguments():
         alpha_mm(torch.ones(4, 16).bfloat16(), torch.ones(4, 32).bfloat16(), f, torch.bfloat16)
 
 
-def test_layer_asks_for_fp32_off_cuda(monkeypatch):
+def test_layer_asks_for_fp32_off_cuda():
     """Off CUDA the layer keeps the traced α (the reference GEMM's fp32 sum): the switch only
     concerns the CUDA kernels."""
-    from microscale.kernels import gemm_paths
     from microscale.kernels.gemm_paths import factor_in_epilogue
     assert not factor_in_epilogue("nvfp4", "nvfp4", 64, 64, 64, torch.bfloat16,
                                   torch.device("cpu"))
     assert not factor_in_epilogue("mxfp4", "mxfp4", 64, 64, 64, torch.bfloat16,
                                   torch.device("cuda"))
-    monkeypatch.setitem(gemm_paths.EPILOGUE, "fp32", False)     # fp32: only with the switch
     assert not factor_in_epilogue("nvfp4", "nvfp4", 64, 64, 64, torch.float32,
                                   torch.device("cuda"))
 
@@ -166,8 +164,9 @@ def test_bf16_output_without_the_kernel_rounds_once():
 @pytest.mark.parametrize("mnk", [(16384, 768, 3072), (1000, 2304, 768), (4096, 200, 96),
                                  (3072, 768, 16384)])
 def test_gpu_alpha_mm_tma_and_pointer(mnk, out_dtype):
-    """Every tile knob, B both ways, a 2-byte and an fp32 output (wgrad's, the last shape:
-    a 125m weight gradient; the TMA kernel stores an fp32 tile in halves at <= 3 stages)."""
+    """Every tile knob, B both ways, a 2-byte and an fp32 output (``alpha_mm`` takes both;
+    the TMA kernel stores an fp32 tile in halves at <= 3 stages), the last shape a 125m
+    weight gradient's."""
     from microscale.kernels.gemm_alpha import alpha_mm
     m, n, k = mnk
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -231,54 +230,6 @@ def test_gpu_layer_epilogue_on_and_off():
     (y1, g1), (y0, g0) = outs
     assert torch.allclose(y1.float(), y0.float(), rtol=2 ** -7, atol=1e-3)
     assert torch.allclose(g1.float(), g0.float(), rtol=2 ** -7, atol=1e-6)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
-def test_gpu_layer_wgrad_alpha_fp32_on_and_off():
-    """nvfp4 layer, wgrad (an fp32 output) with α in the epilogue kernel (EPILOGUE["fp32"])
-    vs cuBLAS's fp32 sum times α after: the same weight gradient up to summation order, the
-    same dx; ms.explain names the path backward's last GEMM (wgrad) took."""
-    import microscale as ms
-    from microscale.kernels import gemm_paths
-    torch.manual_seed(0)
-    lin = ms.Linear(768, 2304, recipe="nvfp4_no_sr").cuda()
-    x = torch.randn(4096, 768, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    outs, saved = [], gemm_paths.EPILOGUE["fp32"]
-    for on in (True, False):
-        gemm_paths.EPILOGUE["fp32"] = on
-        try:
-            x.grad = None
-            lin.zero_grad()
-            with torch.autocast("cuda", torch.bfloat16):
-                y = lin(x)
-            y.float().square().mean().backward()
-            assert ("epilogue" in ms.explain()[("scaled_mm", "nvfp4xnvfp4")]) == on
-            outs.append((lin.weight.grad.clone(), x.grad.clone()))
-        finally:
-            gemm_paths.EPILOGUE["fp32"] = saved
-    (w1, g1), (w0, g0) = outs
-    assert w1.dtype == torch.float32 and torch.allclose(w1, w0, rtol=1e-5, atol=1e-9)
-    assert torch.equal(g1, g0)
-
-
-def test_alpha_epilogue_rule():
-    """Which outputs the α kernel writes: 2-byte ones on CUDA; fp32 only with the switch; none
-    off CUDA or with the kernel off."""
-    from microscale.kernels import gemm_paths
-    rule, cuda = gemm_paths.alpha_epilogue, torch.device("cuda")
-    saved = dict(gemm_paths.EPILOGUE)
-    try:
-        for fp32 in (False, True):
-            gemm_paths.EPILOGUE.update(alpha=True, fp32=fp32)
-            assert rule(torch.bfloat16, cuda) and rule(torch.float16, cuda)
-            assert rule(torch.float32, cuda) == fp32
-            assert not rule(torch.bfloat16, "cpu") and not rule(torch.float32, "cpu")
-        gemm_paths.EPILOGUE.update(alpha=False)
-        assert not rule(torch.bfloat16, cuda) and not rule(torch.float32, cuda)
-    finally:
-        gemm_paths.EPILOGUE.clear()
-        gemm_paths.EPILOGUE.update(saved)
 
 
 def _epilogue_operands(m, n, k, dtype, gen):

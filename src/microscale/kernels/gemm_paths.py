@@ -81,11 +81,13 @@ RULES: list[dict] = [
 ]
 _ACTIVE: list[list[dict] | None] = [None]
 # "alpha": NVFP4 x NVFP4 on the dequant path with a 2-byte output runs the Triton GEMM that
-# applies α in its epilogue (gemm_alpha), not cuBLAS + an fp32 output. "fp32": an fp32 output
-# too (wgrad's, into the fp32 weight gradient), instead of cuBLAS's fp32 sum and then a pass
-# that multiplies it by α (8 bytes an element of the weight gradient read and written). Read
-# when a layer is traced (compiled graphs keep what they saw).
-EPILOGUE = {"alpha": True, "fp32": os.environ.get("MICROSCALE_ALPHA_FP32", "0") != "0"}
+# applies α in its epilogue (gemm_alpha), not cuBLAS + an fp32 output. Read when a layer is
+# traced (compiled graphs keep what they saw). (Session 33 tried fp32 outputs there too, for
+# wgrad: the 4096 -> 14336 layer 1.4% faster graph-replayed, but the 125m nvfp4 step 0.752x ->
+# 0.640x of bf16: its weight gradients are 6-72 output tiles of 128x256 on 132 SMs, and the
+# kernel has no split-K where cuBLAS splits K; removed. With it on, the fused relu² MLP's
+# same-bits GPU test failed once, not diagnosed: benchmarks/results/h100_20261127_session33.)
+EPILOGUE = {"alpha": True}
 
 
 def _validate(rules: list[dict]) -> list[dict]:
@@ -189,12 +191,11 @@ def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bo
 
 def alpha_epilogue(out_dtype: torch.dtype, device) -> bool:
     """Whether a bf16 GEMM with a per-tensor factor into ``out_dtype`` on ``device`` runs the
-    ``gemm_alpha`` kernel (the factor in its epilogue, the output written directly: a 2-byte
-    one, and fp32 where ``EPILOGUE["fp32"]``): the one rule that the dequant path's GEMM
-    (``gemm_alpha._bf16_gemm_with_factor``), its ``ms.explain`` note (``gemm_fp4``) and the
-    layer's :func:`factor_in_epilogue` all read."""
-    dtypes = (torch.bfloat16, torch.float16) + ((torch.float32,) if EPILOGUE["fp32"] else ())
-    return EPILOGUE["alpha"] and out_dtype in dtypes and torch.device(device).type == "cuda"
+    ``gemm_alpha`` kernel (the factor in its epilogue, a 2-byte output written directly): the
+    one rule that the dequant path's GEMM (``gemm_alpha._bf16_gemm_with_factor``), its
+    ``ms.explain`` note (``gemm_fp4``) and the layer's :func:`factor_in_epilogue` all read."""
+    return EPILOGUE["alpha"] and out_dtype in (torch.bfloat16, torch.float16) \
+        and torch.device(device).type == "cuda"
 
 
 def factor_in_epilogue(fmt_a: str, fmt_b: str, m, n, k, out_dtype: torch.dtype,
