@@ -20,7 +20,7 @@ weights through cuBLASLt, as fp8_blockwise), ``torchao_rowwise`` and ``torchao_t
 (``convert_to_float8_training``). A recipe or peer ending in ``@compile`` runs under
 ``torch.compile`` (torchao's float8 training layers are meant to be compiled; ours run eager).
 A microscale recipe ending in ``@NAME`` for a kernel set of ``bench_train.KERNEL_SETS`` runs
-with those kernel settings (an A/B in one process, e.g. ``nvfp4,nvfp4@alpha-fp32``).
+with those kernel settings (an A/B in one process, e.g. ``nvfp4,nvfp4@alpha-off``).
 """
 
 from __future__ import annotations
@@ -171,13 +171,13 @@ def run(recipe, tokens, d_in, d_out, device, tiny):
     row = {"recipe": recipe}
     try:
         with _settings(recipe):
-            _timed_rows(row, recipe, tokens, d_in, d_out, device, tiny, x, dy)
+            _time_row(row, recipe, tokens, d_in, d_out, device, tiny, x, dy)
     except Exception as err:  # noqa: BLE001 -- a row reports its failure; the others still run
         row["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:140]}"
     return row
 
 
-def _timed_rows(row, recipe, tokens, d_in, d_out, device, tiny, x, dy) -> None:
+def _time_row(row, recipe, tokens, d_in, d_out, device, tiny, x, dy) -> None:
     """Fill ``row``: eager and graph-replayed step times, saved bytes."""
     layer = make_layer(recipe, d_in, d_out, device)
 

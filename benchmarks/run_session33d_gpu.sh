@@ -3,7 +3,8 @@
 # fp32 outputs (wgrad's; gemm_paths.EPILOGUE["fp32"], MICROSCALE_ALPHA_FP32): the GPU tests
 # with it on (the kernel at an fp32 output, every layer / training-step / MLP nvfp4 test),
 # the layer A/B at issue 12's shape, the 125m nvfp4 step A/B in one process.
-#     run: timeout 590 bash benchmarks/run_session33d_gpu.sh
+#     run: timeout 590 bash benchmarks/run_session33d_gpu.sh     (at 1b85908: the switch and
+#     its kernel set were removed after this call, a35a605)
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache

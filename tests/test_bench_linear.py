@@ -30,16 +30,16 @@ def test_kernel_set_is_restored():
     from microscale.kernels.gemm_paths import EPILOGUE
     before = dict(EPILOGUE)
     seen = []
-    orig = bench_linear._timed_rows
+    orig = bench_linear._time_row
 
     def spy(row, *args):
         seen.append(dict(EPILOGUE))
         return orig(row, *args)
 
-    bench_linear._timed_rows = spy
+    bench_linear._time_row = spy
     try:
         bench_linear.run("nvfp4_no_sr@alpha-off", 64, 256, 384, bench_linear.torch.device("cpu"),
                          True)
     finally:
-        bench_linear._timed_rows = orig
+        bench_linear._time_row = orig
     assert seen[0]["alpha"] is False and EPILOGUE == before
