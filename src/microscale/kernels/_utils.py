@@ -218,6 +218,17 @@ def nvfp4_block_scales(vmax, s_enc6, s_dec):
 
 
 @triton.jit
+def rotated_block_max(ys):
+    """Block maxima ``max_k |ys[k]|`` of RHT'd 16-element blocks given as 16 tensors (element
+    k of every block in ``ys[k]``), and where a block holds NaN: the rotation spreads a NaN
+    over its whole chunk, so element 0 tells (and the maximum is NaN there too)."""
+    vmax = tl.abs(ys[0])
+    for k in tl.static_range(1, 16):
+        vmax = tl.maximum(vmax, tl.abs(ys[k]))
+    return vmax, ys[0] != ys[0]
+
+
+@triton.jit
 def abs_nan0(v):
     """``|v|`` with NaN read as 0, what every NVFP4 maximum sees (the GPU's max drops NaN,
     the interpreter's keeps it)."""

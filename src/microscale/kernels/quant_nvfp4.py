@@ -6,8 +6,8 @@ Two launches per call:
    (slot 0: the row view, slot 1: the column view; after the RHT where the view has one).
    Skipped for a view whose ``amax`` is given.
 2. **quantize pass** -- one more read of x; both views from each tile. Three passes, all
-   bit-identical, chosen by :func:`_choose_pass` (``CONFIG['PASS']``) and reported by
-   ``ms.explain()``:
+   bit-identical, chosen by :func:`.quant_nvfp4_passes.choose_pass` (``CONFIG['PASS']``)
+   and reported by ``ms.explain()``:
 
    * ``reg`` (``quant_nvfp4_reg``, the default): a column's 16-row block in one thread's
      registers (RHT butterfly and packing in-thread); takes 1x16 row views without RHT (RNE,
@@ -41,11 +41,12 @@ from __future__ import annotations
 import torch
 import triton
 
-from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
+from ..backend import KernelUnsupported, register_kernel
 from ..op_specs import PROLOGUES
 from ..quant.common import check_given_scalar, check_input
 from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_config import CONFIG
+from .quant_nvfp4_passes import choose_pass, row_exp_code, row_kernel_takes
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
 from .quant_nvfp4_row import launch_row
 from .quant_nvfp4_rows import nvfp4_rows_kernel
@@ -54,8 +55,6 @@ from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, c
                      kernel_seed, persistent_grid, placeholder, rht_matrix_on, take_prologue)
 
 __all__ = ["quantize_nvfp4_triton", "quantize_rowcol_nvfp4_triton", "CONFIG"]
-
-_PASSES = ("reg", "rows", "v3")
 
 _OPTS = frozenset(("block_2d", "rht", "rht_d", "stochastic", "generator", "seed", "amax",
                    "rand_bits", "check_finite"))
@@ -180,98 +179,6 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     return amax_buf, amaxes, ()
 
 
-def row_exp_code(expanded: bool) -> int:
-    """The reg kernels' ``ROW_EXP`` for a row view (dense and grouped): 0 codes, 1 expanded (NaN
-    kept in the block maxima), 2 expanded with the per-element NaN select (``CONFIG
-    ["EXP_NAN_MAX"]`` off)."""
-    if not expanded:
-        return 0
-    return 1 if CONFIG["EXP_NAN_MAX"] else 2
-
-
-def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) -> str | None:
-    """Why the "reg" pass cannot take these views (None: it can)."""
-    if col is not None and expand[1] and col.shape[0] <= CONFIG["EXP_COL_ROWS_MAX_COLS"] \
-            and not CONFIG["REG"].get("COL_EXP", False):
-        return (f"a column view asked for expanded of an input at most "
-                f"{CONFIG['EXP_COL_ROWS_MAX_COLS']} wide (EXP_COL_ROWS_MAX_COLS: the rows pass "
-                f"writes it)")
-    if row is not None and row.rht and not (col is None and _row_kernel_takes(row, expand[0])):
-        return "a row view with the RHT"
-    if row is not None and row.stochastic and col is not None and not CONFIG["REG"]["ROW_SR"]:
-        return ("a stochastically rounded row view beside a column view (REG['ROW_SR'] is "
-                "off; such a row view alone runs the reg pass, as a split pair's second "
-                "launch does)")
-    if any(v is not None and v.block_2d for v in (row, col)):
-        return "16x16 (2D) scales"
-    return None
-
-
-def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool:
-    """Whether a pair goes as two launches (``CONFIG['SPLIT']``): the reg pass refuses it
-    only for its stochastically rounded row view (dy) or, with ``SPLIT_EXP_COL``, for its
-    column view asked for expanded (nvfp4_no_sr's dy), and takes each view alone. With
-    ``SPLIT_SR_COL``, a round-to-nearest row view beside a stochastically rounded column view
-    splits too: in one launch the two spill (255 registers and 368 bytes of stack a thread,
-    Triton 3.6 offline SASS; 588 µs graph-replayed at 8192² on an H100 with the amax given,
-    against 237 µs for the column view alone, session 21 call 1). Any other pair (the x
-    pair) splits where its input is at most ``SPLIT_X_MAX_COLS`` wide."""
-    if not (CONFIG["SPLIT"] and row is not None and col is not None) or row.rht \
-            or row.block_2d or col.block_2d or col.shape[0] < CONFIG["SPLIT_MIN_COLS"]:
-        return False
-    sr_row = row.stochastic and not CONFIG["REG"]["ROW_SR"]
-    exp_col = bool(expand[1]) and CONFIG["SPLIT_EXP_COL"] \
-        and not CONFIG["REG"].get("COL_EXP", False)
-    sr_col = col.stochastic and not row.stochastic and CONFIG["SPLIT_SR_COL"]
-    return sr_row or exp_col or sr_col or col.shape[0] <= CONFIG["SPLIT_X_MAX_COLS"]
-
-
-def _choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False),
-                 prologue: str = "") -> str:
-    """The pass that runs ("reg", "split", "rows" or "v3"), recorded for ``ms.explain()``
-    (with ``prologue``, the op the reg pass applies as it loads; the others are given its
-    result)."""
-    want = CONFIG["PASS"]
-    if want not in _PASSES:
-        raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be one of "
-                         f"{_PASSES}, got {want!r}")
-    key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
-    why = _reg_refusal(row, col, expand) if want == "reg" else None
-    fused = f"; {prologue} fused into its loads" if prologue else ""
-    if want == "reg" and _splits(row, col, expand):
-        second = "the row kernel" if _row_kernel_takes(row, expand[0]) else "a reg-pass launch"
-        note_path(op, key, "triton (NVFP4 pair split: two launches, the column view (reg pass), "
-                  f"then the row view alone ({second})" + fused + ")")
-        return "split"
-    if want == "reg" and why is None:
-        if col is None and _row_kernel_takes(row, expand[0]):
-            rht = ", rotated there (RHT)" if row.rht else ""
-            note_path(op, key, "triton (NVFP4 row kernel: a 16-element block in one thread"
-                      + rht + fused + ")")
-        else:
-            note_path(op, key, "triton (NVFP4 reg pass: 16-row blocks in registers" + fused
-                      + ")")
-        return "reg"
-    if why is not None:
-        note_path(op, key, f"triton (NVFP4 rows pass; the reg pass does not take {why})")
-        return "rows"
-    note_path(op, key, f"triton (NVFP4 {want} pass, PASS={want!r})")
-    return want
-
-
-def _row_kernel_takes(row: _View, expanded: bool) -> bool:
-    """Whether a row view alone runs :mod:`.quant_nvfp4_row` (``CONFIG['ROW1']``, per output
-    form: ``codes`` or ``expanded``): 1x16 blocks of a bf16/fp16 input; with the RHT
-    (``CONFIG['ROW1']['rht']``) only written as codes, rounded to nearest or from the
-    caller's bytes (fp32 input, 2D blocks, and the RHT with in-kernel Philox or written
-    expanded keep their passes)."""
-    if not (CONFIG["ROW1"]["expanded" if expanded else "codes"]
-            and row.dtype in (torch.bfloat16, torch.float16) and not row.block_2d):
-        return False
-    return not row.rht or (CONFIG["ROW1"].get("rht", False) and not expanded
-                           and row.sr_mode != 2)
-
-
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
                 col: _View | None, pro=(None, 0), parts=()) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
@@ -279,7 +186,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
     ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
-    if col is None and _row_kernel_takes(row, row.expanded):
+    if col is None and row_kernel_takes(row, row.expanded):
         return launch_row(x2, amax_buf, seed, bufs[0], row.sr_mode, row_exp_code(row.expanded),
                           CONFIG["ROW1"], pro, parts, row.rht)
     rows, cols = x2.shape
@@ -338,7 +245,7 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     # a row view with the RHT takes its amax from the v3 amax pass, which applies no
     # prologue: its op is computed first, whichever pass quantizes
     row_rht = row is not None and row.rht
-    pass_ = _choose_pass(row, col, op, expand, prologue[0] if prologue and not row_rht else "")
+    pass_ = choose_pass(row, col, op, expand, prologue[0] if prologue and not row_rht else "")
     x2, prologue = take_prologue(x2, prologue, pass_ in ("reg", "split") and not row_rht)
     pro = (None, 0) if prologue is None else \
         (x2 if prologue[1] is None else prologue[1], PROLOGUES[prologue[0]][2])

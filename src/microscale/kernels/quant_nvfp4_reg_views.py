@@ -32,7 +32,7 @@ from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
 from .quant_rowcol_reg import prologue_of
 from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, max_keep_nan,
-                     nvfp4_block_scales, split_nan, stack_last)
+                     nvfp4_block_scales, rotated_block_max, split_nan, stack_last)
 
 __all__ = ["col_tile", "tile_maxima"]
 
@@ -231,10 +231,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
     view's expert tensor: its padded length / 16 and first group, ``quant_nvfp4_grouped``);
     ``seed`` a scalar or one per group ``[NI, 1]``."""
     if RHT:     # NaN fills its chunk: one output flags it; the codes are zeroed below
-        bad = ys[0] != ys[0]
-        vmax = tl.abs(ys[0])
-        for j in tl.static_range(1, 16):
-            vmax = tl.maximum(vmax, tl.abs(ys[j]))
+        vmax, bad = rotated_block_max(ys)
     else:
         bad = ys[0] != ys[0]
         vmax = tl.abs(tl.where(bad, 0.0, ys[0]))

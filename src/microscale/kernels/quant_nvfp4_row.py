@@ -66,14 +66,20 @@ import triton.language as tl
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
 from ._rht import rht_butterfly
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
-                     nvfp4_block_scales, nvfp4_scales_of, persistent_grid, split_nan,
-                     store_amaxes, tile_coords)
+                     nvfp4_block_scales, nvfp4_scales_of, persistent_grid, rotated_block_max,
+                     split_nan, store_amaxes, tile_coords)
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import _prologue_words, _word_half
 
 __all__ = ["launch_row", "nvfp4_row_kernel"]
 
 _SIGNS = tl.constexpr(RHT_SIGN_MASK)          # the d = 16 RHT's sign vector (SPEC §4), as bits
+
+
+@triton.jit
+def _inside(r, b, rows, cols):
+    """Which of the blocks ``[BR, NB]`` (rows ``r``, block columns ``b``) lie inside x."""
+    return (r < rows) & (b < cols // 16)
 
 
 @triton.jit
@@ -85,8 +91,7 @@ def _load_half(x_ptr, r, b, h, rows, cols, EVEN: tl.constexpr):
     if EVEN:
         out = tl.load(x_at + offs)
     else:
-        ok = (r < rows)[:, :, None] & (b < cols // 16)[:, :, None]
-        out = tl.load(x_at + offs, mask=ok, other=0)
+        out = tl.load(x_at + offs, mask=_inside(r, b, rows, cols)[:, :, None], other=0)
     return out
 
 
@@ -119,8 +124,7 @@ def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
 def _caller_bytes(b_ptr, r, b, h: tl.constexpr, p: tl.constexpr, rows, cols):
     j = tl.arange(0, 4)[None, None, :]
     offs = r[:, :, None] * cols + b[:, :, None] * 16 + 8 * h + 2 * j + p
-    ok = (r < rows)[:, :, None] & (b < cols // 16)[:, :, None]
-    return tl.load(b_ptr + offs, mask=ok, other=0).to(tl.int32)
+    return tl.load(b_ptr + offs, mask=_inside(r, b, rows, cols)[:, :, None], other=0).to(tl.int32)
 
 
 @triton.jit
@@ -134,7 +138,7 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
     if EVEN:
         tl.store(at + offs, words)
     else:
-        tl.store(at + offs, words, mask=(r < rows)[:, :, None] & (b < cols // 16)[:, :, None])
+        tl.store(at + offs, words, mask=_inside(r, b, rows, cols)[:, :, None])
 
 
 @triton.jit
@@ -202,18 +206,19 @@ def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYP
     reg pass rotates its column view). A NaN fills its block: the block's scale byte is the
     NaN byte and its codes are 0, as the reference's NaN-read-as-0 rotation gives."""
     ys = rht_butterfly(_elements(v), 16, IN_DTYPE, _SIGNS)
-    bad = ys[0] != ys[0]
-    vmax = tl.abs(ys[0])
-    for k in tl.static_range(1, 16):
-        vmax = tl.maximum(vmax, tl.abs(ys[k]))
+    vmax, bad = rotated_block_max(ys)
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     scale_byte = tl.where(bad, 127, scale_byte)
-    ok = (r < rows) & (b < cols // 16)
+    if SR == 1:                 # byte k of the caller's for element k, loaded as the parts are
+        rbs = _elements((_caller_bytes(b_ptr, r, b, 0, 0, rows, cols),
+                         _caller_bytes(b_ptr, r, b, 0, 1, rows, cols),
+                         _caller_bytes(b_ptr, r, b, 1, 0, rows, cols),
+                         _caller_bytes(b_ptr, r, b, 1, 1, rows, cols)))
     word0 = tl.zeros(r.shape, dtype=tl.int32) + tl.zeros(b.shape, dtype=tl.int32)
     word1 = word0
     for k in tl.static_range(16):
         if SR == 1:
-            rb = tl.load(b_ptr + r * cols + b * 16 + k, mask=ok, other=0).to(tl.int32)
+            rb = rbs[k]
         else:
             rb = 0
         code = scaled_e2m1_code_fast(ys[k], enc, rb, SR > 0)
@@ -290,7 +295,7 @@ def _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN:
     ``STORE64``: the words as one 8-byte store and the scale byte from the thread that holds
     it, both offsets marked non-contiguous (``tl.max_contiguous`` 1, true of any tensor) so
     that Triton does not regroup them through shared memory (two barriers a tile)."""
-    ok = (r < rows) & (b < cols // 16)
+    ok = _inside(r, b, rows, cols)
     at = q_ptr + r * (cols // 8) + 2 * b               # the block's two words, 8 bytes
     if STORE64:                                         # one int64: word0 low, word1 high
         w64 = (word0.to(tl.uint32, bitcast=True).to(tl.uint64)
@@ -319,7 +324,7 @@ def _store_scales(s_ptr, scale_byte, r, b, rows, cols, EVEN: tl.constexpr,
     if EVEN:
         tl.store(s_ptr + s_at, scale_byte.to(tl.uint8))
     else:
-        tl.store(s_ptr + s_at, scale_byte.to(tl.uint8), mask=(r < rows) & (b < cols // 16))
+        tl.store(s_ptr + s_at, scale_byte.to(tl.uint8), mask=_inside(r, b, rows, cols))
 
 
 @triton.jit
