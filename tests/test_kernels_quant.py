@@ -190,11 +190,15 @@ def _reg_pass_views(rows: int, cols: int) -> list:
 @pytest.mark.parametrize("shape,dtype", [
     ((512, 128), torch.bfloat16), ((256, 64), torch.float16), ((2, 128, 192), torch.float32),
     ((272, 80), torch.bfloat16)], ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
-def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch, reg_row_view):
+def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch, reg_row_view, nvfp4_gpu_configs):
     """The "reg" pass (quant_nvfp4_reg) on whole [256, 64] tiles and on partial ones, with
     NaN, +-Inf and values past the RHT's input clamp: every view a training step asks for,
-    and the single views, bit for bit with the reference."""
+    and the single views, bit for bit with the reference. At the GPU's tiles (the suite's
+    interpreter runs take wider ones elsewhere, ``conftest._interpreter_tiles``)."""
     from microscale.kernels import quant_nvfp4
+    for key in ("REG", "REG_ROW", "REG_COL"):
+        if key in nvfp4_gpu_configs:
+            monkeypatch.setitem(quant_nvfp4.CONFIG, key, nvfp4_gpu_configs[key])
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
     x = sample(shape, dtype, exact=True, seed=4)

@@ -1,0 +1,66 @@
+"""The suite's two speed-ups of Triton's interpreter (``conftest.py``) give Triton's own results.
+
+``_scan_builtins_once`` keeps the names of the builtins the interpreter patches, and
+``_numpy_max_keep_nan`` reduces ``_utils.max_keep_nan`` with ``np.max`` instead of Triton's
+element-by-element fold. A kernel that calls a helper and reduces with that maximum (NaN,
+±Inf, zeros, a row without NaN) gives the same bits with each patch as with Triton's original.
+"""
+
+import os
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+from microscale.kernels._utils import max_keep_nan  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                reason="the patches apply to Triton's interpreter")
+
+
+@triton.jit
+def _row_max_kernel(x_ptr, o_ptr, R: tl.constexpr, C: tl.constexpr):
+    v = tl.load(x_ptr + tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :])
+    tl.store(o_ptr + tl.arange(0, R), max_keep_nan(tl.abs(v), 1))
+
+
+def _row_max() -> torch.Tensor:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 16, generator=g)
+    x[1, 3], x[2, 0], x[2, 15] = float("nan"), float("inf"), -float("nan")
+    x[4] = 0.0
+    x[5, 7] = -float("inf")
+    out = torch.empty(8)
+    _row_max_kernel[(1,)](x, out, 8, 16)
+    return out
+
+
+def _patched(obj, name):
+    original = getattr(getattr(obj, name), "triton_original", None)
+    if original is None:
+        pytest.skip("conftest left this Triton's interpreter as it is")
+    return original
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+
+
+def test_numpy_max_keep_nan_is_tritons_fold(monkeypatch):
+    from triton.runtime import interpreter
+    original = _patched(interpreter.ReduceOps, "apply_impl")
+    fast = _row_max()
+    assert fast.isnan()[[1, 2]].all() and not fast.isnan()[[0, 3, 4, 5]].any()
+    assert fast[4] == 0 and fast[5] == float("inf")
+    monkeypatch.setattr(interpreter.ReduceOps, "apply_impl", original)
+    assert _same_bits(fast, _row_max())
+
+
+def test_builtins_scanned_once_patch_the_same(monkeypatch):
+    from triton.runtime import interpreter
+    original = _patched(interpreter, "_patch_builtin")
+    fast = _row_max()
+    monkeypatch.setattr(interpreter, "_patch_builtin", original)
+    assert _same_bits(fast, _row_max())
