@@ -211,8 +211,9 @@ def test_nvfp4_dy_pair_split_equals_rows_pass(shape, expand, monkeypatch):
     _check_pair(x, row, col, expand, "triton", "pair split")
 
 
-@pytest.mark.parametrize("shape", [(256, 128), (96, 160)])
-@pytest.mark.parametrize("expand", [(True, True), (True, False), (False, True)])
+# each expand pattern on one of the two shapes (not the full cross-product: CI time)
+@pytest.mark.parametrize("shape,expand", [((256, 128), (True, True)), ((96, 160), (True, False)),
+                                          ((96, 160), (False, True))])
 def test_mxfp4_pairs_expanded(shape, expand, monkeypatch):
     """The MXFP4 kernel writes expanded views itself (no dequantize pass after it): x pair (row
     RNE, column RHT 32) and dy pair (row SR, column RHT 32 + SR), in-kernel Philox and caller
