@@ -221,7 +221,8 @@ def nvfp4_block_scales(vmax, s_enc6, s_dec):
 def rotated_block_max(ys):
     """Block maxima ``max_k |ys[k]|`` of RHT'd 16-element blocks given as 16 tensors (element
     k of every block in ``ys[k]``), and where a block holds NaN: the rotation spreads a NaN
-    over its whole chunk, so element 0 tells (and the maximum is NaN there too)."""
+    over its whole chunk, so element 0 tells. A NaN block's maximum is meaningless (the GPU's
+    max drops NaN, the interpreter's keeps it): the caller gives that block the NaN byte."""
     vmax = tl.abs(ys[0])
     for k in tl.static_range(1, 16):
         vmax = tl.maximum(vmax, tl.abs(ys[k]))
