@@ -184,19 +184,21 @@ VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE6
 
 @pytest.mark.parametrize("opts,shape,dtype", [
     *[(o, (32, 128), torch.bfloat16) for o in VARIANTS],
-    (VARIANTS[2], (48, 80), torch.float16), ("gpu-tiles", (48, 272), torch.bfloat16)],
-    ids=lambda v: "+".join(f"{k}={w}" for k, w in v.items()) if isinstance(v, dict) else None)
+    (VARIANTS[2], (48, 80), torch.float16), ({}, (48, 272), torch.bfloat16)],
+    ids=lambda v: "+".join(f"{k}={w}" for k, w in v.items()) or "defaults"
+    if isinstance(v, dict) else None)
 def test_row_kernel_variants(opts, shape, dtype, row1, nvfp4_gpu_configs, monkeypatch):
     """Each switch gives the same bits: against the reference (codes from caller bytes, scales,
-    amax, the expanded view) and, for in-kernel Philox, against the reg pass. ``_x``'s NaN sits
-    in one tile, so a NaN-tile launch takes both of its paths; (48, 80) leaves partial tiles.
-    "gpu-tiles": the tiles the GPU runs (the suite's interpreter runs take 64-row ones,
-    ``conftest._interpreter_tiles``), with a partial tile of blocks."""
+    amax, the expanded view) and, for in-kernel Philox, against the reg pass. At the GPU's
+    tiles (the suite's interpreter runs take 64-row ones elsewhere,
+    ``conftest._interpreter_tiles``): ``_x``'s NaN sits in one tile, so a NaN-tile launch
+    takes both of its paths; (48, 80) leaves partial tiles, (48, 272) a partial tile of blocks
+    with every switch at its default."""
     from microscale.kernels import quant_nvfp4
-    if opts == "gpu-tiles":
-        gpu = nvfp4_gpu_configs.get("ROW1", {})
-        opts = {k: gpu[k] for k in ("BR", "NB", "RNE_CODES", "SR_CODES") if k in gpu}
-    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], **opts})
+    gpu = nvfp4_gpu_configs.get("ROW1", {})
+    tiles = {k: gpu[k] for k in ("BR", "NB", "RNE_CODES", "SR_CODES") if k in gpu}
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1",
+                        {**quant_nvfp4.CONFIG["ROW1"], **tiles, **opts})
     x = _x(shape, dtype, seed=8)
     x[-1, -3] = -float("nan")                     # a second NaN tile, a negative NaN
     _check_against_reference(x, "cpu")
