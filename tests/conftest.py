@@ -1,7 +1,8 @@
 """Shared pytest setup for microscale's test suite.
 
 * ``@pytest.mark.gpu`` tests are skipped (with a reason) when CUDA is not available, so the
-  CPU suite runs cleanly everywhere; ``@pytest.mark.slow`` marks longer CPU tests.
+  CPU suite runs cleanly everywhere; ``@pytest.mark.slow`` marks the CPU tests that take
+  ~15 s or more (``-m "not gpu and not slow"``: a quick run), which run first.
 * Hypothesis gets a CI-sized profile: few examples, no deadline (the first call of a torch op
   can take longer than hypothesis' default deadline), derandomized so a run is reproducible.
 * Fixtures give every test a fixed-seed torch generator and the full bf16 value set.
@@ -95,45 +96,148 @@ def _numpy_max_keep_nan() -> None:
 
 _numpy_max_keep_nan()
 
-# The NVFP4 launch configs _interpreter_tiles changes, as configured for the GPU.
-_GPU_CONFIGS: dict = {}
+
+def _overflow_check_only_when_asserted() -> None:
+    """Each signed integer ``+``, ``-`` and ``*`` in a kernel gets an overflow check from Triton's
+    front end: both operands cast to int64, the op again, two comparisons, an ``and``, then
+    ``device_assert``. That assert does nothing unless the kernel runs with ``debug`` on
+    (``TRITON_DEBUG=1``), and the interpreter's default is off, so the check is built and
+    dropped, at a third of an MXFP4 pair test's time (~10 interpreted ops per index op).
+    Here it is built only when its assert would act: with ``debug`` on it runs as before."""
+    try:
+        from triton.language.semantic import TritonSemantic
+    except ImportError:
+        return
+    check = getattr(TritonSemantic, "binary_op_sanitize_overflow_impl", None)
+    if check is None or not hasattr(TritonSemantic, "device_assert"):
+        return                          # another Triton: leave its front end as it is
+
+    def sanitize_when_asserted(self, lhs, rhs, binary_op):
+        if not self.builder.options.debug:
+            return None
+        return check(self, lhs, rhs, binary_op)
+
+    sanitize_when_asserted.triton_original = check
+    TritonSemantic.binary_op_sanitize_overflow_impl = sanitize_when_asserted
+
+
+_overflow_check_only_when_asserted()
+
+
+def _patch_lang_once_a_launch() -> None:
+    """A launch patches ``tl`` (its builtins, ``tl.tensor``'s, ``tl.math``'s, ``range`` and
+    the rest) for the kernel's module, and undoes it when the grid is done. Every call of a
+    ``@triton.jit`` helper inside it runs that patching again (tens of thousands of calls a
+    test, ~20% of an NVFP4 test's time), although nothing it does depends on the helper
+    but which of ``tl`` / ``tl.core`` its module holds. Here a helper call inside a launch
+    skips it when the launch has patched those already; outside one, or for a module that
+    holds one the launch did not patch, it runs as before."""
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    launch_cls = getattr(interpreter, "GridExecutor", None)
+    helper_cls = getattr(interpreter, "InterpretedFunction", None)
+    patch_lang = getattr(interpreter, "_patch_lang", None)
+    scope_cls = getattr(interpreter, "_LangPatchScope", None)
+    if None in (launch_cls, helper_cls, patch_lang, scope_cls):
+        return                          # another Triton: leave its interpreter as it is
+    launch_call, helper_call = launch_cls.__call__, helper_cls.__call__
+    state = {"launch": None, "helpers": 0}
+
+    def langs(fn) -> frozenset:
+        return frozenset(id(v) for v in fn.__globals__.values() if v is tl or v is tl.core)
+
+    def patch_lang_unless_done(fn):
+        done = state["launch"]
+        if state["helpers"] and done is not None and langs(fn) <= done:
+            return scope_cls()          # nothing to patch, nothing to undo
+        return patch_lang(fn)
+
+    def run_launch(self, *args, **kwargs):
+        outer, state["launch"] = state["launch"], langs(self.fn)
+        try:
+            return launch_call(self, *args, **kwargs)
+        finally:
+            state["launch"] = outer
+
+    def call_helper(self, *args, **kwargs):
+        state["helpers"] += 1
+        try:
+            return helper_call(self, *args, **kwargs)
+        finally:
+            state["helpers"] -= 1
+
+    patch_lang_unless_done.triton_original = patch_lang
+    interpreter._patch_lang = patch_lang_unless_done
+    launch_cls.__call__, helper_cls.__call__ = run_launch, call_helper
+
+
+_patch_lang_once_a_launch()
+
+# The launch configs _interpreter_tiles changes, as configured for the GPU: per module
+# ("quant_nvfp4", "quant_mx"), its CONFIG entries.
+_GPU_CONFIGS: dict[str, dict] = {}
 
 
 def _interpreter_tiles() -> None:
     """Under Triton's interpreter a launch costs about its op count per tile times its tiles
     (each op's numpy work is small at test sizes). The NVFP4 row kernel's GPU tiles are 4-8
-    rows of 8-16 blocks and the register pass's 32-64 columns, so a test's input ran as tens
-    of tiles. In the interpreter the row kernel's tiles take 64 rows and the register pass's
-    128 columns: the same code paths at the same op count a tile, partial tiles kept where a
-    test's shape leaves them. Every setting gives the same bits by design
-    (``quant_nvfp4_config``); the GPU tests run the configured tiles compiled, and
-    ``test_row_kernel_variants`` and ``test_nvfp4_reg_pass_exact`` run them here too
-    (:func:`nvfp4_gpu_configs`)."""
+    rows of 8-16 blocks, the register pass's and its amax pass's 32-64 columns, and the MX
+    kernel's 32 rows, so a test's input ran as tens of tiles. In the interpreter the row
+    kernel's tiles take 64 rows, the register pass's and the amax pass's 128 columns, and the
+    MX kernel's 128 rows: the same code paths at the same op count a tile, partial tiles kept
+    where a test's shape leaves them. Every setting gives the same bits by design
+    (``quant_nvfp4_config``, ``quant_mx``); the GPU tests run the configured tiles compiled,
+    and the tests that take :func:`gpu_tiles` run them here too
+    (``test_row_kernel_variants``, ``test_nvfp4_reg_pass_exact``, the amax pass's partials
+    and unclamped tests; ``test_mxfp4_column_view_in_registers_exact`` sets the MX rows)."""
     import os
     if os.environ.get("TRITON_INTERPRET") != "1":
         return
     try:
+        from microscale.kernels import quant_mx
         from microscale.kernels.quant_nvfp4_config import CONFIG
     except ImportError:                 # no Triton: nothing runs in the interpreter
         return
-    _GPU_CONFIGS.update({k: CONFIG[k] for k in ("ROW1", "REG", "REG_ROW", "REG_COL")})
+    keys = ("ROW1", "REG", "REG_ROW", "REG_COL", "REG_AMAX")
+    _GPU_CONFIGS["quant_nvfp4"] = {k: CONFIG[k] for k in keys}
+    _GPU_CONFIGS["quant_mx"] = {"BR": quant_mx.CONFIG["BR"]}
     row1 = CONFIG["ROW1"]
     CONFIG["ROW1"] = {**row1, "BR": 64, "SR_CODES": {**row1["SR_CODES"], "BR": 64}}
-    for key in ("REG", "REG_ROW", "REG_COL"):
+    for key in ("REG", "REG_ROW", "REG_COL", "REG_AMAX"):
         CONFIG[key] = {**CONFIG[key], "BC": 128}
+    quant_mx.CONFIG["BR"] = 128
 
 
 _interpreter_tiles()
 
 
 @pytest.fixture
-def nvfp4_gpu_configs() -> dict:
-    """The NVFP4 launch configs (``quant_nvfp4.CONFIG`` entries) the suite's interpreter runs
-    replace (:func:`_interpreter_tiles`), as configured for the GPU; empty where none was."""
-    return dict(_GPU_CONFIGS)
+def gpu_tiles(monkeypatch):
+    """``gpu_tiles(module, *keys)`` puts back, for this test, the launch configs ``keys`` of
+    ``microscale.kernels.<module>.CONFIG`` that the suite's interpreter runs replace
+    (:func:`_interpreter_tiles`), as configured for the GPU, and returns them (``{key:
+    config}``, empty where none was replaced: outside the interpreter).
+    ``gpu_tiles.configs(module)`` returns them all without putting any back."""
+    import importlib
+
+    def put_back(module: str, *keys: str) -> dict:
+        config = importlib.import_module(f"microscale.kernels.{module}").CONFIG
+        gpu = {k: v for k, v in _GPU_CONFIGS.get(module, {}).items() if k in keys}
+        for key, value in gpu.items():
+            monkeypatch.setitem(config, key, value)
+        return gpu
+    put_back.configs = lambda module: dict(_GPU_CONFIGS.get(module, {}))
+    return put_back
 
 
 def pytest_collection_modifyitems(config, items):
+    """``slow`` tests first (in their order, the rest in theirs): xdist's workers then end on
+    short tests, not one waiting on another's minute-long compile. ``gpu`` tests skip
+    without CUDA."""
+    items.sort(key=lambda item: "slow" not in item.keywords)
     if torch.cuda.is_available():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")

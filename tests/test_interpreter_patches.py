@@ -1,11 +1,16 @@
-"""The suite's two speed-ups of Triton's interpreter (``conftest.py``) give Triton's own results.
+"""The suite's speed-ups of Triton's interpreter (``conftest.py``) give Triton's own results.
 
-``_scan_builtins_once`` keeps the names of the builtins the interpreter patches, and
+``_scan_builtins_once`` keeps the names of the builtins the interpreter patches,
 ``_numpy_max_keep_nan`` reduces ``_utils.max_keep_nan`` with ``np.max`` instead of Triton's
-element-by-element fold. A kernel that calls a helper and reduces with that maximum (NaN,
-±Inf, zeros, a row without NaN) gives the same bits with each patch as with Triton's original.
+element-by-element fold, and ``_patch_lang_once_a_launch`` skips a helper call's patching of
+``tl`` that its launch has done. A kernel that calls a helper and reduces with that maximum
+(NaN, ±Inf, zeros, a row without NaN) gives the same bits with each patch as with Triton's
+original. ``_overflow_check_only_when_asserted`` builds the signed-integer overflow check only
+where its assert acts: an overflowing add wraps the same way without ``debug``, and still
+fails with it.
 """
 
+import dataclasses
 import os
 
 import pytest
@@ -64,3 +69,40 @@ def test_builtins_scanned_once_patch_the_same(monkeypatch):
     fast = _row_max()
     monkeypatch.setattr(interpreter, "_patch_builtin", original)
     assert _same_bits(fast, _row_max())
+
+
+def test_patch_lang_once_a_launch_patches_the_same(monkeypatch):
+    from triton.runtime import interpreter
+    original = _patched(interpreter, "_patch_lang")
+    fast = _row_max()
+    monkeypatch.setattr(interpreter, "_patch_lang", original)
+    assert _same_bits(fast, _row_max())
+
+
+@triton.jit
+def _add_kernel(a_ptr, b_ptr, o_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(o_ptr + i, tl.load(a_ptr + i) + tl.load(b_ptr + i))
+
+
+def _add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(a)
+    _add_kernel[(1,)](a, b, out, a.numel())
+    return out
+
+
+def test_overflow_check_only_where_it_asserts(monkeypatch):
+    from triton.language.semantic import TritonSemantic
+    from triton.runtime import interpreter
+    original = _patched(TritonSemantic, "binary_op_sanitize_overflow_impl")
+    big = torch.full((4,), 2**31 - 1, dtype=torch.int32)
+    one = torch.tensor([1, 0, -1, 1], dtype=torch.int32)
+    fast = _add(big, one)                  # no debug: the check would assert nothing
+    assert fast.tolist() == [-2**31, 2**31 - 1, 2**31 - 2, -2**31]
+    monkeypatch.setattr(TritonSemantic, "binary_op_sanitize_overflow_impl", original)
+    assert torch.equal(fast, _add(big, one))
+    monkeypatch.undo()
+    builder = interpreter.interpreter_builder
+    monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, debug=True))
+    with pytest.raises(Exception, match="overflow"):     # with debug, the patched check fails
+        _add(big, one)

@@ -187,7 +187,8 @@ VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE6
     (VARIANTS[2], (48, 80), torch.float16), ({}, (48, 272), torch.bfloat16)],
     ids=lambda v: "+".join(f"{k}={w}" for k, w in v.items()) or "defaults"
     if isinstance(v, dict) else None)
-def test_row_kernel_variants(opts, shape, dtype, row1, nvfp4_gpu_configs, monkeypatch):
+@pytest.mark.slow
+def test_row_kernel_variants(opts, shape, dtype, row1, gpu_tiles, monkeypatch):
     """Each switch gives the same bits: against the reference (codes from caller bytes, scales,
     amax, the expanded view) and, for in-kernel Philox, against the reg pass. At the GPU's
     tiles (the suite's interpreter runs take 64-row ones elsewhere,
@@ -195,7 +196,7 @@ def test_row_kernel_variants(opts, shape, dtype, row1, nvfp4_gpu_configs, monkey
     takes both of its paths; (48, 80) leaves partial tiles, (48, 272) a partial tile of blocks
     with every switch at its default."""
     from microscale.kernels import quant_nvfp4
-    gpu = nvfp4_gpu_configs.get("ROW1", {})
+    gpu = gpu_tiles.configs("quant_nvfp4").get("ROW1", {})   # its tiles, not its switches
     tiles = {k: gpu[k] for k in ("BR", "NB", "RNE_CODES", "SR_CODES") if k in gpu}
     monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1",
                         {**quant_nvfp4.CONFIG["ROW1"], **tiles, **opts})

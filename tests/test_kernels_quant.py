@@ -190,15 +190,13 @@ def _reg_pass_views(rows: int, cols: int) -> list:
 @pytest.mark.parametrize("shape,dtype", [
     ((512, 128), torch.bfloat16), ((256, 64), torch.float16), ((2, 128, 192), torch.float32),
     ((272, 80), torch.bfloat16)], ids=["even-bf16", "even-fp16", "even-fp32", "masked-bf16"])
-def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch, reg_row_view, nvfp4_gpu_configs):
+def test_nvfp4_reg_pass_exact(shape, dtype, monkeypatch, reg_row_view, gpu_tiles):
     """The "reg" pass (quant_nvfp4_reg) on whole [256, 64] tiles and on partial ones, with
     NaN, +-Inf and values past the RHT's input clamp: every view a training step asks for,
     and the single views, bit for bit with the reference. At the GPU's tiles (the suite's
     interpreter runs take wider ones elsewhere, ``conftest._interpreter_tiles``)."""
     from microscale.kernels import quant_nvfp4
-    for key in ("REG", "REG_ROW", "REG_COL"):
-        if key in nvfp4_gpu_configs:
-            monkeypatch.setitem(quant_nvfp4.CONFIG, key, nvfp4_gpu_configs[key])
+    gpu_tiles("quant_nvfp4", "REG", "REG_ROW", "REG_COL")
     monkeypatch.setitem(quant_nvfp4.CONFIG, "REG", {**quant_nvfp4.CONFIG["REG"], "ROW_SR": True})
     monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
     x = sample(shape, dtype, exact=True, seed=4)
@@ -1078,13 +1076,14 @@ def test_nvfp4_passes_agree_bit_for_bit(row, col, monkeypatch):
         ms.quantize_rowcol(x, row, col, backend="triton")
 
 
-def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch):
+def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch, gpu_tiles):
     """``quant_nvfp4.CONFIG['AMAX_PARTIALS']``: the reg amax pass leaves per-program maxima that
     the quantize launches reduce (one launch and the split pair's two, a view alone): the same
     views and amaxes as the zeroed buffer with atomics, the reference's amaxes, and each view's
     amax in its own storage (no copy needed for the op's outputs); NaN skipped."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
+    gpu_tiles("quant_nvfp4", "REG_AMAX")                       # the amax pass's [256, 32]
     g = torch.Generator().manual_seed(8)
     x = (torch.randn(512, 48, generator=g) * 3).bfloat16()     # 4 amax tiles, 2 programs
     x[300, 7] = float("nan")
@@ -1114,7 +1113,7 @@ def test_nvfp4_amax_partials_same_bits_own_outputs(monkeypatch):
 @pytest.mark.parametrize("big", [False, True], ids=["plain", "huge_and_inf"])
 @pytest.mark.parametrize("device,shape", [("cpu", (512, 48)),
                                           pytest.param("cuda", (8192, 768), marks=pytest.mark.gpu)])
-def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch):
+def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch, gpu_tiles):
     """``quant_nvfp4.CONFIG['AMAX_UNCLAMPED']``: the reg amax pass rotates without the RHT's
     input clamp and checks max|x| per program. Every view and amax equals the clamped pass's
     and the reference's: with ordinary values (a NaN too), and where one program's tiles hold
@@ -1122,6 +1121,7 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch):
     which that program reruns with the clamp (the other program does not need to)."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
+    gpu_tiles("quant_nvfp4", "REG_AMAX")                       # the amax pass's [256, 32]
     g = torch.Generator().manual_seed(12)
     x = (torch.randn(*shape, generator=g) * 3).bfloat16()      # CPU: 4 amax tiles, 2 programs
     x[300, 7] = float("nan")
