@@ -14,6 +14,7 @@ import shutil
 import socket
 
 import dist_workers as W
+import pytest
 import torch
 
 # Not bit-exact across world sizes: stochastic rounding draws per-rank streams and NVFP4 takes
@@ -27,6 +28,7 @@ def losses(run) -> dict[int, float]:
     return {r["step"]: r["loss"] for r in map(json.loads, open(run / "metrics.jsonl"))}
 
 
+@pytest.mark.slow
 def test_fsdp_run_writes_once_and_matches_one_process(dist_runs, tmp_path):
     from microscale.train.cli import main
     run = dist_runs["dir"] / "run2"
@@ -41,6 +43,7 @@ def test_fsdp_run_writes_once_and_matches_one_process(dist_runs, tmp_path):
     torch.testing.assert_close(list(losses(run).values()), list(one.values()), rtol=RTOL, atol=0)
 
 
+@pytest.mark.slow
 def test_resume_on_three_processes(dist_runs):
     ranks = [r["harness_resume"] for r in dist_runs[3]]
     assert [r["resume"][0] for r in ranks] == [0, 0, 0]
@@ -53,12 +56,14 @@ def test_resume_on_three_processes(dist_runs):
     assert json.loads((run / "config.json").read_text())["world_size"] == 3
 
 
+@pytest.mark.slow
 def test_nan_on_one_rank_stops_every_rank_with_exit_code_3(dist_runs):
     for r in dist_runs[3]:
         code, stderr = r["harness_resume"]["nan"]
         assert code == 3 and "the loss is nan at step 2; training stopped" in stderr
 
 
+@pytest.mark.slow
 def test_resume_on_one_process(dist_runs, tmp_path, monkeypatch):
     from microscale.train.cli import main
     run = tmp_path / "resumed1"

@@ -34,6 +34,7 @@ def reference():
 
 
 # ------------------------------------------------------------------ DDP
+@pytest.mark.slow
 def test_ddp_ranks_keep_identical_weights(ranks2, reference):
     """Every preset: after STEPS updates every rank holds the same parameters (DDP all-reduces
     the gradients; the update is deterministic), and the losses track the single process."""
@@ -62,6 +63,7 @@ _LOSS_RTOL = {"bf16": 1e-5, "fp8_tensorwise": 1e-4, "fp8_blockwise": 1e-4, "mxfp
 _EXACT_ON_2 = ("fp8_tensorwise", "fp8_blockwise", "mxfp8")   # 2 ranks: weights within 1e-7
 
 
+@pytest.mark.slow
 def test_fsdp2_losses_match_single_process(ranks, reference):
     world, results = ranks
     for recipe in W.presets_for(world):
@@ -72,6 +74,7 @@ def test_fsdp2_losses_match_single_process(ranks, reference):
                                    msg=lambda m, recipe=recipe: f"{recipe}: {m}")
 
 
+@pytest.mark.slow
 def test_fsdp2_full_state_dict_matches_and_round_trips(ranks, reference):
     """The gathered full state dict has the single process's keys (``_extra_state`` included)
     and near-equal weights; loading it into a freshly sharded model reproduces it exactly,
@@ -91,6 +94,7 @@ def test_fsdp2_full_state_dict_matches_and_round_trips(ranks, reference):
 
 
 # ------------------------------------------------------------------ agreements
+@pytest.mark.slow
 def test_tensorwise_amax_is_agreed_across_ranks(ranks):
     """Ranks with different inputs quantize x with one scale (the global amax's) when the
     agreement is on, and with their own scales when it is off; delayed histories agree."""
@@ -110,6 +114,7 @@ def test_tensorwise_amax_is_agreed_across_ranks(ranks):
     assert not torch.equal(results[0]["amax"]["off"][0], results[1]["amax"]["off"][0])
 
 
+@pytest.mark.slow
 def test_stochastic_rounding_streams_differ_per_rank_and_reproduce(ranks):
     from microscale.distributed.reduce import RANK_STRIDE, SEED_MODULUS
     world, results = ranks
@@ -127,6 +132,7 @@ def test_stochastic_rounding_streams_differ_per_rank_and_reproduce(ranks):
     assert len({tuple(s.tolist()) for s in own}) == world
 
 
+@pytest.mark.slow
 def test_amax_all_reduce_traces_under_fullgraph_compile(ranks2):
     world, results = ranks2
     for r in range(world):
@@ -136,6 +142,7 @@ def test_amax_all_reduce_traces_under_fullgraph_compile(ranks2):
 
 
 # ------------------------------------------------------------------ quantized all-gather
+@pytest.mark.slow
 def test_quantized_all_gather_is_bit_identical_to_one_process(ranks):
     """Every rank's gathered W (fprop) and Wᵀ (dgrad) views: codes, scales and amax equal to
     quantizing the full weight in one process, for square tiles (transposed after the gather),
@@ -148,6 +155,7 @@ def test_quantized_all_gather_is_bit_identical_to_one_process(ranks):
         assert "divisible by" in error and f"{world} x 128" in error
 
 
+@pytest.mark.slow
 def test_fsdp2_quantized_all_gather_matches_fp32_all_gather(ranks):
     """The layer runs on the gathered views (a GatheredWeight each step) and training is
     bit-identical to FSDP2's own fp32 all-gather: the same full W is quantized either way."""

@@ -90,6 +90,7 @@ def _step(recipe, one: bool, monkeypatch, dev="cpu", counts=COUNTS, n=64, k=96):
 
 @pytest.mark.parametrize("name", ["nvfp4", "nvfp4_no_sr"])
 @pytest.mark.parametrize("backend", ["reference", pytest.param("triton", marks=needs_kernels)])
+@pytest.mark.slow
 def test_layer_with_one_view_equals_two(name, backend, monkeypatch):
     recipe = Recipe.from_name(name, backend=backend)
     assert nn_grouped.one_expert_view(ms.nn.function.Plan(recipe))

@@ -308,6 +308,7 @@ def test_scales_follow_delayed_history():
         assert torch.equal(layer(x), expected)
 
 
+@pytest.mark.slow
 def test_torch_compile_matches_eager():
     torch.manual_seed(9)
     model = nn.Sequential(ms.Linear(32, 64, recipe="nvfp4_no_sr"), nn.ReLU(),

@@ -134,6 +134,7 @@ def test_keeps_u_not_more():
 @pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
                                               ("mxfp8", False), ("mxfp8", True),
                                               ("nvfp4", True)])
+@pytest.mark.slow
 def test_fused_kernels_interpreted(recipe, recompute):
     """The FP8 / MXFP8 register pair kernels and NVFP4's reg pass (with its amax pass)
     applying ``relu_square`` (forward) and ``relu_square_grad`` (the up projection's dy pair)

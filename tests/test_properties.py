@@ -237,6 +237,7 @@ _BLOCK_COLS = {"nvfp4": 16, "mxfp8_e4m3": 32, "fp8_block": 128, "fp8_tensor": 16
 @pytest.mark.parametrize("pair", sorted(ROWCOL))
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(data=st.data(), nonfinite=st.booleans())
+@pytest.mark.slow
 def test_rowcol_views_agree_at_the_edges(pair, data, nonfinite):
     """quantize_rowcol (the layers' call, with check_finite=False): both views bit for bit."""
     row, col, rows_multiple = ROWCOL[pair]

@@ -113,6 +113,7 @@ def test_from_end_and_validation():
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("model_name,mode", [("micro", "all"), ("micro", "fprop"),
                                              ("moe-tiny", "all"), ("moe-tiny", "fprop")])
+@pytest.mark.slow
 def test_compiled_switched_blocks_give_eager_gradients(model_name, mode, device):
     """Switched layers (dense and grouped experts) in compiled blocks: every parameter's
     gradient equals the eager one's up to rounding. On CUDA, a plain matmul inside the layers'

@@ -220,28 +220,6 @@ def test_compare_and_plot_cli(tmp_path, cache, capsys):
     assert (out / "loss.png").stat().st_size > 1000 and (out / "rel_diff.png").exists()
 
 
-@pytest.mark.slow
-@torch._inductor.config.patch(emulate_precision_casts=True)   # restored after (a monkeypatch
-def test_compiled_training_matches_eager(tmp_path, data):      # of the config broke later tests)
-    """``--compile on`` (Inductor, one graph per block, custom ops inside) trains like eager:
-    the first loss is bit-identical with SR off; later ones move only by the fp32 reduction
-    order of the compiled norms (documented), and records carry tokens/s."""
-    torch._dynamo.reset()
-    runs = {}
-    for mode in ("off", "on"):
-        trainer = Trainer(_cfg(tmp_path / mode, recipe="nvfp4_no_sr", steps=3, compile=mode,
-                               eval_every=100, ckpt_every=0), data=data)
-        trainer.fit()
-        assert trainer.compiled == (mode == "on")
-        runs[mode] = _records(tmp_path / mode)
-    eager, compiled = ([r["loss"] for r in runs[m]] for m in ("off", "on"))
-    assert compiled[0] == eager[0]
-    assert compiled == pytest.approx(eager, rel=1e-4)
-    assert all(r["tok_per_s"] > 0 for r in runs["on"])
-    with pytest.raises(ValueError, match="compile must be"):
-        _cfg(tmp_path, compile="yes")
-
-
 def test_grad_accum_matches_one_batch_and_quantizes_weights_once(tmp_path, data, monkeypatch):
     """``grad_accum=2`` splits each batch in two: the losses track the one-batch run (only the
     loss mean's summation order differs) and each layer quantizes its weights once a step."""
@@ -281,19 +259,35 @@ def test_fp8_blockwise_weights_grouped_per_step_train_the_same(tmp_path, data, m
             [r[key] for r in _records(tmp_path / "p")], key
 
 
-def test_check_compile_passes_a_healthy_run_and_stops_a_faulty_compile(tmp_path, data, caplog,
+@pytest.mark.slow
+@torch._inductor.config.patch(emulate_precision_casts=True)   # restored after (a monkeypatch
+def test_compiled_training_matches_eager_and_check_compile_stops_a_fault(tmp_path, data, caplog,
                                                                         monkeypatch):
-    """``--check-compile`` compares compiled and eager gradients at the first step and at the
-    precision switch. A compiled-only fault (here: the norms' outputs detached while compiling,
-    standing in for session 10's zero gradients on CUDA) stops the run before it trains."""
+    """``--compile on`` (Inductor, one graph per block, custom ops inside) trains like eager:
+    the first loss is bit-identical with SR off; later ones move only by the fp32 reduction
+    order of the compiled norms (documented), and records carry tokens/s. Its
+    ``--check-compile`` compared compiled and eager gradients at the first step and at the
+    precision switch on the way. A compiled-only fault (here: the norms' outputs detached
+    while compiling, standing in for session 10's zero gradients on CUDA) stops the run
+    before it trains. (One test: the compiles are most of its time.)"""
     import logging
 
     from microscale.train import model as zoo
     torch._dynamo.reset()
-    cfg = dict(recipe="nvfp4_no_sr", steps=4, compile="on", check_compile=True, switch_step=2,
-               switch_mode="all", eval_every=100, ckpt_every=0, keep_hp="none")
+    cfg = dict(recipe="nvfp4_no_sr", steps=4, switch_step=2, switch_mode="all", eval_every=100,
+               ckpt_every=0)
+    runs = {}
     with caplog.at_level(logging.INFO, logger="microscale.train.trainer"):
-        Trainer(_cfg(tmp_path / "ok", **cfg), data=data).fit()
+        for mode in ("off", "on"):
+            trainer = Trainer(_cfg(tmp_path / mode, compile=mode, check_compile=mode == "on",
+                                   **cfg), data=data)
+            trainer.fit()
+            assert trainer.compiled == (mode == "on")
+            runs[mode] = _records(tmp_path / mode)
+    eager, compiled = ([r["loss"] for r in runs[m]] for m in ("off", "on"))
+    assert len(eager) == 4 and compiled[0] == eager[0]
+    assert compiled == pytest.approx(eager, rel=1e-4)
+    assert all(r["tok_per_s"] > 0 for r in runs["on"])
     agreed = [r.message for r in caplog.records if "--check-compile at step" in r.message]
     assert [m.split(":")[0] for m in agreed] == ["--check-compile at step 0",
                                                  "--check-compile at step 2"]
@@ -307,7 +301,9 @@ def test_check_compile_passes_a_healthy_run_and_stops_a_faulty_compile(tmp_path,
     monkeypatch.setattr(zoo.RMSNorm, "forward", detached_when_compiled)
     with pytest.raises(RuntimeError, match="step 0: the compiled blocks' gradients disagree.*"
                                            "zero or no gradient for .*attn_norm"):
-        Trainer(_cfg(tmp_path / "bad", **cfg), data=data).fit()
+        Trainer(_cfg(tmp_path / "bad", compile="on", check_compile=True, **cfg), data=data).fit()
     torch._dynamo.reset()
+    with pytest.raises(ValueError, match="compile must be"):
+        _cfg(tmp_path, compile="yes")
     with pytest.raises(ValueError, match="check_compile compares"):
         _cfg(tmp_path, check_compile=True, dist="fsdp")

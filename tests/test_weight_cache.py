@@ -244,6 +244,7 @@ def _nvfp4_model(backend: str, recipe: str = "nvfp4"):
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])
+@pytest.mark.slow
 def test_nvfp4_weights_quantized_together_give_the_same_bits(backend):
     """nvfp4: the 16x16 weights of all layers come from one many-tensor call, each W once,
     expanded, Wᵀ its transpose (partial [32, 64] kernel tiles at 96 and 144); outputs and

@@ -102,15 +102,17 @@ class StepGraph:
         self.static = (sx, sy, loss, norm)
 
 
-def compile_blocks(model: torch.nn.Module, mode: str = "default") -> None:
+def compile_blocks(model: torch.nn.Module, mode: str = "default", backend: str = "inductor") -> None:
     """Compile each transformer block in place ("regional" compilation).
 
     Identical blocks share one compiled graph (parameters are graph inputs), so compile time
     does not grow with depth; a model whose FP4 recipe keeps its last blocks in bf16 compiles
     two. Every block traces as one graph: the quantized layers are custom ops, not breaks.
+    ``backend``: ``torch.compile``'s (``"aot_eager"`` traces and checks the graphs without
+    Inductor's code generation, e.g. to debug a fault or test the tracing).
     """
     for block in model.blocks:
-        block.compile(mode=None if mode == "default" else mode, fullgraph=True)
+        block.compile(mode=None if mode == "default" else mode, fullgraph=True, backend=backend)
 
 
 def compiled_grad_check(model: torch.nn.Module, loss_backward, x, y) -> tuple[list[str], float]:
