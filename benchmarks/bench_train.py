@@ -278,10 +278,13 @@ def kernel_settings(recipe: str):
             cfg.update(old)
 
 
+MODEL_OPTS: dict = {}        # ModelConfig overrides for every model of the run (--fused-qkv)
+
+
 def build(model_name: str, recipe: str, seq: int, device: torch.device):
     """The model for one run, converted for ``recipe``; returns (model, quantized share)."""
     torch.manual_seed(0)
-    model = build_model(model_name, max_seq_len=seq).to(device)
+    model = build_model(model_name, max_seq_len=seq, **MODEL_OPTS).to(device)
     if recipe.startswith("torchao_"):
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
         moe = recipe == "torchao_moe_rowwise"
@@ -637,10 +640,14 @@ def main(argv=None) -> None:
     p.add_argument("--keep-grads", action="store_true",
                    help="zero the gradients in place each step (before session 22) instead of "
                         "setting them to None")
+    p.add_argument("--fused-qkv", action="store_true",
+                   help="every model with one q/k/v projection (ModelConfig.fused_qkv), bf16 too")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     device = torch.device(args.device)
+    MODEL_OPTS.clear()
+    MODEL_OPTS.update({"fused_qkv": True} if args.fused_qkv else {})
     GROUP_WEIGHTS[0] = not args.no_group_weights
     KEEP_GRADS[0] = args.keep_grads
     print(common.env_header(), flush=True)

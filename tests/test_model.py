@@ -164,3 +164,29 @@ def test_flops_per_token_counts_matmuls_and_attention():
     cfg = MODEL_CONFIGS["125m"]
     matmul = sum(i * o for i, o in _linears(cfg)) * cfg.n_layers + cfg.vocab_size * cfg.d_model
     assert flops_per_token(cfg, 1024) == 6 * matmul + 12 * cfg.n_layers * cfg.d_model * 1024
+
+
+def test_fused_qkv_is_the_three_projections_stacked():
+    """``fused_qkv``: one ``[q; k; v]`` projection (Megatron's layout) with the three matrices'
+    parameters; with their weights stacked it computes what the three do, and converts and
+    trains like them (GQA: k and v narrower than q)."""
+    import microscale as ms
+    torch.manual_seed(0)
+    three = build_model("small", 64, max_seq_len=32)
+    fused = build_model("small", 64, max_seq_len=32, fused_qkv=True)
+    assert fused.num_params() == three.num_params() == three.config.num_params()
+    state = {k: v for k, v in three.state_dict().items() if not k.endswith(("k_proj.weight",
+                                                                            "v_proj.weight"))}
+    for key in [k for k in state if k.endswith("q_proj.weight")]:
+        pre = key[:-len("q_proj.weight")]
+        state[pre + "qkv_proj.weight"] = torch.cat([three.state_dict()[pre + f"{n}_proj.weight"]
+                                                   for n in "qkv"])
+        del state[key]
+    fused.load_state_dict(state)
+    assert fused.blocks[0].attn.qkv_proj.weight.shape == (384 + 2 * 128, 384)
+    ids = torch.randint(0, 64, (2, 32))
+    torch.testing.assert_close(fused(ids), three(ids))
+    ms.convert(fused, "nvfp4", keep_high_precision=[])
+    assert isinstance(fused.blocks[0].attn.qkv_proj, ms.Linear)
+    fused(ids).float().sum().backward()
+    assert fused.blocks[0].attn.qkv_proj.weight.grad.abs().sum() > 0

@@ -5,7 +5,8 @@ Architecture (pre-norm, no biases anywhere)::
     h = tok_emb[ids]                                   embedding, fp32 master, stays high precision
     for block in blocks:                               nn.ModuleList (convert finds it: the largest)
         a = RMSNorm(h)
-        q, k, v = a Wqᵀ, a Wkᵀ, a Wvᵀ                  nn.Linear: quantized by ms.convert
+        q, k, v = a Wqᵀ, a Wkᵀ, a Wvᵀ                  nn.Linear: quantized by ms.convert (fused_qkv:
+                                                       one [q; k; v] matrix, as Megatron's linear_qkv)
         q, k = RoPE(q), RoPE(k)                        fp32 rotation, cast back
         o = SDPA(q, k, v, causal, GQA)                 score/value matmuls: high precision
         h = h + o Woᵀ                                  nn.Linear
@@ -72,6 +73,7 @@ class ModelConfig:
     mlp: str = "relu2"
     tie_head: bool = True
     rope_theta: float = 10000.0
+    fused_qkv: bool = False     # one q/k/v projection (Megatron's layout); False: three
     norm_eps: float = 1e-5
     init_std: float = 0.02
 
@@ -196,16 +198,26 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-        self.q_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-        self.k_proj = nn.Linear(cfg.d_model, cfg.kv_dim, bias=False)
-        self.v_proj = nn.Linear(cfg.d_model, cfg.kv_dim, bias=False)
+        self.widths = (cfg.d_model, cfg.kv_dim, cfg.kv_dim)
+        if cfg.fused_qkv:
+            self.qkv_proj = nn.Linear(cfg.d_model, sum(self.widths), bias=False)
+        else:
+            self.q_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+            self.k_proj = nn.Linear(cfg.d_model, cfg.kv_dim, bias=False)
+            self.v_proj = nn.Linear(cfg.d_model, cfg.kv_dim, bias=False)
         self.o_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if hasattr(self, "qkv_proj"):
+            return self.qkv_proj(x).split(self.widths, dim=-1)
+        return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self._qkv(x)
+        q = q.view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        k = k.view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
         q, k = _apply_rope(q, cos, sin), _apply_rope(k, cos, sin)
         v = v.to(q.dtype)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
