@@ -198,8 +198,8 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-        self.widths = (cfg.d_model, cfg.kv_dim, cfg.kv_dim)
-        if cfg.fused_qkv:
+        self.fused, self.widths = cfg.fused_qkv, (cfg.d_model, cfg.kv_dim, cfg.kv_dim)
+        if self.fused:
             self.qkv_proj = nn.Linear(cfg.d_model, sum(self.widths), bias=False)
         else:
             self.q_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -208,7 +208,7 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
 
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        if hasattr(self, "qkv_proj"):
+        if self.fused:
             return self.qkv_proj(x).split(self.widths, dim=-1)
         return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
