@@ -192,7 +192,8 @@ def _interpreter_tiles() -> None:
     (``quant_nvfp4_config``, ``quant_mx``); the GPU tests run the configured tiles compiled,
     and the tests that take :func:`gpu_tiles` run them here too
     (``test_row_kernel_variants``, ``test_nvfp4_reg_pass_exact``, the amax pass's partials
-    and unclamped tests; ``test_mxfp4_column_view_in_registers_exact`` sets the MX rows)."""
+    and unclamped tests, ``test_mx_rowcol_exact``; ``test_mxfp4_column_view_in_registers_exact``
+    sets the MX rows itself)."""
     import os
     if os.environ.get("TRITON_INTERPRET") != "1":
         return

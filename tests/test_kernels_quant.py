@@ -432,9 +432,11 @@ def test_mxfp4_column_view_in_registers_exact(dtype, br, monkeypatch):
 
 
 @pytest.mark.parametrize("pack", [False, True])
-def test_mx_rowcol_exact(pack, monkeypatch):
-    """Both views, MXFP8 column stores as bytes or as packed words (quant_mx.CONFIG)."""
+def test_mx_rowcol_exact(pack, monkeypatch, gpu_tiles):
+    """Both views, MXFP8 column stores as bytes or as packed words (quant_mx.CONFIG); at the
+    GPU's tile rows (two tiles of 32; the suite's interpreter runs take 128 elsewhere)."""
     from microscale.kernels import quant_mx
+    gpu_tiles("quant_mx", "BR")
     monkeypatch.setitem(quant_mx.CONFIG, "PACK_COL", pack)
     x = sample((64, 96), torch.bfloat16, exact=True)
     rb = torch.randint(0, 256, (96, 64), dtype=torch.uint8)
