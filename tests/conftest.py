@@ -26,46 +26,6 @@ except ImportError:  # hypothesis is a test extra; property tests import it them
     pass
 
 
-def _scan_builtins_once() -> None:
-    """Triton's interpreter, at every call of a ``@triton.jit`` helper, patches the builtins of
-    ``tl``, ``tl.tensor`` and ``tl.math`` again, finding them with ``inspect.getmembers``
-    (which lists and sorts every member), and our kernels call helpers tens of thousands of
-    times a test (one NVFP4 test: 85 -> 74 s with this alone). The launch has patched
-    them already, so those calls find nothing to patch. This keeps the names of each
-    package's builtins from the first scan that finds any (a launch's, before anything is
-    patched) and checks only those names after: the same members patched, the same way."""
-    try:
-        import inspect
-
-        import triton.language as tl
-        from triton.runtime import interpreter
-    except ImportError:
-        return
-    scan, patch_attr = getattr(interpreter, "_patch_builtin", None), \
-        getattr(interpreter, "_patch_attr", None)
-    if scan is None or patch_attr is None or list(inspect.signature(scan).parameters) != \
-            ["pkg", "builder", "scope"]:
-        return                          # another Triton: leave its interpreter as it is
-    names: dict[int, list[str]] = {}
-
-    def patch_builtin(pkg, builder, scope):
-        if id(pkg) not in names:
-            found = [n for n, m in inspect.getmembers(pkg) if tl.core.is_builtin(m)]
-            if not found:               # already patched: nothing to do, nothing to keep
-                return
-            names[id(pkg)] = found
-        for name in names[id(pkg)]:
-            member = getattr(pkg, name)
-            if tl.core.is_builtin(member):
-                patch_attr(pkg, name, member, builder, scope)
-
-    patch_builtin.triton_original = scan
-    interpreter._patch_builtin = patch_builtin
-
-
-_scan_builtins_once()
-
-
 def _numpy_max_keep_nan() -> None:
     """The interpreter runs a ``tl.reduce`` whose combine function is not one of Triton's own
     element by element in Python (~0.1 ms an element): ``_utils.max_keep_nan``'s NaN-keeping

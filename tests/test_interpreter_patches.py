@@ -1,6 +1,5 @@
 """The suite's speed-ups of Triton's interpreter (``conftest.py``) give Triton's own results.
 
-``_scan_builtins_once`` keeps the names of the builtins the interpreter patches,
 ``_numpy_max_keep_nan`` reduces ``_utils.max_keep_nan`` with ``np.max`` instead of Triton's
 element-by-element fold, and ``_patch_lang_once_a_launch`` skips a helper call's patching of
 ``tl`` that its launch has done. A kernel that calls a helper and reduces with that maximum
@@ -60,14 +59,6 @@ def test_numpy_max_keep_nan_is_tritons_fold(monkeypatch):
     assert fast.isnan()[[1, 2]].all() and not fast.isnan()[[0, 3, 4, 5]].any()
     assert fast[4] == 0 and fast[5] == float("inf")
     monkeypatch.setattr(interpreter.ReduceOps, "apply_impl", original)
-    assert _same_bits(fast, _row_max())
-
-
-def test_builtins_scanned_once_patch_the_same(monkeypatch):
-    from triton.runtime import interpreter
-    original = _patched(interpreter, "_patch_builtin")
-    fast = _row_max()
-    monkeypatch.setattr(interpreter, "_patch_builtin", original)
     assert _same_bits(fast, _row_max())
 
 
