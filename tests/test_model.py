@@ -175,12 +175,11 @@ def test_fused_qkv_is_the_three_projections_stacked():
     three = build_model("small", 64, max_seq_len=32)
     fused = build_model("small", 64, max_seq_len=32, fused_qkv=True)
     assert fused.num_params() == three.num_params() == three.config.num_params()
-    state = {k: v for k, v in three.state_dict().items() if not k.endswith(("k_proj.weight",
-                                                                            "v_proj.weight"))}
+    weights = three.state_dict()
+    state = {k: v for k, v in weights.items() if not k.endswith(("k_proj.weight", "v_proj.weight"))}
     for key in [k for k in state if k.endswith("q_proj.weight")]:
         pre = key[:-len("q_proj.weight")]
-        state[pre + "qkv_proj.weight"] = torch.cat([three.state_dict()[pre + f"{n}_proj.weight"]
-                                                   for n in "qkv"])
+        state[pre + "qkv_proj.weight"] = torch.cat([weights[pre + f"{n}_proj.weight"] for n in "qkv"])
         del state[key]
     fused.load_state_dict(state)
     assert fused.blocks[0].attn.qkv_proj.weight.shape == (384 + 2 * 128, 384)
