@@ -90,8 +90,9 @@ def _patch_lang_once_a_launch() -> None:
     ``@triton.jit`` helper inside it runs that patching again (tens of thousands of calls a
     test, ~20% of an NVFP4 test's time), although nothing it does depends on the helper
     but which of ``tl`` / ``tl.core`` its module holds. Here a helper call inside a launch
-    skips it when the launch has patched those already; outside one, or for a module that
-    holds one the launch did not patch, it runs as before."""
+    skips it when the launch, or a helper call before it in the launch, has patched those
+    already (a helper's patching is never undone, in Triton's own code too); outside a launch,
+    or the first time a module holds one not patched yet, it runs as before."""
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -111,8 +112,11 @@ def _patch_lang_once_a_launch() -> None:
 
     def patch_lang_unless_done(fn):
         done = state["launch"]
-        if state["helpers"] and done is not None and langs(fn) <= done:
-            return scope_cls()          # nothing to patch, nothing to undo
+        if state["helpers"] and done is not None:
+            wanted = langs(fn)
+            if wanted <= done:
+                return scope_cls()      # nothing to patch, nothing to undo
+            state["launch"] = done | wanted     # a helper's patching stays for the launch
         return patch_lang(fn)
 
     def run_launch(self, *args, **kwargs):
