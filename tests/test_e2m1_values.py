@@ -8,7 +8,9 @@ grid, the grid's ties and their fp32 neighbours, with random bytes and the extre
 255. Bits are compared, so a -0 that came out +0 fails. The codes made from the rounded value
 (``scaled_e2m1_code_fast``: the value times 2^-126, whose bits are the code) must equal the
 comparison chain's. Runs in Triton's interpreter (CI) and, marked ``gpu``, compiled, where the
-compiler must not fold ``(a + m) - m`` away nor flush the subnormal 2^-127 to zero.
+compiler must not fold ``(a + m) - m`` away nor flush the subnormal 2^-127 to zero, and where
+SR floors with PTX ``mul.rz`` (the interpreter runs no PTX: a float64 model of it is checked
+here against the library's encoder too).
 """
 
 from __future__ import annotations
@@ -97,6 +99,28 @@ def test_rne_values_equal_codes():
 def test_sr_values_equal_codes(fill):
     y = _inputs(torch.device("cpu"))
     _check(y, _sr_bytes(y, fill), sr=True)
+
+
+def _sr_codes_through_mul_rz(y: torch.Tensor, rbytes: torch.Tensor) -> torch.Tensor:
+    """``_e2m1``'s GPU SR codes, modelled in torch: ``t`` as ``_sr_sum`` sums it (fp32), then
+    ``mul.rz(t, 2^-126)``: exact (t's bits less 126 exponents) for t ≥ 1, else the subnormal
+    ``floor(t · 2^23) · 2^-149``, the truncation toward zero, taken in float64."""
+    a = y.abs().clamp(max=6.0)
+    binade = torch.clamp(a.view(torch.int32) & 0x7F800000, min=0x3F800000)
+    one_u = ((rbytes.to(torch.int32) << 14) | binade).view(torch.float32)
+    t = a + (one_u - binade.view(torch.float32))
+    tiny = torch.floor(t.double() * 2.0 ** 23).to(torch.int32)
+    bits = torch.where(t >= 1.0, t.view(torch.int32) - (126 << 23), tiny)
+    return (bits >> 22) | ((y.view(torch.int32) >> 28) & 8)
+
+
+@pytest.mark.parametrize("fill", ["random", 0, 255])
+def test_sr_codes_through_mul_rz_model(fill):
+    """The GPU's SR floor, as arithmetic: the codes equal the library's stochastic encoder."""
+    y = _inputs(torch.device("cpu"))
+    rbytes = _sr_bytes(y, fill)
+    want = formats.e2m1_stochastic_encode(y, rbytes).to(torch.int32)
+    assert torch.equal(_sr_codes_through_mul_rz(y, rbytes), want)
 
 
 @pytest.mark.gpu

@@ -24,6 +24,21 @@ in floating point straight away, with the binade read off ``a``'s exponent bits:
   crosses into the next binade that neighbour is the binade's first value, a multiple of both
   steps. ``a`` ≤ 6 keeps ``t < 8`` and the result ≤ 6 (no clamp needed).
 
+**SR on the GPU without conversions** (:func:`_sr_sum`, :func:`_grid_bits`): the SR path above
+costs two instructions of the GPU's slow conversion pipe an element (the byte's int -> float,
+and the floor), a quarter of the FMA rate. Neither is needed:
+
+* ``u · step`` from the byte's bits: ``binade · (1 + r/512)`` is the fp32 number with the
+  binade's exponent and the byte as its mantissa bits 14-21 (one OR), and minus the binade
+  it is ``binade · r/512 = u · step`` exactly (Sterbenz), so ``t = a + (that - binade)`` is
+  the same fp32 sum.
+* The floor onto the grid is ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``,
+  subnormals kept): as for :func:`e2m1_code_of_mag`, that scaling maps the E2M1 grid onto
+  fp32's exponent field and top mantissa bit, and the truncation keeps only those, so the
+  bits >> 22 are the floored code (0.5·floor(2t) below 1, one mantissa bit above; ``t < 8``
+  keeps it ≤ 6). Triton's interpreter runs no PTX, so it floors as above (the same numbers:
+  ``tests/test_e2m1_values.py`` checks both, the PTX one on the GPU and as a float64 model).
+
 Both take ~5 fp32/integer instructions an element where code-then-decode took ~20
 (thresholds, selects, the fp16 decode trick); the sign is OR-ed back from the input (so
 ``-0`` stays ``-0``, as code 8 decodes). ``tests/test_e2m1_values.py`` checks the values
@@ -35,11 +50,15 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._host import interpreting
 from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
            "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "e2m1_rne_mag",
            "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
+
+# PTX for the SR floor (``mul.rz``) where Triton compiles; the interpreter runs none.
+_RZ_PTX = tl.constexpr(not interpreting())
 
 
 # --------------------------------------------------------------------------- codes
@@ -122,11 +141,14 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
     codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes)."""
     y = v * enc
     a = tl.minimum(tl.abs(y), 6.0)
-    if SR:
-        r = e2m1_sr_mag(a, rbyte)
+    if SR and _RZ_PTX:
+        t, binade = _sr_sum(a, rbyte)
+        code = (_grid_bits(t) >> 22) | sign_nibble(y)
+    elif SR:
+        code = e2m1_code_of_mag(e2m1_sr_mag(a, rbyte), y)
     else:
-        r = e2m1_rne_mag(a)
-    return e2m1_code_of_mag(r, y)
+        code = e2m1_code_of_mag(e2m1_rne_mag(a), y)
+    return code
 
 
 # --------------------------------------------------------------------------- values
@@ -146,15 +168,37 @@ def e2m1_rne_mag(a):
 
 
 @triton.jit
+def _sr_sum(a, rbyte):
+    """SPEC §5's ``t = a + u · step(a)`` (``u = rbyte / 256``, ``step = binade / 2``) and the
+    binade's fp32 bits, without an int -> float conversion: ``binade · (1 + rbyte / 512)`` is
+    the binade's exponent with the byte as its mantissa bits 14-21, and minus the binade it
+    is ``u · step`` exactly (module docstring)."""
+    binade = tl.maximum(a.to(tl.int32, bitcast=True) & 0x7F800000, 0x3F800000)   # 1, 2 or 4
+    one_u = ((rbyte << 14) | binade).to(tl.float32, bitcast=True)
+    return a + (one_u - binade.to(tl.float32, bitcast=True)), binade
+
+
+@triton.jit
+def _grid_bits(t):
+    """The fp32 bits of ``t · 2^-126`` rounded toward zero (``t`` in [0, 8)): bits >> 22 are
+    the E2M1 code of ``t`` floored onto the grid (module docstring). PTX ``mul.rz.f32``,
+    without ``.ftz``: the subnormal 2^-127 (the grid's 0.5) is kept."""
+    return tl.inline_asm_elementwise("mul.rz.f32 $0, $1, 0f00800000;", "=r,r",
+                                     [t.to(tl.int32, bitcast=True)], dtype=tl.int32,
+                                     is_pure=True, pack=1)
+
+
+@triton.jit
 def e2m1_sr_mag(a, rbyte):
     """Stochastic E2M1 magnitude of ``a`` in [0, 6] from a random byte (int32 0..255), as an
     fp32 value: the value of :func:`e2m1_sr_mag_code`'s code (module docstring)."""
-    b = _binade(a)
-    step = b * 0.5
-    u = rbyte.to(tl.float32) * 0.00390625
-    t = a + u * step                                    # as e2m1_sr_mag_code: u*step exact
-    inv = (0x7F800000 - b.to(tl.int32, bitcast=True)).to(tl.float32, bitcast=True)  # 2/b
-    return tl.floor(t * inv) * step
+    t, binade = _sr_sum(a, rbyte)
+    if _RZ_PTX:
+        mag = (_grid_bits(t) & 0x7FC00000).to(tl.float32, bitcast=True) * 8.507059173023462e37
+    else:                                           # 1 / step = 2 / binade, exact
+        inv = (0x7F800000 - binade).to(tl.float32, bitcast=True)
+        mag = tl.floor(t * inv) * (binade.to(tl.float32, bitcast=True) * 0.5)
+    return mag
 
 
 @triton.jit
