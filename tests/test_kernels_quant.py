@@ -913,6 +913,7 @@ def test_gpu_rowcol_exact(dtype):
          ("nvfp4", {"rht": True, "stochastic": True, "rand_bits": rb_c})),
         (("mxfp8_e4m3", {}), ("mxfp8_e4m3", {})),
         (("mxfp4", {}), ("mxfp4", {"stochastic": True, "rand_bits": rb_c})),
+        (("mxfp4", {"stochastic": True, "rand_bits": rb_r}), None),
         (("mxfp8_e5m2", {"scale_rounding": "floor"}), None),
         (("fp8_block", {}), ("fp8_block", {})),
         (("fp8_block", {"block": (128, 128)}), ("fp8_block", {"block": (128, 128)})),

@@ -32,7 +32,7 @@ import triton.language as tl
 
 from ..hadamard import rht_signs
 from ._rht import rht_butterfly
-from ._e2m1 import e2m1_mag_code, e2m1_round_value, e2m1_sr_mag_code, sign_nibble
+from ._e2m1 import e2m1_mag_code, e2m1_round_value, scaled_e2m1_code_fast, sign_nibble
 from ._utils import bf16_pair, bits_byte, exp2_int, mx_exponent, stack_last
 
 __all__ = ["RHT_SIGN_MASK_32", "mx4_col_view_reg"]
@@ -97,11 +97,10 @@ def mx4_col_view_reg(x_ptr, seed_ptr, bits_ptr, q_ptr, s_ptr, r0, c0, rows, cols
             else:
                 pairs = pairs + (bf16_pair(lo, val),)
         else:
-            a = tl.minimum(tl.abs(v), 6.0)
-            if SR > 0:
-                code = e2m1_sr_mag_code(a, rb) | sign_nibble(v)
+            if SR > 0:                         # the SR value's code (_e2m1: PTX mul.rz)
+                code = scaled_e2m1_code_fast(v, 1.0, rb, True)
             else:
-                code = e2m1_mag_code(a) | sign_nibble(v)
+                code = e2m1_mag_code(tl.minimum(tl.abs(v), 6.0)) | sign_nibble(v)
             if j < 8:
                 w0 = w0 | (code << (4 * (j % 8)))
             elif j < 16:

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ._rht import rht_cols, rht_tile
-from ._e2m1 import e2m1_mag_code, e2m1_round_value, e2m1_sr_mag_code, sign_nibble
+from ._e2m1 import e2m1_mag_code, e2m1_round_value, scaled_e2m1_code_fast, sign_nibble
 from ._utils import (block_flag, e4m3_byte, e5m2_byte, exp2_int, mx_exponent, pack16,
                      select_byte, split_nan)
 
@@ -31,11 +31,10 @@ __all__ = ["mx_row_view", "mx_col_view", "mx_elements", "mx_scale_bytes", "mx4_e
 def mx_elements(y, bits, ELEM: tl.constexpr, SR: tl.constexpr, nan):
     """Scaled fp32 values -> E2M1 codes (int32) or FP8 bytes (uint8, NaN where ``nan``)."""
     if ELEM == 2:
-        a = tl.minimum(tl.abs(y), 6.0)
-        if SR:
-            out = e2m1_sr_mag_code(a, bits) | sign_nibble(y)
+        if SR:                      # the code of the SR value (_e2m1: PTX mul.rz on the GPU)
+            out = scaled_e2m1_code_fast(y, 1.0, bits, True)
         else:
-            out = e2m1_mag_code(a) | sign_nibble(y)
+            out = e2m1_mag_code(tl.minimum(tl.abs(y), 6.0)) | sign_nibble(y)
     elif ELEM == 0:
         out = tl.where(nan, 127, e4m3_byte(y)).to(tl.uint8)
     else:

@@ -116,7 +116,10 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # 58%), at [8, 4] with one warp (call 3) 95.5 µs (60%), at [4, 8] with one warp
           # (SR_CODES, call 7) 93.6 µs (61%; [8, 4] 94.8 in the same process, and 94.2
           # against 95.9 at 16384x4096). (Tried and dropped: SR fractions built from the
-          # random bits instead of an int-to-float conversion, 101.2 -> 106.5 µs.)
+          # random bits instead of an int-to-float conversion, 101.2 -> 106.5 µs.) Session 36
+          # (call 1): SR's floor as PTX mul.rz and its offset from the byte's bits beside the
+          # binade (_e2m1._sr_sum: no slow-pipe conversion left), 94.2 -> 87.4 µs; the tile
+          # sweep again: [4, 8] with one warp stays the fastest (86.8; [8, 4] 88.4).
           "ROW1": {"codes": os.environ.get("MICROSCALE_NVFP4_ROW1", "1") != "0",
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
                    "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
