@@ -47,7 +47,7 @@ Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs aga
 pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
 NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
 55%), then 93.6 at [4, 8] with 1 warp (61%), 87.4 with SR's floor as PTX ``mul.rz`` (66%,
-session 36: 1.14x the RNE time); with the RHT 83.7 µs (68%; the rows pass: 24%
+session 36: 1.14-1.16x the RNE time); with the RHT 83.7 µs (68%; the rows pass: 24%
 with its amax pass, 38% now). Written expanded (a training split pair's row launch) it ran
 level with the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
 
