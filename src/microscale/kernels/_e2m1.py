@@ -24,7 +24,7 @@ in floating point straight away, with the binade read off ``a``'s exponent bits:
   crosses into the next binade that neighbour is the binade's first value, a multiple of both
   steps. ``a`` ≤ 6 keeps ``t < 8`` and the result ≤ 6 (no clamp needed).
 
-**SR on the GPU without conversions** (:func:`_sr_sum`, :func:`_grid_bits`): the SR path above
+**SR on the GPU without conversions** (:func:`_sr_sum`, :func:`_sr_grid_bits`): the SR path above
 costs two instructions of the GPU's slow conversion pipe an element (the byte's int -> float,
 and the floor), a quarter of the FMA rate. Neither is needed:
 
@@ -141,11 +141,8 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
     codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes)."""
     y = v * enc
     a = tl.minimum(tl.abs(y), 6.0)
-    if SR and _RZ_PTX:
-        t, binade = _sr_sum(a, rbyte)
-        code = (_grid_bits(t) >> 22) | sign_nibble(y)
-    elif SR:
-        code = e2m1_code_of_mag(e2m1_sr_mag(a, rbyte), y)
+    if SR:
+        code = (_sr_grid_bits(a, rbyte) >> 22) | sign_nibble(y)
     else:
         code = e2m1_code_of_mag(e2m1_rne_mag(a), y)
     return code
@@ -179,26 +176,30 @@ def _sr_sum(a, rbyte):
 
 
 @triton.jit
-def _grid_bits(t):
-    """The fp32 bits of ``t · 2^-126`` rounded toward zero (``t`` in [0, 8)): bits >> 22 are
-    the E2M1 code of ``t`` floored onto the grid (module docstring). PTX ``mul.rz.f32``,
-    without ``.ftz``: the subnormal 2^-127 (the grid's 0.5) is kept."""
-    return tl.inline_asm_elementwise("mul.rz.f32 $0, $1, 0f00800000;", "=r,r",
-                                     [t.to(tl.int32, bitcast=True)], dtype=tl.int32,
-                                     is_pure=True, pack=1)
+def _sr_grid_bits(a, rbyte):
+    """The fp32 bits of SR's E2M1 magnitude of ``a`` times 2^-126: its code is bits >> 22
+    (as :func:`e2m1_code_of_mag` reads it), its value the bits masked to 0x7FC00000 times
+    2^126. On the GPU, ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``, without
+    ``.ftz``: the subnormal 2^-127, the grid's 0.5, is kept), whose truncation is the floor
+    onto the grid (module docstring); the interpreter, which runs no PTX, floors ``t / step``."""
+    t, binade = _sr_sum(a, rbyte)
+    if _RZ_PTX:
+        bits = tl.inline_asm_elementwise("mul.rz.f32 $0, $1, 0f00800000;", "=r,r",
+                                         [t.to(tl.int32, bitcast=True)], dtype=tl.int32,
+                                         is_pure=True, pack=1)
+    else:                                           # 1 / step = 2 / binade, exact
+        inv = (0x7F800000 - binade).to(tl.float32, bitcast=True)
+        mag = tl.floor(t * inv) * (binade.to(tl.float32, bitcast=True) * 0.5)
+        bits = (mag * 1.1754943508222875e-38).to(tl.int32, bitcast=True)
+    return bits
 
 
 @triton.jit
 def e2m1_sr_mag(a, rbyte):
     """Stochastic E2M1 magnitude of ``a`` in [0, 6] from a random byte (int32 0..255), as an
     fp32 value: the value of :func:`e2m1_sr_mag_code`'s code (module docstring)."""
-    t, binade = _sr_sum(a, rbyte)
-    if _RZ_PTX:
-        mag = (_grid_bits(t) & 0x7FC00000).to(tl.float32, bitcast=True) * 8.507059173023462e37
-    else:                                           # 1 / step = 2 / binade, exact
-        inv = (0x7F800000 - binade).to(tl.float32, bitcast=True)
-        mag = tl.floor(t * inv) * (binade.to(tl.float32, bitcast=True) * 0.5)
-    return mag
+    bits = _sr_grid_bits(a, rbyte) & 0x7FC00000
+    return bits.to(tl.float32, bitcast=True) * 8.507059173023462e37
 
 
 @triton.jit
