@@ -49,20 +49,24 @@ def test_same_bits_as_the_layer_on_the_op(recipe, op):
     _same_bits(recipe, op, "cpu")
 
 
-@pytest.mark.parametrize("recipe", ["fp8_blockwise", "fp8_tensorwise"])
+@pytest.mark.parametrize("recipe", ["fp8_blockwise", "fp8_tensorwise", "nvfp4"])
 @pytest.mark.parametrize("op", ["square", "mul"])
 def test_same_bits_with_the_fused_kernels_interpreted(recipe, op):
-    """The kernels that apply the op as they load (FP8 1x128 row view alone in forward, column
-    view alone in backward; tensorwise cast with forward's amax), in Triton's interpreter:
-    still the layer's bits on op(*sources)."""
+    """The kernels that apply the op as they load (FP8 1x128 / NVFP4 row view alone in
+    forward, column view alone in backward, NVFP4's written expanded by the reg pass;
+    tensorwise cast with forward's amax), in Triton's interpreter: still the layer's bits on
+    op(*sources)."""
     pytest.importorskip("triton")
     from microscale.recipe import Recipe
     rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
     _same_bits(rec, op, "cpu", tokens=(2, 128))
-    keys = ["none|fp8_block", "fp8_block|none"] if recipe == "fp8_blockwise" else \
-        ["none|fp8_tensor"]                 # (x's row view: fused only with the amax given)
+    keys = {"fp8_blockwise": ["none|fp8_block", "fp8_block|none"],
+            "fp8_tensorwise": ["none|fp8_tensor"],  # (x's row view: fused only with the amax given)
+            "nvfp4": ["none|nvfp4"]}[recipe]  # ("nvfp4|none": the 2D weight's, called last)
     for key in keys:
         assert f"{op} fused into its loads" in ms.explain()[("quantize_rowcol", key)], key
+    if recipe == "nvfp4":                  # xᵀ written expanded by the kernel: no decode pass
+        assert "reg pass" in ms.explain()[("quantize_rowcol", "none|nvfp4")]
 
 
 @pytest.mark.gpu
@@ -326,8 +330,9 @@ def test_cli_switch_values():
 def test_nvfp4_prologues_match_the_reference_on_edge_values(op, dtype, rows, cols, device):
     """The prologues in NVFP4's reg pass and its amax pass (``nn.mlp`` fuses the relu² ones):
     the x pair (RNE rows, RHT columns: one launch), the dy pair (SR rows, RHT+SR columns: two
-    launches, caller bytes so that the reference draws the same), a column view alone, on a
-    whole [256, 64] tile and a masked one = the reference's views of the op applied first;
+    launches, caller bytes so that the reference draws the same), a column view alone (as
+    codes, and expanded as ``nn.recompute`` asks for xᵀ), on a whole [256, 64] tile and a
+    masked one = the reference's views of the op applied first;
     with in-kernel Philox, the same bits as the kernels given the op's result. Edge values as
     above."""
     pytest.importorskip("triton")
@@ -351,6 +356,7 @@ def test_nvfp4_prologues_match_the_reference_on_edge_values(op, dtype, rows, col
              ({**nf, "stochastic": True, **bits}, {**nf, "rht": True, "stochastic": True, **bits_t},
               "reference"),
              (None, {**nf, "rht": True}, "reference"),
+             (None, {**nf, "rht": True, "expand": True}, "reference"),   # nn.recompute's xᵀ
              ({**nf, "stochastic": True, **seed}, {**nf, "rht": True, "stochastic": True, **seed},
               "triton")]
 
@@ -363,6 +369,9 @@ def test_nvfp4_prologues_match_the_reference_on_edge_values(op, dtype, rows, col
                              None if second is None else second.to(device))
         key = f"{'none' if row is None else 'nvfp4'}|nvfp4"
         assert f"{op} fused into its loads" in ms.explain()[("quantize_rowcol", key)]
+        if col.get("expand"):           # written so by the reg pass itself, not decoded after
+            assert "reg pass" in ms.explain()[("quantize_rowcol", key)]
+            assert q_k[1].expanded and q_k[1].data.dtype == torch.bfloat16
         dev = "cpu" if twin == "reference" else device
         q_r = quantize_views(x_op.to(dev), on(row, dev), on(col, dev), twin)
         for qk, qr in zip(q_k, q_r, strict=True):
@@ -371,6 +380,9 @@ def test_nvfp4_prologues_match_the_reference_on_edge_values(op, dtype, rows, col
                 continue
             for name in ("data", "scale", "amax"):
                 a, b = getattr(qk, name).cpu(), getattr(qr, name).cpu()
-                if a.dtype.is_floating_point and a.element_size() == 1:
+                if a.dtype == torch.bfloat16:      # expanded: bits, any two NaNs equal
+                    assert torch.equal(a.isnan(), b.isnan()), (name, row, col)
+                    a, b = (t.nan_to_num(7.0).view(torch.int16) for t in (a, b))
+                elif a.dtype.is_floating_point and a.element_size() == 1:
                     a, b = a.view(torch.uint8), b.view(torch.uint8)
                 assert torch.equal(a, b), (name, row, col)

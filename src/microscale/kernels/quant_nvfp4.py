@@ -237,8 +237,8 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
          expand=(False, False), prologue=None):
     """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
     amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
-    where the pass does (rows and split: both; reg: the row view, and the column view where
-    ``CONFIG['REG']['COL_EXP']`` says). ``prologue`` ``(name, y)``: the views of ``op(x2,
+    where the pass does (rows and split: both; reg: the row view, a column view alone, and a
+    column view beside a row view where ``CONFIG['REG']['COL_EXP']`` says). ``prologue`` ``(name, y)``: the views of ``op(x2,
     y)``, applied as the reg pass and its amax pass load (they take any view that pass
     takes), else computed first."""
     dev = x2.device
@@ -249,7 +249,9 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     x2, prologue = take_prologue(x2, prologue, pass_ in ("reg", "split") and not row_rht)
     pro = (None, 0) if prologue is None else \
         (x2 if prologue[1] is None else prologue[1], PROLOGUES[prologue[0]][2])
-    reg_col = pass_ == "reg" and CONFIG["REG"].get("COL_EXP", False)
+    # the reg pass writes a column view expanded where it runs alone (as a split pair's first
+    # launch does), beside a row view only with REG["COL_EXP"] (that launch spills)
+    reg_col = pass_ == "reg" and (row is None or CONFIG["REG"].get("COL_EXP", False))
     can = (pass_ in ("reg", "rows", "split"), pass_ in ("rows", "split") or reg_col)
     for v, want, ok in zip((row, col), expand, can):
         if v is not None:

@@ -4,8 +4,10 @@ Every pass writes the same bits; they differ in what they take and how fast they
 
 * ``reg`` (the default, ``CONFIG['PASS']``) refuses 2D (16x16) scales, a row view with the RHT
   (unless alone, on the row kernel), a stochastically rounded row view beside a column view (unless
-  ``REG['ROW_SR']``) and, for inputs at most ``EXP_COL_ROWS_MAX_COLS`` wide, a column view
-  asked for expanded; the ``rows`` pass takes what it refuses (:func:`_reg_refusal`).
+  ``REG['ROW_SR']``) and, for inputs at most ``EXP_COL_ROWS_MAX_COLS`` wide, a pair whose column
+  view is asked for expanded; the ``rows`` pass takes what it refuses (:func:`_reg_refusal`). A
+  column view alone asked for expanded (``nn.recompute``'s xᵀ) is written so by the reg pass,
+  as a split pair's first launch writes it.
 * ``split``: a pair as two launches, the column view on the reg pass, then the row view alone
   (:func:`_splits` says when: the SR dy pairs, expanded column views, x pairs at most
   ``SPLIT_X_MAX_COLS`` wide).
@@ -44,7 +46,8 @@ def row_exp_code(expanded: bool) -> int:
 
 def _reg_refusal(row: _View | None, col: _View | None, expand=(False, False)) -> str | None:
     """Why the "reg" pass cannot take these views (None: it can)."""
-    if col is not None and expand[1] and col.shape[0] <= CONFIG["EXP_COL_ROWS_MAX_COLS"] \
+    if row is not None and col is not None and expand[1] \
+            and col.shape[0] <= CONFIG["EXP_COL_ROWS_MAX_COLS"] \
             and not CONFIG["REG"].get("COL_EXP", False):
         return (f"a column view asked for expanded of an input at most "
                 f"{CONFIG['EXP_COL_ROWS_MAX_COLS']} wide (EXP_COL_ROWS_MAX_COLS: the rows pass "

@@ -185,14 +185,14 @@ def recomputed_xt(op: str, sources, in_features: int, plan: Plan, state: dict, s
     """wgrad's xᵀ view of ``x = op(*sources)``, quantized in backward: forward's x, bit for
     bit, the op applied by the quantizer as it loads the sources (fused where a kernel can,
     ``op_specs.PROLOGUES``); ``amax``: forward's tensorwise amax of x, where it serves. The
-    view is consumed at once, so an MXFP8 one is quantized straight into the bf16 ``value ·
+    view is consumed at once, so it is quantized straight into the bf16 ``value ·
     block_scale`` form where the wgrad GEMM decodes to it (:func:`_expand_a`'s rule, as for
-    the A operands; the register kernel writes it): no decode pass. (NVFP4's stays codes: an
-    expanded NVFP4 column view goes to the rows pass, which would apply the op first.)"""
+    the A operands: MXFP8 and FP4; MXFP8's register kernel and NVFP4's reg pass write it, the
+    op applied as they load): no decode pass."""
     src_pad, prologue = padded_sources(op, sources, in_features,
                                        plan.recipe.required_multiples()["tokens"])
-    expand = plan.operand("wgrad.b").format.is_mx8 and _expand_a(
-        plan, "wgrad", out_features, in_features, src_pad.shape[0], src_pad.device)
+    expand = _expand_a(plan, "wgrad", out_features, in_features, src_pad.shape[0],
+                       src_pad.device)
     return _views(src_pad, plan, state, None, "wgrad.b", None if seeds is None else seeds[0:1],
                   per_rank=True, expand=(False, expand), prologue=prologue, amax=amax)[1]
 
