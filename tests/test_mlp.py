@@ -215,9 +215,13 @@ def test_fullgraph_trace_matches_eager():
                                               ("mxfp8", False), ("mxfp8", True),
                                               ("nvfp4", False), ("nvfp4", True),
                                               ("nvfp4_no_sr", False)])
-def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
+def test_same_bits_on_cuda_with_the_kernels(recipe, recompute, monkeypatch):
     """At a 1b-like width ratio on the GPU: the fused node (pair kernels with the relu²
-    prologues) = the three modules (Inductor-free eager relu², the plain pair kernel)."""
+    prologues) = the three modules (Inductor-free eager relu², the plain pair kernel). NVFP4's
+    ``du`` from the dgrad epilogue (``DU_IN_DGRAD``, on by default) is off here, so that the
+    up projection's dy pair takes the prologue; the next test runs it on."""
+    from microscale.nn import mlp
+    monkeypatch.setitem(mlp.CONFIG, "DU_IN_DGRAD", False)
     torch.manual_seed(0)
     up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
     down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
@@ -231,10 +235,12 @@ def test_same_bits_on_cuda_with_the_kernels(recipe, recompute):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr"])
-def test_gpu_du_in_dgrad_same_bits(recipe, monkeypatch):
+@pytest.mark.parametrize("recipe,recompute", [("nvfp4", False), ("nvfp4", True),
+                                              ("nvfp4_no_sr", False)])
+def test_gpu_du_in_dgrad_same_bits(recipe, recompute, monkeypatch):
     """``CONFIG["DU_IN_DGRAD"]`` on the GPU: the down projection's dgrad (NVFP4's α GEMM)
-    writes ``du`` in its epilogue, and the step keeps the three modules' bits."""
+    writes ``du`` in its epilogue, and the step keeps the three modules' bits (with the down
+    projection's xᵀ kept, or recomputed from u in backward, written expanded)."""
     from microscale.kernels import gemm_alpha
     from microscale.nn import mlp
     monkeypatch.setitem(mlp.CONFIG, "DU_IN_DGRAD", True)
@@ -244,5 +250,6 @@ def test_gpu_du_in_dgrad_same_bits(recipe, monkeypatch):
     torch.manual_seed(0)
     up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
     down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
+    down.recompute_input = recompute
     _same_bits(up, down, tokens=(4, 1000))
     assert fused.count("relu_square_grad") == 1, fused      # the fused run's down dgrad
