@@ -16,8 +16,8 @@ costs one recompile.
 
 Memory switch
 =============
-``layer.recompute_input`` (``None``, the default: on where xᵀ's wgrad view is FP8 tensorwise
-or blockwise and ``out_features >= 2048``; ``True``/``False`` force it;
+``layer.recompute_input`` (``None``, the default: on where xᵀ's wgrad view is FP8 tensorwise,
+blockwise, MXFP8 or NVFP4 and ``out_features >= 2048``; ``True``/``False`` force it;
 :func:`microscale.nn.set_recompute_input`): called
 through :func:`microscale.nn.linear_from` (the zoo's MLP down projection), backward recomputes
 the input's wgrad view from the activation's sources instead of keeping it: the same bits, less
@@ -120,7 +120,7 @@ class Linear(nn.Module):
         self._weight_cache = None          # (plan, W view, Wᵀ view) inside ms.weight_cache
         self.high_precision = False
         self.hp_fprop = False
-        self.recompute_input = None        # forward's recompute=(op, sources); None: FP8 xᵀ
+        self.recompute_input = None        # forward's recompute=(op, sources); None: by format, width
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
                                                dtype=torch.float32))
         self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=torch.float32)) \
