@@ -33,16 +33,17 @@ target at 1b, 125m's speed kept), off elsewhere. MXFP8 joined in session 25 (H10
 ``h100_20261127_session25/`` call 1, one process): at 1b 0.949× → 0.942× for 0.853× → 0.777×
 memory (session 15's MXFP8 recompute, the op run first and the view decoded, lost 5%: 0.858×
 → 0.812×); at 125m, forced on, 0.799× → 0.789× (0.837× → 0.746× memory), so the width rule
-stays. NVFP4 joined in session 37 (H200, ``h200_20261128_session37/``): its reg pass writes the
-recomputed column view expanded, the relu² applied as it loads; 1b nvfp4 level (0.882-0.911×
-either way across two processes) for 0.84× → 0.80× memory.
+stays. NVFP4's reg pass writes its recomputed column view expanded too (session 37), the relu²
+applied as it loads; forced on (``True``), 1b nvfp4 takes 0.84× → 0.80× of bf16's peak memory,
+level on an H200 and 0.5-1.8% slower on an H100 (``h200_h100_20261128_session37/``), so its
+default stays off.
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
 sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8
-tensorwise, blockwise, MXFP8 or NVFP4 in a layer at least 2048 wide;
+tensorwise, blockwise or MXFP8 in a layer at least 2048 wide;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
 ``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
@@ -118,17 +119,17 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
 
 
 # where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise, 1x128
-# blockwise, MXFP8 or NVFP4, whose kept column view is the largest item an FP8 step keeps
-# beyond bf16's and whose quantizers apply the op as they load (PROLOGUES: the recompute costs
-# no bf16 pass). MXFP8 since session 25: its register kernel writes the column view alone, from
+# blockwise or MXFP8, whose kept column view is the largest item an FP8 step keeps beyond
+# bf16's and whose quantizers apply the op as they load (PROLOGUES: the recompute costs no
+# bf16 pass). MXFP8 since session 25: its register kernel writes the column view alone, from
 # the op's sources and expanded (the wgrad GEMM's bf16 operand, no decode pass; session 15's
-# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b). NVFP4 since session
-# 37, when its reg pass began writing that view expanded too (the decode pass of the kept
-# codes gone): H200, 1b, two processes, nvfp4 0.8821x / 0.8871x -> 0.8872x / 0.8874x (call 1)
-# and 0.9108x -> 0.9058x (call 4) of compiled bf16, level, for 0.84x -> 0.80x of its peak
-# memory. (MXFP4's is not measured: off.)
-AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2,
-                QFormat.NVFP4)
+# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b). Not NVFP4, though
+# its reg pass writes the recomputed view expanded too since session 37: 1b nvfp4 0.84x ->
+# 0.80x of bf16's peak memory (its 0.9x target met either way) for level speed on an H200
+# (0.8821x / 0.8871x -> 0.8872x / 0.8874x, call 1; 0.9108x -> 0.9058x, call 4) but 0.5-1.8%
+# less on an H100 in three pairs (0.8868x -> 0.8769x, call 5; 0.9021x / 0.8989x -> 0.8977x /
+# 0.8825x, call 6), where its 0.9x speed target sits on the line.
+AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 # ... and only in layers at least this wide: the recompute adds a pass over x (the sources
 # read, the column view quantized) that the layer's GEMMs amortize over out_features. H100,
 # session 15, one process each: 1b's down projection (2048 wide) fp8_tensorwise 1.190x ->
@@ -139,8 +140,8 @@ AUTO_MIN_OUT = 2048
 
 def recompute_on(switch: bool | None, plan: Plan, out_features: int) -> bool:
     """The layer's ``recompute_input``: True/False as set; None (the default) on where wgrad's
-    xᵀ is FP8 tensorwise, blockwise, MXFP8 or NVFP4 (:data:`AUTO_FORMATS`) and the layer is at
-    least :data:`AUTO_MIN_OUT` wide."""
+    xᵀ is FP8 tensorwise, blockwise or MXFP8 (:data:`AUTO_FORMATS`) and the layer is at least
+    :data:`AUTO_MIN_OUT` wide."""
     if switch is not None:
         return bool(switch)
     return out_features >= AUTO_MIN_OUT and plan.quantized("wgrad") \
@@ -213,7 +214,7 @@ def _same_tensor_amax(plan: Plan) -> bool:
 
 def set_recompute_input(model: nn.Module, on: bool | None = True) -> int:
     """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model`` (``None``:
-    back to the default, on for FP8, MXFP8 and NVFP4 wgrad views); returns how many layers (only
+    back to the default, on for FP8 and MXFP8 wgrad views); returns how many layers (only
     those called through :func:`linear_from` are affected)."""
     from .linear import Linear
     layers = [m for m in model.modules() if isinstance(m, Linear)]
