@@ -238,9 +238,9 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
     amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
     where the pass does (rows and split: both; reg: the row view, a column view alone, and a
-    column view beside a row view where ``CONFIG['REG']['COL_EXP']`` says). ``prologue`` ``(name, y)``: the views of ``op(x2,
-    y)``, applied as the reg pass and its amax pass load (they take any view that pass
-    takes), else computed first."""
+    column view beside a row view where ``CONFIG['REG']['COL_EXP']`` says). ``prologue``
+    ``(name, y)``: the views of ``op(x2, y)``, applied as the reg pass and its amax pass load
+    (they take any view that pass takes), else computed first."""
     dev = x2.device
     # a row view with the RHT takes its amax from the v3 amax pass, which applies no
     # prologue: its op is computed first, whichever pass quantizes

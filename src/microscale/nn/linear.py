@@ -120,7 +120,7 @@ class Linear(nn.Module):
         self._weight_cache = None          # (plan, W view, Wᵀ view) inside ms.weight_cache
         self.high_precision = False
         self.hp_fprop = False
-        self.recompute_input = None        # forward's recompute=(op, sources); None: by format, width
+        self.recompute_input = None        # forward's recompute=(op, sources); None: auto
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device,
                                                dtype=torch.float32))
         self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=torch.float32)) \

@@ -20,8 +20,8 @@ backward takes forward's amax of ``s`` instead of measuring it again), so under
 ``torch.compile`` ``s`` is never written in bf16; elsewhere (MXFP8 off whole 128x128 tiles,
 the reference) the op runs first, with the same bits. An MXFP8 or NVFP4 column view
 recomputed in backward is written expanded (bf16 ``value · block scale``, the wgrad GEMM's
-operand on Hopper), so it also saves the decode pass the kept codes took. Measured on an H100 (whole
-step in one CUDA graph, ratio to compiled bf16 in the same process;
+operand on Hopper), so it also saves the decode pass the kept codes took. Measured on an H100
+(whole step in one CUDA graph, ratio to compiled bf16 in the same process;
 ``benchmarks/results/h100_20261125_session13/``, call 4): at 1b, peak memory 0.863× →
 0.794-0.796× for fp8_tensorwise 1.192× → 1.179× and fp8_blockwise 1.115× → 1.099× (with the op
 computed first, call 1: 1.214× → 1.167× and 1.126× → 1.099×). Session 15 (call 5, one
