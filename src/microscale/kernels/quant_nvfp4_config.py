@@ -91,8 +91,9 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # written expanded, beside the RHT'd column view) splits too where its input is at
           # most this wide (0: never). Its one launch holds all 16 raw tiles for both views
           # (offline SASS, Triton 3.9: 255 registers and 480 bytes of stack a thread, 2
-          # programs an SM); split, the column view alone runs at 3 and the row view alone at
-          # 6 (65 registers), x read once more. H100, session 25 call 4 (profiled, same
+          # programs an SM; Triton 3.6, the GPU machine's: 255 and no stack, session 37);
+          # split, the column view alone runs at 3 and the row view alone at 6 (65
+          # registers), x read once more. H100, session 25 call 4 (profiled, same
           # process): the 125m x pairs at 768 columns 3.27 -> 2.91 ms a step, with relu²'s
           # prologue at 3072 3.87 -> 3.93 ms (step 0.703x -> 0.707x of bf16 splitting both);
           # 1b (2048 / 8192) 0.872x -> 0.859x. So only narrow inputs split.
