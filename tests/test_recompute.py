@@ -387,3 +387,80 @@ def test_nvfp4_prologues_match_the_reference_on_edge_values(op, dtype, rows, col
                 if a.dtype.is_floating_point and a.element_size() == 1:
                     a, b = a.view(torch.uint8), b.view(torch.uint8)
                 assert torch.equal(a, b), (name, row, col)
+
+
+@pytest.mark.parametrize("backend,device", [("reference", "cpu"), ("triton", "cpu"),
+                                            pytest.param("triton", "cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("rht,given_row_amax", [(True, False), (True, True), (False, False)],
+                         ids=["rht", "rht-row-amax-given", "plain"])
+def test_nvfp4_column_amax_alone(backend, device, rht, given_row_amax):
+    """``quantize_rowcol`` with an ``amax_only`` NVFP4 column view (what ``nn.recompute`` asks
+    for in forward): the row view's bits as quantized alone, and in the column view's place
+    the amax the full column view measures (``quant.nvfp4.nvfp4_amax``'s), bit for bit, of
+    relu(u)² fused into the loads, with a NaN and a ±huge in u; on the kernels' amax pass with
+    per-program maxima and, with the row view's amax given, with its atomics; the op's fake
+    passes opcheck; a view the kernels cannot measure this way is refused."""
+    if backend == "triton":
+        pytest.importorskip("triton")
+    from microscale.ops import apply_prologue, quantize_views, view_spec
+    from microscale.tensor import QFormat
+    g = torch.Generator().manual_seed(4)
+    u = torch.randn(96, 80, generator=g).mul(3).to(torch.bfloat16)
+    u.view(-1)[[5, 17, 18]] = torch.tensor([float("nan"), 2e19, -2e19], dtype=torch.bfloat16)
+    u = u.to(device)
+    nf = {"check_finite": False}
+    col = {**nf, "rht": True} if rht else dict(nf)
+    x_op = apply_prologue("relu_square", u, None)
+    row_amax = {"amax": x_op.float().nan_to_num(0.0).abs().amax()} if given_row_amax else {}
+    row = (QFormat.NVFP4, {**nf, "expand": True, **row_amax})
+    q_row, amax = quantize_views(u, row, (QFormat.NVFP4, {**col, "amax_only": True}), backend,
+                                 "relu_square", None)
+    if backend == "triton":            # measured by the kernel's amax pass, not afterwards
+        path = ms.explain()[("quantize_rowcol", "nvfp4|none")]
+        assert "amax alone measured beside it" in path and "reference" not in path, path
+    row_cpu = (QFormat.NVFP4, {k: v.cpu() if torch.is_tensor(v) else v for k, v in row[1].items()})
+    alone, _ = quantize_views(x_op.cpu(), row_cpu, None, "reference")
+    full = quantize_views(x_op.cpu(), None, (QFormat.NVFP4, col), "reference")[1]
+    assert torch.is_tensor(amax) and amax.dim() == 0 and amax.dtype == torch.float32
+    assert torch.equal(amax.cpu(), full.amax) and amax.item() > 0, (amax, full.amax)
+    for name in ("data", "scale", "amax"):
+        a, b = getattr(q_row, name).cpu(), getattr(alone, name)
+        assert _same(a.view(torch.uint8), b.view(torch.uint8)) if a.element_size() == 1 \
+            else _same(a, b), name
+    specs = [view_spec(*row), view_spec(QFormat.NVFP4, {**col, "amax_only": True})]
+    torch.library.opcheck(torch.ops.microscale.quantize_rowcol.default,
+                          (u, *specs, backend, None, None, None, row_amax.get("amax"), None,
+                           None, None, "relu_square", None), test_utils=("test_faketensor",))
+    for bad in ((QFormat.MXFP8_E4M3, {**nf, "amax_only": True}),
+                (QFormat.NVFP4, {**col, "amax_only": True, "expand": True})):
+        with pytest.raises(ValueError, match="amax_only"):
+            quantize_views(u, row, bad, backend)
+
+
+def test_nvfp4_recompute_takes_forwards_column_amax():
+    """An NVFP4 layer with ``recompute_input`` on measures xᵀ's amax in forward, beside fprop's
+    view (one ``amax_only`` column view, no pass of its own), and backward's recomputed xᵀ
+    takes that tensor instead of measuring it again; the same bits as the plain layer
+    (``test_same_bits_as_the_layer_on_the_op`` runs the presets)."""
+    import microscale.nn.function as fn_mod
+    calls = []
+    real = fn_mod.quantize_views
+
+    def spy(t, row, col, *rest):
+        out = real(t, row, col, *rest)
+        calls.append((row, col, out))
+        return out
+    torch.manual_seed(0)
+    layer = ms.Linear(256, 128, recipe="nvfp4")
+    layer.recompute_input = True
+    sources = [torch.randn(2, 40, 256, dtype=torch.bfloat16)]          # 80 tokens: padded
+    grad = torch.randn(2, 40, 128, dtype=torch.bfloat16)
+    with mock.patch.object(fn_mod, "quantize_views", side_effect=spy):
+        fused = _run(layer, "square", sources, grad, True)
+    measured = [c for c in calls if c[1] is not None and c[1][1].get("amax_only")]
+    given = [c for c in calls if c[0] is None and c[1] is not None]    # backward's xᵀ alone
+    assert len(measured) == 1 and measured[0][1][1].get("rht") and len(given) == 1
+    assert given[0][1][1]["amax"] is measured[0][2][1]
+    assert torch.equal(given[0][2][1].amax, measured[0][2][1])
+    plain = _run(layer, "square", sources, grad, False)
+    assert all(torch.equal(a, b) for a, b in zip(fused, plain, strict=True))

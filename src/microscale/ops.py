@@ -63,11 +63,12 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import (dispatch, has_kernel, kernel_takes_hint, note_path, rowcol_key,
-                      wants_kernel)
+from .backend import (dispatch, explain, has_kernel, kernel_takes_hint, note_path,
+                      rowcol_key, wants_kernel)
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
+from .quant.nvfp4 import nvfp4_amax
 from .tensor import QFormat, QuantizedTensor
 from .validate import check_generator
 
@@ -230,6 +231,8 @@ def _quantize_op(x: Tensor, spec: str, backend: str, seed: Optional[Tensor],
 
 def _fake_view(x: Tensor, spec: str, rows, cols) -> tuple[Tensor, Tensor, Tensor]:
     fmt, opts = parse_view_spec(spec)
+    if opts.get("amax_only"):
+        return (*_no_view(x)[:2], x.new_empty((), dtype=torch.float32))
     (d_shape, d_dtype), (s_shape, s_dtype) = _layout(fmt, opts, rows, cols)
     scale = x.new_empty(s_shape[::-1], dtype=s_dtype).t() if scale_col_major(fmt, opts) \
         else x.new_empty(s_shape, dtype=s_dtype)
@@ -254,6 +257,9 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
                            scale=row_scale) if row else None,
              _view_options(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
                            scale=col_scale) if col else None]
+    amax_view = _amax_only(plans[1])      # the column view's amax alone: no view written
+    if amax_view is not None:
+        plans[1] = None
     views = [p[0] if p else None for p in plans]
     expand = tuple(bool(p and p[1]) for p in plans)
     key = rowcol_key(*(v[0].value if v else None for v in views))
@@ -267,6 +273,9 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
             reference = functools.partial(_rowcol_reference_of, prologue, x2)
         else:
             x = apply_prologue(prologue, x, x2)
+    if amax_view is not None and kernel_takes_hint("quantize_rowcol", key, backend, x.device,
+                                                   "col_amax"):
+        hints["col_amax"] = amax_view
     if wants_kernel(backend, x.device) and not has_kernel("quantize_rowcol", key):
         q_row, q_col = rowcol_views(x, *views, backend=backend)     # no fused kernel: per view
         note_path("quantize_rowcol", key, "per view (no fused kernel for this pair)")
@@ -276,15 +285,49 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
     outs = []
     for q, p in ((q_row, plans[0]), (q_col, plans[1])):
         if p is None:
-            outs += [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+            outs += _no_view(x)
             continue
         q = _as_promised(q, p, backend)
         outs += [q.data, q.scale, q.amax]
+    if amax_view is not None:          # the kernel's (it returns it as q_col), or measured now
+        outs[5] = q_col if isinstance(q_col, Tensor) else _view_amax(
+            apply_prologue(prologue, x, x2) if "prologue" in hints else x, amax_view)
+        if not isinstance(q_col, Tensor) and wants_kernel(backend, x.device):
+            note_path("quantize_rowcol", key, explain()[("quantize_rowcol", key)]
+                      + "; the column view's amax alone by the reference (a pass of its own)")
     if _shares_col_amax_specs(row, col):
         outs[5] = x.new_empty(0, dtype=torch.float32)
     inputs = (x_in, seed, row_rand_bits, col_rand_bits, row_amax, col_amax, row_scale,
               col_scale, x2)
     return list(_fresh(outs, inputs))
+
+
+def _no_view(x: Tensor) -> list[Tensor]:
+    """An unrequested view's three outputs (empty tensors)."""
+    return [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+
+
+def _amax_only(plan) -> tuple | None:
+    """``(format, options)`` of a column view asked for its amax alone (option ``amax_only``:
+    NVFP4 only, rounded to nearest; ``nn.recompute`` keeps it for the view it quantizes in
+    backward), else None."""
+    if plan is None or not plan[0][1].get("amax_only"):
+        return None
+    (fmt, opts), expand, _ = plan
+    opts = {k: v for k, v in opts.items() if k != "amax_only"}
+    if fmt != QFormat.NVFP4 or expand or opts.get("stochastic") or opts.get("amax") is not None \
+            or opts.get("block_2d"):
+        raise ValueError(f"quantize_rowcol: an amax_only column view must be a 1x16 NVFP4 view "
+                         f"with no expand, SR or given amax, got {fmt.value} {sorted(opts)}"
+                         f"{' expand' if expand else ''}")
+    return fmt, opts
+
+
+def _view_amax(x: Tensor, view: tuple) -> Tensor:
+    """The reference's amax of the column view ``view`` of ``x`` (what the kernel measures)."""
+    opts = view[1]
+    return nvfp4_amax(x.reshape(-1, x.shape[-1]).t(), bool(opts.get("rht", False)),
+                      int(opts.get("rht_d", 16)))
 
 
 def _rowcol_reference_of(prologue: str, x2: Optional[Tensor], x: Tensor, row, col):
@@ -357,7 +400,9 @@ def quantize_view(x: Tensor, fmt: QFormat, options: dict, backend: str) -> Quant
 def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str,
                    prologue: str = "", x2: Tensor | None = None):
     """Row and column views of ``x`` (``(fmt, options)`` or None each) in one op call; with a
-    ``prologue`` (``op_specs.PROLOGUES``), of ``op(x, x2)``, bit for bit."""
+    ``prologue`` (``op_specs.PROLOGUES``), of ``op(x, x2)``, bit for bit. A column view with
+    the option ``amax_only`` (NVFP4) comes back as its fp32 amax alone, measured in the pass
+    that measures the row view's."""
     opts = [v[1] if v else {} for v in (row, col)]
     seed = _seed_for(opts[0], x.device) if row else None
     if seed is None and col:
@@ -371,6 +416,8 @@ def quantize_views(x: Tensor, row: tuple | None, col: tuple | None, backend: str
     if _shares_col_amax(row, col):
         out = [*out[:5], out[2]]                # the column view's amax is the row view's
     q_row = _pack(row[0], opts[0], out[:3], torch.Size((rows, cols)), x.dtype) if row else None
+    if col and opts[1].get("amax_only"):
+        return q_row, out[5]                    # the column view's amax alone
     q_col = _pack(col[0], opts[1], out[3:], torch.Size((cols, rows)), x.dtype) if col else None
     return q_row, q_col
 

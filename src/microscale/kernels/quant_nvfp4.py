@@ -234,18 +234,20 @@ def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,
 
 
 def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
-         expand=(False, False), prologue=None):
+         expand=(False, False), prologue=None, col_amax: _View | None = None):
     """Launch the amax pass (if needed) and the quantize pass(es); return (amax_row,
     amax_col). ``x2``: the input as ``[rows, cols]``. ``expand``: views to write expanded
     where the pass does (rows and split: both; reg: the row view, a column view alone, and a
     column view beside a row view where ``CONFIG['REG']['COL_EXP']`` says). ``prologue``
     ``(name, y)``: the views of ``op(x2, y)``, applied as the reg pass and its amax pass load
-    (they take any view that pass takes), else computed first."""
+    (they take any view that pass takes), else computed first. ``col_amax`` (``col`` None): a
+    column view whose amax alone the amax pass measures beside the row view's (amax_col)."""
     dev = x2.device
     # a row view with the RHT takes its amax from the v3 amax pass, which applies no
     # prologue: its op is computed first, whichever pass quantizes
     row_rht = row is not None and row.rht
-    pass_ = choose_pass(row, col, op, expand, prologue[0] if prologue and not row_rht else "")
+    pass_ = choose_pass(row, col, op, expand, prologue[0] if prologue and not row_rht else "",
+                        col_amax is not None)
     x2, prologue = take_prologue(x2, prologue, pass_ in ("reg", "split") and not row_rht)
     pro = (None, 0) if prologue is None else \
         (x2 if prologue[1] is None else prologue[1], PROLOGUES[prologue[0]][2])
@@ -260,9 +262,12 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     # the reg layout's amax pass measures any view but a row view with the RHT, also for the
     # pairs whose quantize pass falls back to "rows" (dy: SR rows; 2D weights)
     reg_amax = CONFIG["PASS"] == "reg" and not row_rht
+    measured = col if col_amax is None else col_amax
     partial = CONFIG["AMAX_PARTIALS"] and reg_amax and pass_ != "v3" \
-        and all(v is None or v.amax is None for v in (row, col))
-    amax_buf, amaxes, parts = _amax_pass(x2, row, col, m, reg_amax, pro, partial)
+        and all(v is None or v.amax is None for v in (row, measured))
+    amax_buf, amaxes, parts = _amax_pass(x2, row, measured, m, reg_amax, pro, partial)
+    if col_amax is not None:  # no launch quantizes it: reduce the per-program maxima here
+        amaxes[1] = amax_buf.view(-1, 2)[:, 1].amax() if parts else amax_buf[1]
     views = [v if v is not None else _NoView(dev) for v in (row, col)]
     philox = [v for v in (row, col) if v is not None and v.sr_mode == 2]
     seed = kernel_seed(philox[0].opts, dev) if philox else x2  # x2: never read
@@ -293,18 +298,27 @@ def quantize_nvfp4_triton(x: torch.Tensor, **opts) -> QuantizedTensor:
 
 
 def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col, expand=(False, False),
-                                 prologue=None):
+                                 prologue=None, col_amax=None):
     """Kernel twin of ``ops.rowcol_reference`` for NVFP4 views (either may be None);
     ``expand`` (a dispatch hint): views to write expanded where the pass can; ``prologue`` (a
     hint, ``(name, x2)``): the views of ``op(x, x2)`` (``op_specs.PROLOGUES``), fused into the
-    reg pass's loads (and its amax pass's), applied first otherwise."""
+    reg pass's loads (and its amax pass's), applied first otherwise; ``col_amax`` (a hint, with
+    ``col`` None: a column view ``(format, options)``): its amax measured by the amax pass
+    beside the row view's, returned in the column view's place as a 0-d fp32 tensor (the
+    reference's ``quant.nvfp4.nvfp4_amax`` of xᵀ)."""
     x2 = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
     check_views(x2, row, col, _block_of)
     check_kernel_input(x)
     rv = _View(x2, row[1], False) if row else None
     cv = _View(x2, col[1], True) if col else None
-    amax_r, amax_c = _run(x2, rv, cv, "quantize_rowcol", expand, prologue)
+    av = _View(x2, col_amax[1], True) if col_amax is not None and not col else None
+    if av is not None and (rv is None or av.amax is not None or av.stochastic or av.block_2d):
+        raise KernelUnsupported("a measured column amax without a row view, or of a view "
+                                "with a given amax, SR or 2D blocks")
+    amax_r, amax_c = _run(x2, rv, cv, "quantize_rowcol", expand, prologue, av)
     rows, cols = x2.shape
+    if av is not None:
+        return rv.result(amax_r, torch.Size((rows, cols)), x.dtype) if rv else None, amax_c
     return (rv.result(amax_r, torch.Size((rows, cols)), x.dtype) if rv else None,
             cv.result(amax_c, torch.Size((cols, rows)), x.dtype) if cv else None)
 
@@ -313,6 +327,6 @@ def _block_of(fmt, opts) -> tuple[int, int]:
     return 16, 16 if opts.get("block_2d") else 1
 
 
-quantize_rowcol_nvfp4_triton.hints = ("expand", "prologue")
+quantize_rowcol_nvfp4_triton.hints = ("expand", "prologue", "col_amax")
 for _key in ("nvfp4|nvfp4", "nvfp4|none", "none|nvfp4"):
     register_kernel("quantize_rowcol", _key)(quantize_rowcol_nvfp4_triton)

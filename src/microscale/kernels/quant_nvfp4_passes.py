@@ -83,17 +83,18 @@ def _splits(row: _View | None, col: _View | None, expand=(False, False)) -> bool
 
 
 def choose_pass(row: _View | None, col: _View | None, op: str, expand=(False, False),
-                 prologue: str = "") -> str:
+                 prologue: str = "", col_amax: bool = False) -> str:
     """The pass that runs ("reg", "split", "rows" or "v3"), recorded for ``ms.explain()``
     (with ``prologue``, the op the reg pass applies as it loads; the others are given its
-    result)."""
+    result; ``col_amax``: a column view's amax measured by the amax pass, no view written)."""
     want = CONFIG["PASS"]
     if want not in _PASSES:
         raise ValueError(f"quant_nvfp4.CONFIG['PASS'] (MICROSCALE_NVFP4_PASS) must be one of "
                          f"{_PASSES}, got {want!r}")
     key = rowcol_key(row and "nvfp4", col and "nvfp4") if op == "quantize_rowcol" else "nvfp4"
     why = _reg_refusal(row, col, expand) if want == "reg" else None
-    fused = f"; {prologue} fused into its loads" if prologue else ""
+    fused = (f"; {prologue} fused into its loads" if prologue else "") \
+        + ("; the column view's amax alone measured beside it" if col_amax else "")
     if want == "reg" and _splits(row, col, expand):
         second = "the row kernel" if row_kernel_takes(row, expand[0]) else "a reg-pass launch"
         note_path(op, key, "triton (NVFP4 pair split: two launches, the column view (reg pass), "

@@ -97,7 +97,8 @@ def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.devic
 
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
            per_rank: bool = False, expand: tuple[bool, bool] = (False, False),
-           prologue: tuple | None = None, amax: torch.Tensor | None = None):
+           prologue: tuple | None = None, amax: torch.Tensor | None = None,
+           col_amax: torch.Tensor | None = None, col_amax_only: bool = False):
     """Row view (along the feature dim) for ``row_role`` and column view (along tokens) for
     ``col_role`` of ``t2d`` in one op call; delayed-scaling roles read and update their state.
 
@@ -106,13 +107,16 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
     ``expand``: which views to quantize into the expanded form (:func:`_expand_a`).
     ``prologue``: ``(op, t2)``: the views of ``op(t2d, t2)`` (``op_specs.PROLOGUES``, fused into
     the quantizer where a kernel can); ``amax``: that tensor's tensorwise amax, known already
-    (over the group where ``per_rank``), so no reduction runs for it."""
+    (over the group where ``per_rank``), so no reduction runs for it. ``col_amax``: the
+    NVFP4 column view's own amax, known already (:func:`xt_amax_source`'s "measured");
+    ``col_amax_only``: the column view's amax alone is returned in its place, measured in the
+    row view's pass (NVFP4)."""
     if row_role is None and col_role is None:
         return None, None
     group = plan.amax_group if per_rank else ""
     amax_all = amax                        # this tensor's amax over the group, computed once
     views = []
-    for role, expanded in ((row_role, expand[0]), (col_role, expand[1])):
+    for is_col, (role, expanded) in enumerate(((row_role, expand[0]), (col_role, expand[1]))):
         if role is None:
             views.append(None)
             continue
@@ -120,6 +124,11 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
         # hot path: no NaN/Inf scan (a full read plus a host sync per operand); a non-finite
         # activation or gradient surfaces as a non-finite loss, which the harness stops on
         options = op.quantize_kwargs() | {"check_finite": False}
+        if is_col and col_amax_only:
+            views.append((op.format, options | {"amax_only": True}))
+            continue
+        if is_col and col_amax is not None:
+            options["amax"] = col_amax
         if expanded:
             options["expand"] = True
         if op.rounding == Rounding.STOCHASTIC:
@@ -223,15 +232,37 @@ def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backen
                       qa.device, backend)
 
 
+def xt_amax_source(plan: Plan) -> str | None:
+    """Where wgrad's xᵀ view, quantized in backward from a recompute (``nn.recompute``), can
+    take its amax from forward instead of a pass of its own over x: ``"fprop"`` (both views
+    current tensorwise FP8: fprop's amax of x is xᵀ's), ``"measured"`` (both NVFP4, xᵀ
+    rounded to nearest and 1x16: the amax pass that measures fprop's view measures xᵀ's too,
+    after the RHT where xᵀ has it, and forward keeps that 0-d tensor), or None."""
+    if not plan.quantized("fprop"):
+        return None
+    fa, wb = plan.operand("fprop.a"), plan.operand("wgrad.b")
+    if fa.delayed or wb.delayed or fa.format != wb.format:
+        return None
+    if fa.format == QFormat.FP8_TENSOR:
+        return "fprop"
+    if fa.format == QFormat.NVFP4 and wb.rounding != Rounding.STOCHASTIC \
+            and not wb.quantize_kwargs().get("block_2d", False):
+        return "measured"
+    return None
+
+
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,
-           recompute: tuple | None = None):
+           recompute: tuple | None = None, xt_amax: bool = False):
     """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked, and
     the amax fprop's x view carries (None where fprop is not quantized). ``recompute`` ``(op,
     sources)`` with ``x = op(*sources)``: x's views are quantized from the sources, the op
     applied as the quantizer loads them (``op_specs.PROLOGUES``), so a compiled graph need not
-    write x at all (``nn.recompute``)."""
+    write x at all (``nn.recompute``). ``xt_amax`` (with ``want_xt`` off, where
+    :func:`xt_amax_source` says "measured"): the last item is xᵀ's amax instead, measured in
+    the pass that measures fprop's, for the xᵀ backward recomputes."""
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
+    measure_xt = xt_amax and fprop_q and not want_xt and xt_amax_source(plan) == "measured"
     multiple = recipe.required_multiples()["tokens"]
     if recompute is not None and (fprop_q or want_xt):
         x_pad, prologue = padded_sources(*recompute, x2d.shape[1], multiple)
@@ -243,8 +274,9 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
     expand_xt = want_xt and CONFIG["EXPAND_XT"] and _expand_a(
         plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
-                       "wgrad.b" if want_xt else None, None if seeds is None else seeds[0:1],
-                       per_rank=True, expand=(expand_x, expand_xt), prologue=prologue)
+                       "wgrad.b" if want_xt or measure_xt else None,
+                       None if seeds is None else seeds[0:1], per_rank=True,
+                       expand=(expand_x, expand_xt), prologue=prologue, col_amax_only=measure_xt)
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
                              None if seeds is None else seeds[1:2], tokens=x_pad.shape[0])
     if fprop_q:
@@ -253,6 +285,8 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         y = _hp_mm(x2d, weight.t(), recipe.compute_dtype, x2d.dtype)
     if bias is not None:
         y = y + bias.to(y.dtype)
+    if measure_xt:
+        return y, None, q_wt, q_xt
     return y, q_xt, q_wt, (q_x.amax if fprop_q else None)
 
 

@@ -60,7 +60,7 @@ from torch import nn
 from ..backend import note_path
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import _fprop, linear_grads
+from .function import _fprop, linear_grads, xt_amax_source
 from .plan import Plan, alpha_gemm
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
@@ -179,12 +179,15 @@ class Relu2MLPFn(torch.autograd.Function):
         need_dx, need_dwu, need_dwd = ctx.needs_input_grad[:3]
         need_du = need_dx or need_dwu
         u, q_xt, q_wut, _ = _fprop(x2d, w_up, None, p_up, s_up, seeds_up, need_dwu, need_dx)
-        y, q_st, q_wdt, _ = _fprop(u, w_down, b_down, p_dn, s_dn, seeds_dn,
-                                   keep_view and need_dwd, need_du, recompute=("relu_square", (u,)))
+        recompute = not keep_view and need_dwd      # relu(u)²'s xᵀ requantized in backward
+        y, q_st, q_wdt, st_amax = _fprop(u, w_down, b_down, p_dn, s_dn, seeds_dn,
+                                         keep_view and need_dwd, need_du,
+                                         recompute=("relu_square", (u,)), xt_amax=recompute)
+        st_amax = st_amax if recompute and xt_amax_source(p_dn) is not None else None
         saved = [u]
         ctx.metas = tuple(_stash(q, saved) for q in (q_xt, q_wut, q_st, q_wdt))
-        ctx.seeds = (seeds_up is not None, seeds_dn is not None)
-        saved += [s for s in (seeds_up, seeds_dn) if s is not None]
+        ctx.extras = (seeds_up is not None, seeds_dn is not None, st_amax is not None)
+        saved += [s for s in (seeds_up, seeds_dn, st_amax) if s is not None]
         ctx.save_for_backward(*saved)
         ctx.up = (p_up, s_up, x2d.dtype, x2d.shape[1])
         ctx.down = (p_dn, s_dn, u.dtype, u.shape[1], b_down is not None)
@@ -204,15 +207,16 @@ class Relu2MLPFn(torch.autograd.Function):
             views.append(None if meta is None else _unstash(meta, rest[:3]))
             rest = rest[3:] if meta is not None else rest
         q_xt, q_wut, q_st, q_wdt = views
-        seeds_up = rest.pop(0) if ctx.seeds[0] else None
-        seeds_dn = rest.pop(0) if ctx.seeds[1] else None
+        seeds_up = rest.pop(0) if ctx.extras[0] else None
+        seeds_dn = rest.pop(0) if ctx.extras[1] else None
+        st_amax = rest.pop(0) if ctx.extras[2] else None   # forward's amax for relu(u)²'s xᵀ
         need_dx, need_dwu, need_dwd, need_dbd = ctx.needs_input_grad[:4]
         need_du = need_dx or need_dwu
         p_dn, s_dn, u_dtype, hidden, has_bias = ctx.down
         down = _Layer(p_dn, s_dn, need_du, need_dwd, u_dtype, hidden, has_bias)
         if need_dwd and q_st is None:       # relu(u)²'s column view, requantized from u
             q_st = recomputed_xt("relu_square", (u,), hidden, p_dn, s_dn, seeds_dn,
-                                 dy2d.shape[1])
+                                 dy2d.shape[1], amax=st_amax)
         # du = relu_square_grad(ds, u): in the dgrad GEMM's epilogue (DU_IN_DGRAD), or as the
         # up projection's quantizers load ds and u
         epi = need_du and du_in_dgrad(p_dn, dy2d, hidden, u_dtype)

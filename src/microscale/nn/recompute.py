@@ -66,7 +66,8 @@ from torch import nn
 from ..op_specs import PROLOGUES
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import _expand_a, _fprop, _views, linear_grads, padded_sources
+from .function import (_expand_a, _fprop, _views, linear_grads, padded_sources,
+                       xt_amax_source)
 from .plan import Plan
 from .saved import save_for_grads, saved_for_grads
 
@@ -157,10 +158,11 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         ctx.dgrad_q = need_dx and plan.quantized("dgrad") and x2d.shape[0] > 0
         ctx.wgrad_q = True                     # can_recompute said so
         y, _, q_wt, x_amax = _fprop(x2d, weight, bias, plan, state, seeds, False, ctx.dgrad_q,
-                                    recompute=(op, sources))
+                                    recompute=(op, sources), xt_amax=True)
         w_hp = [weight] if need_dx and not ctx.dgrad_q else []
-        # a tensorwise xᵀ takes forward's amax of x (the same tensor): no reduction in backward
-        ctx.reuse_amax = _same_tensor_amax(plan)
+        # xᵀ takes its amax from forward where it can (xt_amax_source: a tensorwise xᵀ
+        # forward's amax of x, an NVFP4 one its own, measured beside fprop's): no amax pass
+        ctx.reuse_amax = x_amax is not None and xt_amax_source(plan) is not None
         head = (*sources, x_amax) if ctx.reuse_amax else sources
         save_for_grads(ctx, plan, state, x2d, bias, seeds, None, q_wt, w_hp, head=head)
         ctx.op = op
@@ -191,7 +193,8 @@ def recomputed_xt(op: str, sources, in_features: int, plan: Plan, state: dict, s
                   out_features: int, amax: torch.Tensor | None = None):
     """wgrad's xᵀ view of ``x = op(*sources)``, quantized in backward: forward's x, bit for
     bit, the op applied by the quantizer as it loads the sources (fused where a kernel can,
-    ``op_specs.PROLOGUES``); ``amax``: forward's tensorwise amax of x, where it serves. The
+    ``op_specs.PROLOGUES``); ``amax``: the amax forward kept for it (``nn.function.
+    xt_amax_source``: its tensorwise amax of x, or xᵀ's NVFP4 amax measured beside fprop's). The
     view is consumed at once, so it is quantized straight into the bf16 ``value ·
     block_scale`` form where the wgrad GEMM decodes to it (:func:`_expand_a`'s rule, as for
     the A operands: MXFP8 and FP4; MXFP8's register kernel and NVFP4's reg pass write it, the
@@ -200,16 +203,10 @@ def recomputed_xt(op: str, sources, in_features: int, plan: Plan, state: dict, s
                                        plan.recipe.required_multiples()["tokens"])
     expand = _expand_a(plan, "wgrad", out_features, in_features, src_pad.shape[0],
                        src_pad.device)
+    measured = amax is not None and xt_amax_source(plan) == "measured"
     return _views(src_pad, plan, state, None, "wgrad.b", None if seeds is None else seeds[0:1],
-                  per_rank=True, expand=(False, expand), prologue=prologue, amax=amax)[1]
-
-
-def _same_tensor_amax(plan: Plan) -> bool:
-    """Whether fprop's x view and wgrad's xᵀ view are both current tensorwise FP8, so the
-    amax forward measured (over the same group) is the one xᵀ's scale needs."""
-    fa, wb = plan.operand("fprop.a"), plan.operand("wgrad.b")
-    return plan.quantized("fprop") and not (fa.delayed or wb.delayed) and \
-        fa.format == QFormat.FP8_TENSOR and wb.format == QFormat.FP8_TENSOR
+                  per_rank=True, expand=(False, expand), prologue=prologue,
+                  amax=None if measured else amax, col_amax=amax if measured else None)[1]
 
 
 def set_recompute_input(model: nn.Module, on: bool | None = True) -> int:

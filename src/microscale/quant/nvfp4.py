@@ -30,7 +30,7 @@ from ..tensor import QFormat, QuantizedTensor
 from .common import (NAN_BYTE_FP8, as_rows, check_given_scalar, check_input, mark_nan,
                      rand_bits_like, random_bytes, split_nan)
 
-__all__ = ["quantize_nvfp4", "nvfp4_global_scales", "nvfp4_alpha", "NVFP4_BLOCK"]
+__all__ = ["quantize_nvfp4", "nvfp4_amax", "nvfp4_global_scales", "nvfp4_alpha", "NVFP4_BLOCK"]
 
 NVFP4_BLOCK = 16
 _INV6 = torch.tensor(1.0 / 6.0, dtype=torch.float32).item()  # fp32(1/6) as a Python float
@@ -67,6 +67,26 @@ def _block_vmax(x_hp: torch.Tensor, block_2d: bool) -> torch.Tensor:
     return tiles.repeat_interleave(16, dim=0)
 
 
+def _rotated(x2: torch.Tensor, rht: bool, rht_d: int, check_finite: bool):
+    """``(x_hp, NaN mask)``: the rows ``x2`` after the RHT where asked, in fp32, NaN read as 0."""
+    if rht:
+        x2 = _rht(x2, rht_d)
+    return split_nan(x2.float(), check_finite)
+
+
+def _measured(x_hp: torch.Tensor) -> torch.Tensor:
+    return x_hp.abs().amax() if x_hp.numel() else torch.zeros((), device=x_hp.device)
+
+
+def nvfp4_amax(x: torch.Tensor, rht: bool = False, rht_d: int = 16) -> torch.Tensor:
+    """The fp32 amax that :func:`quantize_nvfp4` measures for ``x`` (along its last dim; after
+    the RHT where ``rht``; NaN read as 0, as ``check_finite=False`` reads it): what a view
+    measured beside another in one pass (``quantize_rowcol``'s ``amax_only`` column view) is
+    held to."""
+    x_hp, _ = _rotated(as_rows(x), rht, rht_d, False)
+    return _measured(x_hp).float().reshape(())
+
+
 def quantize_nvfp4(
     x: torch.Tensor,
     block_2d: bool = False,
@@ -94,12 +114,8 @@ def quantize_nvfp4(
     """
     x2 = as_rows(check_input(x, "nvfp4", NVFP4_BLOCK, 16 if block_2d else 1, check_finite))
     check_given_scalar(amax, "amax", "nvfp4", check_finite)
-    if rht:
-        x2 = _rht(x2, rht_d)
-    x_hp, nan = split_nan(x2.float(), check_finite)     # NaN: quantized as 0, then marked
-    if amax is None:
-        amax = x_hp.abs().amax() if x_hp.numel() else torch.zeros((), device=x.device)
-    amax = amax.float().reshape(())
+    x_hp, nan = _rotated(x2, rht, rht_d, check_finite)  # NaN: quantized as 0, then marked
+    amax = (_measured(x_hp) if amax is None else amax).float().reshape(())
     s_enc, s_dec = nvfp4_global_scales(amax)
 
     s_b = _block_vmax(x_hp, block_2d) * (s_enc * _INV6)
