@@ -18,6 +18,11 @@ A view with ``"expand": true`` (NVFP4 / MXFP4 / MXFP8; ``tensor.py``) has bf16 `
 The 1×128 FP8 scales are stored column-major because that is the layout cuBLASLt's blockwise
 GEMM reads: produced that way, no GEMM call transposes them.
 
+A column view with ``"amax_only": true`` (``quantize_rowcol``; NVFP4 1×16, rounded to nearest)
+is not written: its slot holds two empty tensors and the fp32 amax the view would have
+measured (after its RHT), which the kernels' amax pass takes beside the row view's in the same
+read (``nn.recompute`` keeps it for the view it quantizes in backward).
+
 A *prologue* (``quantize_rowcol``'s ``prologue`` / ``x2``): quantize ``op(x, x2)`` instead of x,
 for ``op`` in :data:`PROLOGUES` (one correctly rounded multiply each, plus exact selects), where
 a kernel can apply it to what it loads (``nn.recompute``: the MLP's input recomputed in
@@ -50,6 +55,7 @@ import json
 import torch
 from torch import Tensor
 
+from .quant.nvfp4 import nvfp4_amax
 from .tensor import QFormat, QuantizedTensor
 
 _TENSOR_OPTIONS = ("seed", "rand_bits", "amax", "scale")
@@ -167,6 +173,29 @@ def _layout(fmt: QFormat, opts: dict, rows, cols):
         br, bc = opts.get("block", (1, 128))
         return ((rows, cols), fp8), ((rows // br, cols // bc), torch.float32)
     return ((rows, cols), fp8), ((), torch.float32)
+
+
+def amax_only_view(fmt: QFormat, opts: dict, expand: bool = False) -> tuple | None:
+    """``(format, options without amax_only)`` of a column view asked for its amax alone (the
+    module docstring), None for any other view; an amax-only view that is not a 1×16 NVFP4
+    view rounded to nearest, written as codes with no amax given, raises."""
+    if not opts.get("amax_only"):
+        return None
+    opts = {k: v for k, v in opts.items() if k != "amax_only"}
+    if fmt != QFormat.NVFP4 or expand or opts.get("stochastic") or opts.get("block_2d") \
+            or opts.get("amax") is not None:
+        raise ValueError(f"quantize_rowcol: an amax_only column view must be a 1x16 NVFP4 view "
+                         f"with no expand, SR or given amax, got {fmt.value} {sorted(opts)}"
+                         f"{' expand' if expand else ''}")
+    return fmt, opts
+
+
+def amax_only_reference(x: Tensor, view: tuple) -> Tensor:
+    """The reference's amax of the column view ``view`` (:func:`amax_only_view`) of ``x``: what
+    the kernels' amax pass measures for it."""
+    opts = view[1]
+    return nvfp4_amax(x.reshape(-1, x.shape[-1]).t(), bool(opts.get("rht", False)),
+                      int(opts.get("rht_d", 16)))
 
 
 def scale_col_major(fmt: QFormat, opts: dict) -> bool:

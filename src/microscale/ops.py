@@ -68,7 +68,6 @@ from .backend import (dispatch, explain, has_kernel, kernel_takes_hint, note_pat
 from .quant import quantize_fp8_block, quantize_fp8_tensor, quantize_mx, quantize_nvfp4
 from .quant.common import draw_seed
 from .quant.fp8 import delayed_scale_update_
-from .quant.nvfp4 import nvfp4_amax
 from .tensor import QFormat, QuantizedTensor
 from .validate import check_generator
 
@@ -100,6 +99,8 @@ from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kern
     _meta,
     _operand,
     _rows_cols,
+    amax_only_reference,
+    amax_only_view,
     apply_prologue,
     check_prologue,
     col_major_like,
@@ -257,7 +258,7 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
                            scale=row_scale) if row else None,
              _view_options(col, seed=seed, rand_bits=col_rand_bits, amax=col_amax,
                            scale=col_scale) if col else None]
-    amax_view = _amax_only(plans[1])      # the column view's amax alone: no view written
+    amax_view = amax_only_view(*plans[1][0], plans[1][1]) if plans[1] else None
     if amax_view is not None:
         plans[1] = None
     views = [p[0] if p else None for p in plans]
@@ -290,7 +291,7 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
         q = _as_promised(q, p, backend)
         outs += [q.data, q.scale, q.amax]
     if amax_view is not None:          # the kernel's (it returns it as q_col), or measured now
-        outs[5] = q_col if isinstance(q_col, Tensor) else _view_amax(
+        outs[5] = q_col if isinstance(q_col, Tensor) else amax_only_reference(
             apply_prologue(prologue, x, x2) if "prologue" in hints else x, amax_view)
         if not isinstance(q_col, Tensor) and wants_kernel(backend, x.device):
             note_path("quantize_rowcol", key, explain()[("quantize_rowcol", key)]
@@ -305,29 +306,6 @@ def _quantize_rowcol_op(x: Tensor, row: str, col: str, backend: str, seed: Optio
 def _no_view(x: Tensor) -> list[Tensor]:
     """An unrequested view's three outputs (empty tensors)."""
     return [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
-
-
-def _amax_only(plan) -> tuple | None:
-    """``(format, options)`` of a column view asked for its amax alone (option ``amax_only``:
-    NVFP4 only, rounded to nearest; ``nn.recompute`` keeps it for the view it quantizes in
-    backward), else None."""
-    if plan is None or not plan[0][1].get("amax_only"):
-        return None
-    (fmt, opts), expand, _ = plan
-    opts = {k: v for k, v in opts.items() if k != "amax_only"}
-    if fmt != QFormat.NVFP4 or expand or opts.get("stochastic") or opts.get("amax") is not None \
-            or opts.get("block_2d"):
-        raise ValueError(f"quantize_rowcol: an amax_only column view must be a 1x16 NVFP4 view "
-                         f"with no expand, SR or given amax, got {fmt.value} {sorted(opts)}"
-                         f"{' expand' if expand else ''}")
-    return fmt, opts
-
-
-def _view_amax(x: Tensor, view: tuple) -> Tensor:
-    """The reference's amax of the column view ``view`` of ``x`` (what the kernel measures)."""
-    opts = view[1]
-    return nvfp4_amax(x.reshape(-1, x.shape[-1]).t(), bool(opts.get("rht", False)),
-                      int(opts.get("rht_d", 16)))
 
 
 def _rowcol_reference_of(prologue: str, x2: Optional[Tensor], x: Tensor, row, col):

@@ -15,8 +15,10 @@ it was the largest per-layer item an FP8 step kept beyond what bf16 keeps).
 Cost: forward quantizes only the row view (fprop), backward the column view of the
 recomputed ``s``. Both quantize from the sources, the op applied as the quantizer loads them
 where a kernel can (``op_specs.PROLOGUES``: the FP8 1x128 and MXFP8 register kernels writing
-one view alone, NVFP4's reg pass and its amax pass, and the tensorwise cast pass, which in
-backward takes forward's amax of ``s`` instead of measuring it again), so under
+one view alone, NVFP4's reg pass and its amax pass, and the tensorwise cast pass), and the
+column view takes its amax from forward where one serves (``nn.function.xt_amax_source``:
+a tensorwise view forward's amax of ``s``; an NVFP4 view its own RHT'd amax, which forward's
+amax pass measures beside the row view's, one more 0-d tensor kept), so under
 ``torch.compile`` ``s`` is never written in bf16; elsewhere (MXFP8 off whole 128x128 tiles,
 the reference) the op runs first, with the same bits. An MXFP8 or NVFP4 column view
 recomputed in backward is written expanded (bf16 ``value · block scale``, the wgrad GEMM's
@@ -33,24 +35,25 @@ target at 1b, 125m's speed kept), off elsewhere. MXFP8 joined in session 25 (H10
 ``h100_20261127_session25/`` call 1, one process): at 1b 0.949× → 0.942× for 0.853× → 0.777×
 memory (session 15's MXFP8 recompute, the op run first and the view decoded, lost 5%: 0.858×
 → 0.812×); at 125m, forced on, 0.799× → 0.789× (0.837× → 0.746× memory), so the width rule
-stays. NVFP4's reg pass writes its recomputed column view expanded too (session 37), the relu²
-applied as it loads; forced on (``True``), 1b nvfp4 takes 0.84× → 0.80× of bf16's peak memory,
-level on an H200 and 0.5-1.8% slower on an H100 (``h200_h100_20261128_session37/``), so its
-default stays off.
+stays. NVFP4 joined in session 38: its reg pass writes the recomputed column view expanded
+(session 37), relu² applied as it loads, and since session 38 with forward's amax (before, a
+second amax pass over ``u``: 0.5-1.8% slower on an H100, ``h200_h100_20261128_session37/``);
+at 1b on an H100 (``h100_20261128_session38/``, two processes, four pairs) 0.9003× → 0.9023×
+of bf16's speed on average, for 0.84× → 0.80× of its peak memory.
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
 sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8
-tensorwise, blockwise or MXFP8 in a layer at least 2048 wide;
+tensorwise, blockwise, MXFP8 or NVFP4 in a layer at least 2048 wide;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
-``x``, keeps the *sources* (not ``x``, not its column view; plus forward's tensorwise amax
-of ``x`` where xᵀ is tensorwise FP8) and returns the gradients of the sources itself, with
-the op's backward written out in the order eager autograd computes it, so the gradients are
-bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on ``x``: same
-numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply each, so a
+``x``, keeps the *sources* (not ``x``, not its column view; plus the amax forward took for
+xᵀ, :func:`~microscale.nn.function.xt_amax_source`) and returns the gradients of the sources
+itself, with the op's backward written out in the order eager autograd computes it, so the
+gradients are bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on
+``x``: same numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply each, so a
 compiled recompute or a kernel's gives forward's bits too: ``"square"`` (``x = a²``, relu²
 after the relu), ``"mul"`` (``x = a · b``, SwiGLU after the silu) and ``"relu_square"`` (``x =
 relu(u)²`` from the pre-activation: the relu is never written out either, and backward keeps
@@ -120,17 +123,17 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
 
 
 # where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise, 1x128
-# blockwise or MXFP8, whose kept column view is the largest item an FP8 step keeps beyond
+# blockwise, MXFP8 or NVFP4, whose kept column view is the largest item a step keeps beyond
 # bf16's and whose quantizers apply the op as they load (PROLOGUES: the recompute costs no
 # bf16 pass). MXFP8 since session 25: its register kernel writes the column view alone, from
 # the op's sources and expanded (the wgrad GEMM's bf16 operand, no decode pass; session 15's
-# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b). Not NVFP4, though
-# its reg pass writes the recomputed view expanded too since session 37: 1b nvfp4 0.84x ->
-# 0.80x of bf16's peak memory (its 0.9x target met either way) for level speed on an H200
-# (0.8821x / 0.8871x -> 0.8872x / 0.8874x, call 1; 0.9108x -> 0.9058x, call 4) but 0.5-1.8%
-# less on an H100 in three pairs (0.8868x -> 0.8769x, call 5; 0.9021x / 0.8989x -> 0.8977x /
-# 0.8825x, call 6), where its 0.9x speed target sits on the line.
-AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
+# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b). NVFP4 since session
+# 38, once the view took forward's amax (xt_amax_source): 1b nvfp4 0.84x -> 0.80x of bf16's
+# peak memory; on an H100, kept / recomputed, 0.9048 / 0.9060 and 0.8924 / 0.9009 (call 1),
+# 0.9018 / 0.8976 and 0.9021 / 0.9045 (call 2, the recompute first). Session 37's recompute,
+# which measured that amax again in backward, ran 0.5-1.8% slower on an H100 in three pairs.
+AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2,
+                QFormat.NVFP4)
 # ... and only in layers at least this wide: the recompute adds a pass over x (the sources
 # read, the column view quantized) that the layer's GEMMs amortize over out_features. H100,
 # session 15, one process each: 1b's down projection (2048 wide) fp8_tensorwise 1.190x ->
@@ -141,8 +144,8 @@ AUTO_MIN_OUT = 2048
 
 def recompute_on(switch: bool | None, plan: Plan, out_features: int) -> bool:
     """The layer's ``recompute_input``: True/False as set; None (the default) on where wgrad's
-    xᵀ is FP8 tensorwise, blockwise or MXFP8 (:data:`AUTO_FORMATS`) and the layer is at least
-    :data:`AUTO_MIN_OUT` wide."""
+    xᵀ is FP8 tensorwise, blockwise, MXFP8 or NVFP4 (:data:`AUTO_FORMATS`) and the layer is at
+    least :data:`AUTO_MIN_OUT` wide."""
     if switch is not None:
         return bool(switch)
     return out_features >= AUTO_MIN_OUT and plan.quantized("wgrad") \
@@ -211,7 +214,7 @@ def recomputed_xt(op: str, sources, in_features: int, plan: Plan, state: dict, s
 
 def set_recompute_input(model: nn.Module, on: bool | None = True) -> int:
     """Set ``recompute_input`` on every :class:`~microscale.Linear` of ``model`` (``None``:
-    back to the default, on for FP8 and MXFP8 wgrad views); returns how many layers (only
+    back to the default, on for FP8, MXFP8 and NVFP4 wgrad views); returns how many layers (only
     those called through :func:`linear_from` are affected)."""
     from .linear import Linear
     layers = [m for m in model.modules() if isinstance(m, Linear)]
