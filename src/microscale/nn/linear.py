@@ -17,7 +17,7 @@ costs one recompile.
 Memory switch
 =============
 ``layer.recompute_input`` (``None``, the default: on where xᵀ's wgrad view is FP8 tensorwise,
-blockwise, MXFP8 or NVFP4 and ``out_features >= 2048``; ``True``/``False`` force it;
+blockwise or MXFP8 and ``out_features >= 2048``, or NVFP4; ``True``/``False`` force it;
 :func:`microscale.nn.set_recompute_input`): called
 through :func:`microscale.nn.linear_from` (the zoo's MLP down projection), backward recomputes
 the input's wgrad view from the activation's sources instead of keeping it: the same bits, less

@@ -35,18 +35,20 @@ target at 1b, 125m's speed kept), off elsewhere. MXFP8 joined in session 25 (H10
 ``h100_20261127_session25/`` call 1, one process): at 1b 0.949× → 0.942× for 0.853× → 0.777×
 memory (session 15's MXFP8 recompute, the op run first and the view decoded, lost 5%: 0.858×
 → 0.812×); at 125m, forced on, 0.799× → 0.789× (0.837× → 0.746× memory), so the width rule
-stays. NVFP4 joined in session 38: its reg pass writes the recomputed column view expanded
-(session 37), relu² applied as it loads, and since session 38 with forward's amax (before, a
-second amax pass over ``u``: 0.5-1.8% slower on an H100, ``h200_h100_20261128_session37/``);
-at 1b on an H100 (``h100_20261128_session38/``, two processes, four pairs) 0.9003× → 0.9023×
-of bf16's speed on average, for 0.84× → 0.80× of its peak memory.
+stays. NVFP4 joined in session 38, at every width: its reg pass writes the recomputed
+column view expanded (session 37), relu² applied as it loads, and since session 38 with
+forward's amax (before, a second amax pass over ``u``: 0.5-1.8% slower on an H100,
+``h200_h100_20261128_session37/``). On an H100 (``h100_20261128_session38/``): 1b 0.9003× →
+0.9023× of bf16's speed (the mean of four pairs), 350m 0.782× → 0.789×, 125m 0.755× → 0.763×,
+50m 0.724× → 0.731×, for 0.84× / 0.81× / 0.80× / 0.81× → 0.80× / 0.76× / 0.76× / 0.76× of its
+peak memory (:data:`AUTO_ANY_WIDTH`).
 
 How
 ===
 ``linear_from(layer, op, *sources)`` computes ``x = op(*sources)`` as usual (so forward hooks,
 analysis and a high-precision fallback see the real input) and calls ``layer(x, recompute=(op,
 sources))``. When the layer's ``recompute_input`` switch is on (by default where xᵀ is FP8
-tensorwise, blockwise, MXFP8 or NVFP4 in a layer at least 2048 wide;
+tensorwise, blockwise or MXFP8 in a layer at least 2048 wide, or NVFP4;
 :func:`set_recompute_input`) and its wgrad is quantized with a plain column view (current
 scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs fprop from
 ``x``, keeps the *sources* (not ``x``, not its column view; plus the amax forward took for
@@ -74,7 +76,8 @@ from .function import (_expand_a, _fprop, _views, linear_grads, padded_sources,
 from .plan import Plan
 from .saved import save_for_grads, saved_for_grads
 
-__all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "RecomputedInputLinearFn", "linear_from",
+__all__ = ["OPS", "AUTO_FORMATS", "AUTO_MIN_OUT", "AUTO_ANY_WIDTH", "RecomputedInputLinearFn",
+           "linear_from",
            "set_recompute_input", "can_recompute", "recompute_applies", "recompute_on",
            "recomputed_xt"]
 
@@ -123,33 +126,41 @@ def recompute_applies(layer, x: torch.Tensor, recompute: tuple, plan: Plan,
 
 
 # where the switch's default (None) turns it on: xᵀ's wgrad view in FP8 tensorwise, 1x128
-# blockwise, MXFP8 or NVFP4, whose kept column view is the largest item a step keeps beyond
+# blockwise or MXFP8, whose kept column view is the largest item an FP8 step keeps beyond
 # bf16's and whose quantizers apply the op as they load (PROLOGUES: the recompute costs no
 # bf16 pass). MXFP8 since session 25: its register kernel writes the column view alone, from
 # the op's sources and expanded (the wgrad GEMM's bf16 operand, no decode pass; session 15's
-# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b). NVFP4 since session
-# 38, once the view took forward's amax (xt_amax_source): 1b nvfp4 0.84x -> 0.80x of bf16's
-# peak memory; on an H100, kept / recomputed, 0.9048 / 0.9060 and 0.8924 / 0.9009 (call 1),
-# 0.9018 / 0.8976 and 0.9021 / 0.9045 (call 2, the recompute first). Session 37's recompute,
-# which measured that amax again in backward, ran 0.5-1.8% slower on an H100 in three pairs.
-AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2,
-                QFormat.NVFP4)
+# MXFP8 recompute, the op run first and the view decoded, cost 5% at 1b).
+AUTO_FORMATS = (QFormat.FP8_TENSOR, QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2)
 # ... and only in layers at least this wide: the recompute adds a pass over x (the sources
 # read, the column view quantized) that the layer's GEMMs amortize over out_features. H100,
 # session 15, one process each: 1b's down projection (2048 wide) fp8_tensorwise 1.190x ->
 # 1.195x, fp8_blockwise 1.125x -> 1.110x (call 5); 125m's (768 wide) 0.951x -> 0.936x and
 # 0.902x -> 0.874x (call 8), where bf16's memory is no constraint.
 AUTO_MIN_OUT = 2048
+# ... and at any width where xᵀ is NVFP4 (session 38, once the recomputed view took forward's
+# amax, xt_amax_source): the kept path's x pair (both views in one launch, ~48% of the copy
+# rate) and its decode pass cost more than a row view alone in forward plus a column view
+# alone, expanded, in backward. H100, x bf16 kept -> recomputed (peak memory x bf16's): 1b
+# 0.9048 / 0.8924 / 0.9018 / 0.9021 -> 0.9060 / 0.9009 / 0.8976 / 0.9045 (0.84 -> 0.80; calls
+# 1-2, the third pair's recompute first); 350m 0.7818 -> 0.7892 / 0.7896 (0.81 -> 0.76, call
+# 4); 125m 0.7552 / 0.7552 -> 0.7632 / 0.7628 (0.80 -> 0.76, call 4), nvfp4_no_sr 0.7737 ->
+# 0.7819 (call 5); 50m 0.7244 -> 0.7312 (0.81 -> 0.76, call 5). Session 37's recompute, which
+# measured that amax again in backward, ran 0.5-1.8% slower at 1b. Not MXFP4 (no global
+# amax to keep): 125m 0.7334 -> 0.6999 forced on (call 5).
+AUTO_ANY_WIDTH = (QFormat.NVFP4,)
 
 
 def recompute_on(switch: bool | None, plan: Plan, out_features: int) -> bool:
     """The layer's ``recompute_input``: True/False as set; None (the default) on where wgrad's
-    xᵀ is FP8 tensorwise, blockwise, MXFP8 or NVFP4 (:data:`AUTO_FORMATS`) and the layer is at
-    least :data:`AUTO_MIN_OUT` wide."""
+    xᵀ is FP8 tensorwise, blockwise or MXFP8 (:data:`AUTO_FORMATS`) and the layer is at least
+    :data:`AUTO_MIN_OUT` wide, or xᵀ is NVFP4 (:data:`AUTO_ANY_WIDTH`)."""
     if switch is not None:
         return bool(switch)
-    return out_features >= AUTO_MIN_OUT and plan.quantized("wgrad") \
-        and plan.operand("wgrad.b").format in AUTO_FORMATS
+    if not plan.quantized("wgrad"):
+        return False
+    fmt = plan.operand("wgrad.b").format
+    return fmt in AUTO_ANY_WIDTH or (out_features >= AUTO_MIN_OUT and fmt in AUTO_FORMATS)
 
 
 class RecomputedInputLinearFn(torch.autograd.Function):
