@@ -91,9 +91,9 @@ def _add_training_args(p: argparse.ArgumentParser, steps: int, out: str) -> None
     g.add_argument("--recompute-input", nargs="?", const="on", default="auto",
                    choices=("auto", "on", "off"),
                    help="MLP down projections keep the activation's sources for backward and "
-                        "recompute their quantized input there (less memory, a little slower; "
-                        "same bits); auto (the default): on where that input's wgrad view is FP8 "
-                        "tensorwise, blockwise or MXFP8 and the layer is 2048+ wide")
+                        "recompute their quantized input there (less memory, same bits); auto "
+                        "(the default): on where that input's wgrad view is FP8 tensorwise, "
+                        "blockwise or MXFP8 and the layer is 2048+ wide, and where it is NVFP4")
     g.add_argument("--check-compile", action="store_true",
                    help="at the first step and at a precision switch, compare the compiled "
                         "blocks' gradients with eager's on that batch and stop on a fault "

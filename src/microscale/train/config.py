@@ -62,7 +62,7 @@ class TrainConfig:
     check_compile: bool = False        # compiled vs eager gradients at the start and a switch
     grad_accum: int = 1                # micro-batches per step (weights quantized once a step)
     recompute_input: bool | None = None  # MLP down projections recompute their input's wgrad
-    #                                      view; None: ms.Linear's default (FP8 tensor/block)
+    #                                      view; None: ms.Linear's default (nn.recompute)
     dist: str = "none"                 # "ddp" / "fsdp" under torchrun: see train/distributed.py
     all_gather: str = "auto"           # FSDP2 weight all-gather: "auto", "quantized" or "fp32"
     stop_after_s: float | None = None   # this call's wall budget: then checkpoint and return
