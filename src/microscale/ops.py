@@ -28,7 +28,9 @@ A *view spec* is the format plus its non-tensor options as canonical JSON (a sta
 the op schema, so the compiler specialises on it); tensor options travel as tensors. An
 unrequested row/col view comes back as three empty tensors; so does the column view's amax of
 an MX or FP8 blockwise pair (``CONFIG["SHARE_COL_AMAX"]``: it is the row view's, and
-:func:`quantize_views` gives both views that one tensor). An *operand spec* is
+:func:`quantize_views` gives both views that one tensor); an NVFP4 column view asked for with
+``amax_only`` comes back as two empty tensors and its amax, measured in the row view's pass
+(:mod:`microscale.op_specs`). An *operand spec* is
 ``"fmt,block_rows,block_cols,rht_d,form"`` (form ``c``: codes, ``e``: expanded); the operand's K
 is read off its data's shape. Both kinds of spec and the outputs' layouts (FP8 1×128 scales
 column-major) live in :mod:`microscale.op_specs`.
@@ -325,8 +327,7 @@ def _(x, row, col, backend, seed, row_rand_bits, col_rand_bits, row_amax, col_am
     rows, cols = _rows_cols(x)
     outs = []
     for spec, shape in ((row, (rows, cols)), (col, (cols, rows))):
-        outs += list(_fake_view(x, spec, *shape)) if spec else \
-            [x.new_empty(0, dtype=torch.uint8) for _ in range(3)]
+        outs += list(_fake_view(x, spec, *shape)) if spec else _no_view(x)
     if _shares_col_amax_specs(row, col):
         outs[5] = x.new_empty(0, dtype=torch.float32)
     return outs
