@@ -312,9 +312,8 @@ def quantize_rowcol_nvfp4_triton(x: torch.Tensor, row, col, expand=(False, False
     rv = _View(x2, row[1], False) if row else None
     cv = _View(x2, col[1], True) if col else None
     av = _View(x2, col_amax[1], True) if col_amax is not None and not col else None
-    if av is not None and (rv is None or av.amax is not None or av.stochastic or av.block_2d):
-        raise KernelUnsupported("a measured column amax without a row view, or of a view "
-                                "with a given amax, SR or 2D blocks")
+    if av is not None and rv is None:      # (the op validates the view: amax_only_view)
+        raise KernelUnsupported("a measured column amax without a row view")
     amax_r, amax_c = _run(x2, rv, cv, "quantize_rowcol", expand, prologue, av)
     rows, cols = x2.shape
     if av is not None:

@@ -254,15 +254,16 @@ def xt_amax_source(plan: Plan) -> str | None:
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,
            recompute: tuple | None = None, xt_amax: bool = False):
     """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked, and
-    the amax fprop's x view carries (None where fprop is not quantized). ``recompute`` ``(op,
-    sources)`` with ``x = op(*sources)``: x's views are quantized from the sources, the op
-    applied as the quantizer loads them (``op_specs.PROLOGUES``), so a compiled graph need not
-    write x at all (``nn.recompute``). ``xt_amax`` (with ``want_xt`` off, where
-    :func:`xt_amax_source` says "measured"): the last item is xᵀ's amax instead, measured in
-    the pass that measures fprop's, for the xᵀ backward recomputes."""
+    with ``xt_amax`` (``want_xt`` off) the amax forward can hand the xᵀ that backward
+    recomputes (:func:`xt_amax_source`: fprop's amax of x, or xᵀ's own, measured in the pass
+    that measures fprop's; None where neither serves). ``recompute`` ``(op, sources)`` with ``x = op(*sources)``:
+    x's views are quantized from the sources, the op applied as the quantizer loads them
+    (``op_specs.PROLOGUES``), so a compiled graph need not write x at all
+    (``nn.recompute``). Returns ``(y, q_xt, q_wt, xt_amax)``."""
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
-    measure_xt = xt_amax and fprop_q and not want_xt and xt_amax_source(plan) == "measured"
+    source = xt_amax_source(plan) if xt_amax and fprop_q and not want_xt else None
+    measure_xt = source == "measured"
     multiple = recipe.required_multiples()["tokens"]
     if recompute is not None and (fprop_q or want_xt):
         x_pad, prologue = padded_sources(*recompute, x2d.shape[1], multiple)
@@ -287,7 +288,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         y = y + bias.to(y.dtype)
     if measure_xt:
         return y, None, q_wt, q_xt
-    return y, q_xt, q_wt, (q_x.amax if fprop_q else None)
+    return y, q_xt, q_wt, (q_x.amax if source == "fprop" else None)
 
 
 class QuantizedLinearFn(torch.autograd.Function):

@@ -60,7 +60,7 @@ from torch import nn
 from ..backend import note_path
 from ..recipe import Rounding
 from ..tensor import QFormat
-from .function import _fprop, linear_grads, xt_amax_source
+from .function import _fprop, linear_grads
 from .plan import Plan, alpha_gemm
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
@@ -183,7 +183,6 @@ class Relu2MLPFn(torch.autograd.Function):
         y, q_st, q_wdt, st_amax = _fprop(u, w_down, b_down, p_dn, s_dn, seeds_dn,
                                          keep_view and need_dwd, need_du,
                                          recompute=("relu_square", (u,)), xt_amax=recompute)
-        st_amax = st_amax if recompute and xt_amax_source(p_dn) is not None else None
         saved = [u]
         ctx.metas = tuple(_stash(q, saved) for q in (q_xt, q_wut, q_st, q_wdt))
         ctx.extras = (seeds_up is not None, seeds_dn is not None, st_amax is not None)

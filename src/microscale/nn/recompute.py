@@ -55,8 +55,8 @@ scaling, round-to-nearest: every preset), :class:`RecomputedInputLinearFn` runs 
 xᵀ, :func:`~microscale.nn.function.xt_amax_source`) and returns the gradients of the sources
 itself, with the op's backward written out in the order eager autograd computes it, so the
 gradients are bit-identical to ``layer(op(*sources))``. Otherwise the layer runs as usual on
-``x``: same numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply each, so a
-compiled recompute or a kernel's gives forward's bits too: ``"square"`` (``x = a²``, relu²
+``x``: same numerics, the view kept. The ops (``OPS``) are one correctly rounded multiply
+each, so a compiled recompute or a kernel's gives forward's bits too: ``"square"`` (``x = a²``, relu²
 after the relu), ``"mul"`` (``x = a · b``, SwiGLU after the silu) and ``"relu_square"`` (``x =
 relu(u)²`` from the pre-activation: the relu is never written out either, and backward keeps
 ``u`` where it kept ``r``; the zoo's relu² MLP, :mod:`microscale.nn.mlp`, which also fuses the up
@@ -176,7 +176,7 @@ class RecomputedInputLinearFn(torch.autograd.Function):
         w_hp = [weight] if need_dx and not ctx.dgrad_q else []
         # xᵀ takes its amax from forward where it can (xt_amax_source: a tensorwise xᵀ
         # forward's amax of x, an NVFP4 one its own, measured beside fprop's): no amax pass
-        ctx.reuse_amax = x_amax is not None and xt_amax_source(plan) is not None
+        ctx.reuse_amax = x_amax is not None
         head = (*sources, x_amax) if ctx.reuse_amax else sources
         save_for_grads(ctx, plan, state, x2d, bias, seeds, None, q_wt, w_hp, head=head)
         ctx.op = op
