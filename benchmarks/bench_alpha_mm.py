@@ -12,6 +12,13 @@ extra bytes its consumer reads (2 more per output element, at the measured copy 
 column per Triton config; ``best`` names the fastest Triton config and ``gain`` = fp32+ / best
 (> 1: the epilogue kernel wins). Checks every config against ``round(α · fp32 mm)`` (the bits
 may differ only by summation order). Prints a table and ends with one JSON line. Needs CUDA.
+
+``--wgrad``: the weight-gradient GEMMs instead (an fp32 output, [out, in] = dyᵀ · x over
+T = 16384 tokens, the 125m / 350m / 1b projections and the 4096 -> 14336 layer): ``fp32`` cuBLAS
+bf16 -> fp32, ``fp32·α`` that then the α pass a compiled step runs after it (a memory-speed
+kernel reading and writing 4 bytes an element: ``gemm_alpha._scale_inplace``), ``alpha`` the
+Triton GEMM writing α · the sum in fp32 itself (its default tile), ``tiles`` its 128x256 output
+tiles (``gemm_paths.EPILOGUE["fp32_min_tiles"]`` is the rule), ``gain`` = fp32·α / alpha.
 """
 
 from __future__ import annotations
@@ -39,6 +46,11 @@ SHAPES = {
            ("down", 16384, 2048, 8192), ("dgrad_qkv", 16384, 2048, 6144),
            ("dgrad_up", 16384, 2048, 8192), ("dgrad_down", 16384, 8192, 2048)],
 }
+# (model, name, M = out features, N = in features); K = T = 16384 tokens
+WGRAD = [("125m", "q/o", 768, 768), ("125m", "k/v", 256, 768), ("125m", "up", 3072, 768),
+         ("125m", "down", 768, 3072), ("350m", "q/o", 1024, 1024), ("350m", "up", 4096, 1024),
+         ("350m", "down", 1024, 4096), ("1b", "q/o", 2048, 2048), ("1b", "k/v", 512, 2048),
+         ("1b", "up", 8192, 2048), ("1b", "down", 2048, 8192), ("layer", "4096->14336", 14336, 4096)]
 CONFIGS = [dict(TMA=True, BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
            dict(TMA=True, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=8),
            dict(TMA=True, BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=4),
@@ -93,12 +105,41 @@ def _row(model, name, m, n, k, configs, dev, copy_gbs) -> dict:
     return row
 
 
+def _wgrad_row(model, name, m, n, k, dev) -> dict:
+    from microscale.kernels.gemm_alpha import _scale_inplace
+    g = torch.Generator(device=dev).manual_seed(0)
+    a = torch.randn(m, k, device=dev, generator=g).bfloat16()
+    b = torch.randn(n, k, device=dev, generator=g).bfloat16()
+    f = torch.tensor([0.3711], device=dev)
+    ref = torch.mm(a, b.t(), out_dtype=torch.float32) * f
+    y = alpha_mm(a, b, f, torch.float32)
+    bad = int(((y - ref).abs() > ref.abs() * 2 ** -16 + 1e-2).sum())
+    row = {"model": model, "gemm": name, "shape": f"{m}x{n}x{k}",
+           "tiles": -(-m // 128) * -(-n // 256),
+           "fp32": common.graph_ms(lambda: torch.mm(a, b.t(), out_dtype=torch.float32)) * 1e3,
+           "fp32·α": common.graph_ms(lambda: _scale_inplace(
+               torch.mm(a, b.t(), out_dtype=torch.float32), f)) * 1e3}
+    us = common.graph_ms(lambda: alpha_mm(a, b, f, torch.float32)) * 1e3
+    row["alpha"] = round(us, 1) if bad == 0 else f"WRONG({bad})"
+    row["gain"] = row["fp32·α"] / us if bad == 0 else None
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="125m,1b")
     ap.add_argument("--configs", default=None, help="comma-separated config indices")
+    ap.add_argument("--wgrad", action="store_true",
+                    help="the fp32-output weight-gradient GEMMs (module docstring)")
     args = ap.parse_args()
     dev = torch.device("cuda")
+    if args.wgrad:
+        print(common.env_header())
+        rows = [_wgrad_row(*shape, k=16384, dev=dev) for shape in WGRAD]
+        print(common.fmt_table(rows, ["model", "gemm", "shape", "tiles", "fp32", "fp32·α",
+                                      "alpha", "gain"]))
+        common.json_line({"bench": "alpha_mm_wgrad", "rows": rows})
+        return
     idx = range(len(CONFIGS)) if args.configs is None else [int(i) for i in args.configs.split(",")]
     configs = [(i, CONFIGS[i]) for i in idx]
     copy_gbs = common.copy_bandwidth_gbs(dev)

@@ -202,6 +202,12 @@ KERNEL_SETS = {
     # NVFP4's dequant-path GEMMs on cuBLAS with an fp32 output and α multiplied after, instead
     # of the α kernel (gemm_paths.EPILOGUE["alpha"] off: session 16's A/B, as a kernel set)
     "alpha-off": {"gemm_paths:EPILOGUE": {"alpha": False}},
+    # session 39: NVFP4's α in the Triton GEMM's epilogue for fp32 outputs (wgrad's) with at
+    # least N 128x256 output tiles (gemm_paths.EPILOGUE["fp32_min_tiles"]), or never
+    "alpha-fp32-128": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": 128}},
+    "alpha-fp32-256": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": 256}},
+    "alpha-fp32-512": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": 512}},
+    "no-alpha-fp32": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": None}},
     # session 32: a round-to-nearest column view alone at the base REG_COL tile (3 programs an
     # SM, 2 stages) instead of REG_COL["RNE"]'s (4, 1)
     "col-rne-base": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {}}},

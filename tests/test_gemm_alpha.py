@@ -232,6 +232,55 @@ def test_gpu_layer_epilogue_on_and_off():
     assert torch.allclose(g1.float(), g0.float(), rtol=2 ** -7, atol=1e-6)
 
 
+def test_fp32_outputs_take_the_kernel_by_tile_count(monkeypatch):
+    """``gemm_paths.alpha_epilogue``: a 2-byte output on CUDA always takes the α kernel; an fp32
+    one (wgrad's) only with ``EPILOGUE["fp32_min_tiles"]`` 128x256 output tiles or more, and
+    only for plain int shapes; never off CUDA or with the switch off."""
+    from microscale.kernels import gemm_paths
+    rule = gemm_paths.alpha_epilogue
+    cuda = torch.device("cuda")
+    monkeypatch.setitem(gemm_paths.EPILOGUE, "fp32_min_tiles", None)
+    assert rule(torch.bfloat16, cuda) and rule(torch.float16, cuda, 1, 1)
+    assert not rule(torch.float32, cuda, 1 << 14, 1 << 14)
+    monkeypatch.setitem(gemm_paths.EPILOGUE, "fp32_min_tiles", 6)
+    assert rule(torch.float32, cuda, 256, 768)              # 2 x 3 tiles
+    assert rule(torch.float32, cuda, 257, 513)              # 3 x 3: partial tiles count
+    assert not rule(torch.float32, cuda, 256, 512)          # 2 x 2
+    assert not rule(torch.float32, cuda, 256.0, 768)        # not a plain int: no decision
+    assert not rule(torch.float32, cuda)
+    assert not rule(torch.float32, torch.device("cpu"), 4096, 4096)
+    monkeypatch.setitem(gemm_paths.EPILOGUE, "alpha", False)
+    assert not rule(torch.float32, cuda, 4096, 4096) and not rule(torch.bfloat16, cuda)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
+def test_gpu_layer_wgrad_alpha_in_the_epilogue(monkeypatch):
+    """``EPILOGUE["fp32_min_tiles"]``: an nvfp4 layer whose weight gradient has enough tiles
+    gets it from the α kernel (fp32 written with α applied), the same values up to summation
+    order as cuBLAS's fp32 sum times α; below the count, cuBLAS."""
+    import microscale as ms
+    from microscale.kernels import gemm_alpha, gemm_paths
+    torch.manual_seed(0)
+    lin = ms.Linear(768, 2304, recipe="nvfp4_no_sr").cuda()       # wgrad: 18 x 3 tiles
+    x = torch.randn(4096, 768, device="cuda", dtype=torch.bfloat16)
+    seen, real = [], gemm_alpha.alpha_mm
+    monkeypatch.setattr(gemm_alpha, "alpha_mm", lambda *a, **k: seen.append(a[3]) or real(*a, **k))
+    grads = []
+    for least in (None, 54, 55):
+        monkeypatch.setitem(gemm_paths.EPILOGUE, "fp32_min_tiles", least)
+        seen.clear()
+        lin.zero_grad()
+        with torch.autocast("cuda", torch.bfloat16):
+            y = lin(x)
+        y.float().square().mean().backward()
+        grads.append(lin.weight.grad.clone())
+        assert seen.count(torch.float32) == (least == 54), (least, seen)
+    assert torch.equal(grads[0], grads[2])
+    assert torch.allclose(grads[1], grads[0], rtol=2 ** -16, atol=1e-9)
+    assert not torch.equal(grads[1], torch.zeros_like(grads[1]))
+
+
 def _epilogue_operands(m, n, k, dtype, gen):
     """Exact-sum operands (the output equals the reference bit for bit) and a second tensor
     with the ops' edge values: +0, -0, negatives, NaN, Inf, a huge value (2 u overflows)."""

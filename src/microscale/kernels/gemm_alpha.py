@@ -336,7 +336,8 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dt
     epilogue op; otherwise cuBLAS with an fp32 output, then ``f`` in fp32 and the cast
     (cuBLAS's own ``alpha`` would need a host copy), then the op.
     """
-    if f is not None and alpha_epilogue(out_dtype, a_bf16.device):
+    if f is not None and alpha_epilogue(out_dtype, a_bf16.device, a_bf16.shape[0],
+                                        b_bf16.shape[0]):
         return alpha_mm(a_bf16, b_bf16, f, out_dtype, epilogue=epilogue)
     if epilogue is not None:
         return apply_prologue(epilogue[0], _bf16_gemm_with_factor(a_bf16, b_bf16, f, out_dtype),

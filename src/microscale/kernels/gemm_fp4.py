@@ -216,7 +216,7 @@ def _run(qa, qb, out_dtype, strategy, apply_factor=True, epilogue=None, **tile) 
 def _alpha(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) -> bool:
     """Whether the dequant path's GEMM is ``gemm_alpha``'s kernel (α in its epilogue)."""
     return apply_factor and QFormat.NVFP4 in (qa.fmt, qb.fmt) \
-        and alpha_epilogue(out_dtype, qa.device)
+        and alpha_epilogue(out_dtype, qa.device, qa.rows, qb.rows)
 
 
 def _epilogue_note(epilogue: tuple | None, fused: bool) -> str:

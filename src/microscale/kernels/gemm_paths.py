@@ -82,12 +82,16 @@ RULES: list[dict] = [
 _ACTIVE: list[list[dict] | None] = [None]
 # "alpha": NVFP4 x NVFP4 on the dequant path with a 2-byte output runs the Triton GEMM that
 # applies α in its epilogue (gemm_alpha), not cuBLAS + an fp32 output. Read when a layer is
-# traced (compiled graphs keep what they saw). (Session 33 tried fp32 outputs there too, for
-# wgrad: the 4096 -> 14336 layer 1.4% faster graph-replayed, but the 125m nvfp4 step 0.752x ->
-# 0.640x of bf16: its weight gradients are 6-72 output tiles of 128x256 on 132 SMs, and the
-# kernel has no split-K where cuBLAS splits K; removed. With it on, the fused relu² MLP's
-# same-bits GPU test failed once, not diagnosed: benchmarks/results/h100_20261127_session33.)
-EPILOGUE = {"alpha": True}
+# traced (compiled graphs keep what they saw).
+# "fp32_min_tiles": an fp32 output (wgrad's) takes that GEMM too where it has at least this many
+# 128x256 output tiles; below, cuBLAS's fp32 sum and then a pass multiplying it by α (8 bytes an
+# output element). Session 33 sent every fp32 output there: the 4096 -> 14336 layer ran 1.4%
+# faster graph-replayed, but the 125m nvfp4 step 0.752x -> 0.640x of bf16, because its weight
+# gradients are 6-72 tiles on 132 SMs and the kernel has no split-K where cuBLAS splits K (the
+# fused relu² MLP's same-bits GPU test also failed once then, not diagnosed:
+# benchmarks/results/h100_20261127_session33). None: never.
+EPILOGUE = {"alpha": True, "fp32_min_tiles": None}
+_TILE_MN = (128, 256)                     # gemm_alpha.CONFIG's TILE and SMALL_TILE (BM, BN)
 
 
 def _validate(rules: list[dict]) -> list[dict]:
@@ -189,13 +193,21 @@ def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bo
         == "dequant"
 
 
-def alpha_epilogue(out_dtype: torch.dtype, device) -> bool:
-    """Whether a bf16 GEMM with a per-tensor factor into ``out_dtype`` on ``device`` runs the
-    ``gemm_alpha`` kernel (the factor in its epilogue, a 2-byte output written directly): the
-    one rule that the dequant path's GEMM (``gemm_alpha._bf16_gemm_with_factor``), its
-    ``ms.explain`` note (``gemm_fp4``) and the layer's :func:`factor_in_epilogue` all read."""
-    return EPILOGUE["alpha"] and out_dtype in (torch.bfloat16, torch.float16) \
-        and torch.device(device).type == "cuda"
+def alpha_epilogue(out_dtype: torch.dtype, device, m=None, n=None) -> bool:
+    """Whether a bf16 GEMM with a per-tensor factor into an ``[m, n]`` ``out_dtype`` on
+    ``device`` runs the ``gemm_alpha`` kernel (the factor in its epilogue, the output written
+    directly): the one rule that the dequant path's GEMM (``gemm_alpha._bf16_gemm_with_factor``),
+    its ``ms.explain`` note (``gemm_fp4``) and the layer's :func:`factor_in_epilogue` all read.
+    A 2-byte output always; an fp32 one where it has ``EPILOGUE["fp32_min_tiles"]`` output
+    tiles or more (``m`` and ``n`` plain ints: not under dynamic shapes)."""
+    if not EPILOGUE["alpha"] or torch.device(device).type != "cuda":
+        return False
+    if out_dtype in (torch.bfloat16, torch.float16):
+        return True
+    least = EPILOGUE["fp32_min_tiles"]
+    if out_dtype != torch.float32 or least is None or not (type(m) is int and type(n) is int):
+        return False
+    return -(-m // _TILE_MN[0]) * -(-n // _TILE_MN[1]) >= least
 
 
 def factor_in_epilogue(fmt_a: str, fmt_b: str, m, n, k, out_dtype: torch.dtype,
@@ -203,6 +215,6 @@ def factor_in_epilogue(fmt_a: str, fmt_b: str, m, n, k, out_dtype: torch.dtype,
     """Whether the kernels' ``scaled_mm`` of NVFP4 ``[m, k]`` x ``[n, k]`` into ``out_dtype``
     applies α itself and writes ``out_dtype`` in one kernel (``gemm_alpha``), so the caller
     should ask for that dtype rather than an fp32 sum to scale (``nn.function._gemm``)."""
-    if not (fmt_a == fmt_b == "nvfp4") or not alpha_epilogue(out_dtype, device):
+    if not (fmt_a == fmt_b == "nvfp4") or not alpha_epilogue(out_dtype, device, m, n):
         return False
     return takes_expanded(fmt_a, fmt_b, m, n, k, device)
