@@ -203,7 +203,8 @@ KERNEL_SETS = {
     # of the α kernel (gemm_paths.EPILOGUE["alpha"] off: session 16's A/B, as a kernel set)
     "alpha-off": {"gemm_paths:EPILOGUE": {"alpha": False}},
     # session 39: NVFP4's α in the Triton GEMM's epilogue for fp32 outputs (wgrad's) with at
-    # least N 128x256 output tiles (gemm_paths.EPILOGUE["fp32_min_tiles"]), or never
+    # least N 128x256 output tiles (gemm_paths.EPILOGUE["fp32_min_tiles"]; 128 by default
+    # since call 1), or never (cuBLAS's fp32 sum, then α in a pass of its own)
     "alpha-fp32-128": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": 128}},
     "alpha-fp32-256": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": 256}},
     "alpha-fp32-512": {"gemm_paths:EPILOGUE": {"fp32_min_tiles": 512}},

@@ -87,10 +87,12 @@ _ACTIVE: list[list[dict] | None] = [None]
 # 128x256 output tiles; below, cuBLAS's fp32 sum and then a pass multiplying it by α (8 bytes an
 # output element). Session 33 sent every fp32 output there: the 4096 -> 14336 layer ran 1.4%
 # faster graph-replayed, but the 125m nvfp4 step 0.752x -> 0.640x of bf16, because its weight
-# gradients are 6-72 tiles on 132 SMs and the kernel has no split-K where cuBLAS splits K (the
-# fused relu² MLP's same-bits GPU test also failed once then, not diagnosed:
-# benchmarks/results/h100_20261127_session33). None: never.
-EPILOGUE = {"alpha": True, "fp32_min_tiles": None}
+# gradients are 6-72 tiles on 132 SMs and the kernel has no split-K where cuBLAS splits K.
+# Session 39 (H200, bench_alpha_mm.py --wgrad, T = 16384, graph-replayed; cuBLAS + the α pass
+# / this kernel): 1.01-1.08x at 128-1792 tiles (350m up/down, 1b q/o/up/down, the 4096 -> 14336
+# layer), 0.16-0.75x at 6-72 (every 125m projection, 350m q/o, 1b k/v); the 1b nvfp4 step
+# 0.891x / 0.897x -> 0.901x of bf16 in one process. None: never.
+EPILOGUE = {"alpha": True, "fp32_min_tiles": 128}
 _TILE_MN = (128, 256)                     # gemm_alpha.CONFIG's TILE and SMALL_TILE (BM, BN)
 
 
