@@ -42,7 +42,8 @@ tile is loaded), so both layouts give the same bits. Two variants:
 The dequant path's GEMM (``gemm_fp4``'s ``"dequant"`` strategy, after its dequantize pass) is
 :func:`_bf16_gemm_with_factor`, also here: the two bf16 operands and the factor ``f`` (None: 1;
 a pair of NVFP4 amaxes: their α), and one of two ways to apply it. This kernel, for a 2-byte
-output on CUDA (``gemm_paths.alpha_epilogue``); otherwise one cuBLAS bf16 GEMM with an fp32
+output on CUDA, and for an fp32 one (a weight gradient) with enough output tiles that no split-K
+is missed (``gemm_paths.alpha_epilogue``); otherwise one cuBLAS bf16 GEMM with an fp32
 output (``_mm_fp32_out``; on CPU an fp32 matmul of the exact bf16 values), ``f`` multiplied in
 place (``_scale_inplace``, a Triton pass at memory speed on CUDA) and one cast to the output.
 """
@@ -331,9 +332,10 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dt
     """bf16 GEMM then the epilogue factor ``f`` (None: 1; a pair of NVFP4 amaxes: their α),
     one rounding to ``out_dtype``; with ``epilogue`` ``(op, e2)``, ``op(y, e2)`` of that.
 
-    ``f`` lives on the device. A 2-byte output with ``f`` goes through :func:`alpha_mm` (α made
-    and applied in the Triton kernel's epilogue; ``gemm_paths.EPILOGUE``), and so does the
-    epilogue op; otherwise cuBLAS with an fp32 output, then ``f`` in fp32 and the cast
+    ``f`` lives on the device. A 2-byte output with ``f``, and an fp32 one of enough output
+    tiles, go through :func:`alpha_mm` (α made and applied in the Triton kernel's epilogue;
+    ``gemm_paths.alpha_epilogue``), and so does the epilogue op; otherwise cuBLAS with an fp32
+    output, then ``f`` in fp32 and the cast
     (cuBLAS's own ``alpha`` would need a host copy), then the op.
     """
     if f is not None and alpha_epilogue(out_dtype, a_bf16.device, a_bf16.shape[0],
