@@ -78,11 +78,16 @@ def _label(i: int, c: dict) -> str:
         f"w{c['num_warps']}{'' if c.get('BK', 64) == 64 else 'k' + str(c['BK'])}{extra}"
 
 
-def _row(model, name, m, n, k, configs, dev, copy_gbs) -> dict:
+def _operands(m, n, k, dev):
+    """bf16 ``a [m, k]``, ``b [n, k]`` (Gaussian, seeded) and a device factor ``f``."""
     g = torch.Generator(device=dev).manual_seed(0)
     a = torch.randn(m, k, device=dev, generator=g).bfloat16()
     b = torch.randn(n, k, device=dev, generator=g).bfloat16()
-    f = torch.tensor([0.3711], device=dev)
+    return a, b, torch.tensor([0.3711], device=dev)
+
+
+def _row(model, name, m, n, k, configs, dev, copy_gbs) -> dict:
+    a, b, f = _operands(m, n, k, dev)
     ref = (torch.mm(a, b.t(), out_dtype=torch.float32) * f).bfloat16()
     row = {"model": model, "gemm": name, "shape": f"{m}x{n}x{k}",
            "bf16": common.graph_ms(lambda: torch.mm(a, b.t())) * 1e3,
@@ -107,15 +112,13 @@ def _row(model, name, m, n, k, configs, dev, copy_gbs) -> dict:
 
 def _wgrad_row(model, name, m, n, k, dev) -> dict:
     from microscale.kernels.gemm_alpha import _scale_inplace
-    g = torch.Generator(device=dev).manual_seed(0)
-    a = torch.randn(m, k, device=dev, generator=g).bfloat16()
-    b = torch.randn(n, k, device=dev, generator=g).bfloat16()
-    f = torch.tensor([0.3711], device=dev)
+    from microscale.kernels.gemm_paths import output_tiles
+    a, b, f = _operands(m, n, k, dev)
     ref = torch.mm(a, b.t(), out_dtype=torch.float32) * f
     y = alpha_mm(a, b, f, torch.float32)
     bad = int(((y - ref).abs() > ref.abs() * 2 ** -16 + 1e-2).sum())
     row = {"model": model, "gemm": name, "shape": f"{m}x{n}x{k}",
-           "tiles": -(-m // 128) * -(-n // 256),
+           "tiles": output_tiles(m, n),
            "fp32": common.graph_ms(lambda: torch.mm(a, b.t(), out_dtype=torch.float32)) * 1e3,
            "fp32·α": common.graph_ms(lambda: _scale_inplace(
                torch.mm(a, b.t(), out_dtype=torch.float32), f)) * 1e3}

@@ -62,7 +62,7 @@ import os
 import torch
 
 __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table",
-           "takes_expanded", "factor_in_epilogue", "alpha_epilogue", "EPILOGUE"]
+           "takes_expanded", "factor_in_epilogue", "alpha_epilogue", "output_tiles", "EPILOGUE"]
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
@@ -209,7 +209,13 @@ def alpha_epilogue(out_dtype: torch.dtype, device, m=None, n=None) -> bool:
     least = EPILOGUE["fp32_min_tiles"]
     if out_dtype != torch.float32 or least is None or not (type(m) is int and type(n) is int):
         return False
-    return -(-m // _TILE_MN[0]) * -(-n // _TILE_MN[1]) >= least
+    return output_tiles(m, n) >= least
+
+
+def output_tiles(m: int, n: int) -> int:
+    """The α kernel's output tiles (128x256) of an ``[m, n]`` result: what
+    ``EPILOGUE["fp32_min_tiles"]`` counts (``bench_alpha_mm.py --wgrad`` reports it)."""
+    return -(-m // _TILE_MN[0]) * -(-n // _TILE_MN[1])
 
 
 def factor_in_epilogue(fmt_a: str, fmt_b: str, m, n, k, out_dtype: torch.dtype,
