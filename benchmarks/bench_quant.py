@@ -252,6 +252,25 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (16, 2, 1, 32, True, True, 1), (8, 4, 1, 24, True, True, 1),
                 (8, 8, 1, 32, True, True, 2), (8, 4, 1, 32, False, True, 1)])])
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
+        # session 40: the row kernel loading the next tile's words while it quantizes this
+        # one (PREFETCH), at tiles whose registers (offline, Triton 3.6) leave the programs
+        # resident: RNE [8, 16]/2 warps 64 -> 80, [8, 8]/2 warps 54 -> 61, [4, 8]/1 warp 56 ->
+        # 64; SR [4, 8]/1 warp 64 -> 63, [8, 8]/2 warps 56 -> 67; the SR dy pair's row
+        # launch written expanded (against the reg pass's): [8, 8]/2 warps 71 -> 93, [4, 8]/1
+        # warp 72 -> 80
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [c | {"RNE_CODES": {}, "SR_CODES": {}} for c in cfgs(
+            ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
+                (8, 16, 2, 16, False), (8, 16, 2, 16, True), (8, 16, 2, 12, True),
+                (8, 8, 2, 16, True), (8, 8, 2, 14, True), (4, 8, 1, 32, False),
+                (4, 8, 1, 32, True), (4, 8, 1, 24, True), (8, 8, 1, 24, True),
+                (4, 16, 1, 24, True)])])
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
+        (quant_nvfp4.CONFIG["ROW1"], "nvfp4/rowcol_dy", cfgs(
+            ("expanded", "BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
+                (False, 8, 8, 2, 32, False), (True, 8, 8, 2, 32, False),
+                (True, 8, 8, 2, 16, True), (True, 8, 8, 2, 10, True),
+                (True, 4, 8, 1, 32, True), (True, 4, 8, 1, 24, True),
+                (True, 4, 8, 1, 32, False)])),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
@@ -402,7 +421,7 @@ def main() -> None:
             srows = [r | {"shape": shape}
                      for r in sweep(x, copy_gbs, args.sweep_only, args.sweep_with)]
             print(f"\n## tile sweep, bf16 {shape[0]}x{shape[1]}")
-            print(common.fmt_table(srows, ["variant", "config", "us", "%copy", "us_graph", "exact",
+            print(common.fmt_table(srows, ["variant", "config", "us", "us_graph", "%copy@1read_graph", "exact",
                                            "error"]), flush=True)
             payload["sweep"] += srows
     common.json_line(payload)

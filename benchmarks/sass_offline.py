@@ -62,6 +62,8 @@ NV_ROW1 = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "seed_ptr": "*i32", "q_ptr": "
            "s_ptr": "*u8", "b_ptr": "*u8", "rows": "i32", "cols": "i32", "n_tc": "i32",
            "n_tiles": "i32"}
 _NV_ROW1 = dict(IN_DTYPE=1, BR=16, NB=16, SR=0, EXP=0, EVEN=True, NUM_STAGES=2)
+_NV_ROW1_NOW = dict(IN_DTYPE=1, BR=8, NB=16, SR=0, EXP=0, EVEN=True, NUM_STAGES=1,
+                    NAN_TILE=True, STORE64=True)
 _PARTS = {"n_part": "i32", "ar_ptr": "*fp32", "ac_ptr": "*fp32"}
 NV_AMAX = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "m_ptr": "*fp32", "rows": "i32", "cols": "i32",
            "n_tc": "i32", "n_tiles": "i32"}
@@ -157,6 +159,15 @@ PRESETS = {
     "nv_row1": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1, _NV_ROW1, 4, 2, 16 * 16 * 16),
     "nv_row1_sr": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1, _NV_ROW1 | dict(SR=2), 4, 2,
                    16 * 16 * 16),
+    # session 40: the row kernel at today's defaults (CONFIG["ROW1"]'s RNE_CODES, SR_CODES),
+    # and with the next tile's words loaded while this one's are quantized (PREFETCH)
+    "nv_row1_rne": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1, _NV_ROW1_NOW, 2, 1, 8 * 16 * 16),
+    "nv_row1_rne_pf": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
+                       _NV_ROW1_NOW | dict(PREFETCH=True), 2, 1, 8 * 16 * 16),
+    "nv_row1_sr4": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1, _NV_ROW1_NOW | dict(SR=2, BR=4, NB=8),
+                    1, 1, 4 * 8 * 16),
+    "nv_row1_sr4_pf": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
+                       _NV_ROW1_NOW | dict(SR=2, BR=4, NB=8, PREFETCH=True), 1, 1, 4 * 8 * 16),
     "nv_row1_exp": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
                     _NV_ROW1 | dict(EXP=1), 4, 2, 16 * 16 * 16),
     "nv_row1_sr_exp": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},

@@ -177,9 +177,10 @@ def test_row_kernel_rht_matches_reference(shape, dtype, row1):
 
 # the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
 # per-element NaN selects; one 8-byte store of a block's code words, stores in the thread's
-# layout. Each off, both off, and codes at the expanded views' tile
+# layout. Each off, both off, codes at the expanded views' tile, and the next tile's words
+# loaded while a tile is quantized (PREFETCH) on and off
 VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE64": False},
-            {"RNE_CODES": {}, "SR_CODES": {}}]
+            {"RNE_CODES": {}, "SR_CODES": {}}, {"PREFETCH": True}, {"PREFETCH": False}]
 
 
 @pytest.mark.parametrize("opts,shape,dtype", [
@@ -207,7 +208,8 @@ def test_row_kernel_variants(opts, shape, dtype, row1, gpu_tiles, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("opts", [{}, VARIANTS[2]], ids=["default", "switches-off"])
+@pytest.mark.parametrize("opts", [{}, VARIANTS[2], VARIANTS[4], VARIANTS[5]],
+                         ids=["default", "switches-off", "prefetch", "no-prefetch"])
 @pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
 def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     """Compiled: against the reference (the E2M1 code through 2^-126 needs fp32 subnormals

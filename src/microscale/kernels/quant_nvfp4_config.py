@@ -125,6 +125,9 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
                    "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
                    "NAN_TILE": True, "STORE64": True,
+                   # PREFETCH: the next tile's words are loaded before this tile is quantized
+                   # (session 40; MICROSCALE_NVFP4_ROW1_PREFETCH)
+                   "PREFETCH": os.environ.get("MICROSCALE_NVFP4_ROW1_PREFETCH", "0") != "0",
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,

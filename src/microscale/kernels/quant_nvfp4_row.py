@@ -97,12 +97,25 @@ def _load_half(x_ptr, r, b, h, rows, cols, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _raw(x_ptr, y_ptr, r, b, h, rows, cols, IN_DTYPE: tl.constexpr, EVEN: tl.constexpr,
-         PRO: tl.constexpr):
-    """Half h's raw words of ``x``, or of ``op(x, y)`` with a prologue (``PRO`` > 0)."""
-    xw = _load_half(x_ptr, r, b, h, rows, cols, EVEN)
+def _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN: tl.constexpr, PRO: tl.constexpr):
+    """The raw words of blocks ``[BR, NB]``: x's two halves, and y's for the two-tensor
+    prologues (``PRO`` 2, 4; otherwise x's again, unused)."""
+    x0 = _load_half(x_ptr, r, b, 0, rows, cols, EVEN)
+    x1 = _load_half(x_ptr, r, b, 1, rows, cols, EVEN)
     if PRO == 2 or PRO == 4:
-        xw = _prologue_words(xw, _load_half(y_ptr, r, b, h, rows, cols, EVEN), PRO, IN_DTYPE)
+        y0 = _load_half(y_ptr, r, b, 0, rows, cols, EVEN)
+        y1 = _load_half(y_ptr, r, b, 1, rows, cols, EVEN)
+    else:
+        y0 = x0
+        y1 = x1
+    return x0, x1, y0, y1
+
+
+@triton.jit
+def _raw(xw, yw, IN_DTYPE: tl.constexpr, PRO: tl.constexpr):
+    """A half's raw words of ``x``, or of ``op(x, y)`` with a prologue (``PRO`` > 0)."""
+    if PRO == 2 or PRO == 4:
+        xw = _prologue_words(xw, yw, PRO, IN_DTYPE)
     elif PRO > 0:
         xw = _prologue_words(xw, xw, PRO, IN_DTYPE)
     return xw
@@ -143,18 +156,18 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 
 
 @triton.jit
-def _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
+def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
            PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr,
            RHT: tl.constexpr = False):
-    """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``.
-    ``RHT`` (codes, RNE or the caller's bytes): each block rotated first (:func:`_finish_rht`).
+    """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``, whose
+    raw words ``words`` (:func:`_load_words`) are loaded. ``RHT`` (codes, RNE or the caller's bytes): each block rotated first (:func:`_finish_rht`).
 
     ``NAN_TILE`` (codes only): the block maxima are taken with NaN kept, and only a tile that
     holds a NaN takes the per-element NaN selects (NaN reads as 0); a tile without one uses
     its maxima as they are (the same bits: with no NaN, the selects change nothing)."""
-    raw0 = _raw(x_ptr, y_ptr, r, b, 0, rows, cols, IN_DTYPE, EVEN, PRO)
-    raw1 = _raw(x_ptr, y_ptr, r, b, 1, rows, cols, IN_DTYPE, EVEN, PRO)
+    raw0 = _raw(words[0], words[2], IN_DTYPE, PRO)
+    raw1 = _raw(words[1], words[3], IN_DTYPE, PRO)
     v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
     if RHT:
@@ -334,7 +347,8 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
-                     STORE64: tl.constexpr = False, RHT: tl.constexpr = False):
+                     STORE64: tl.constexpr = False, RHT: tl.constexpr = False,
+                     PREFETCH: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -345,12 +359,31 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
     store_amaxes(amax, amax, ar_ptr, ar_ptr, True, False, NP)
     s_enc6, s_dec = nvfp4_scales_of(amax)
     seed = tl.load(seed_ptr) if SR == 2 else 0
-    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
-        r0, b0 = tile_coords(t, n_tc, BR, NB)
-        r = r0 + tl.arange(0, BR)[:, None]
-        b = b0 + tl.arange(0, NB)[None, :]
-        _block(x_ptr, y_ptr, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-               IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT)
+    if PREFETCH:       # the next tile's words load while this one's are quantized
+        r, b = _tile(tl.program_id(0), n_tc, BR, NB)
+        x0, x1, y0, y1 = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
+        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=1):
+            # past the last tile, the last tile again (loaded, never stored: no mask needed)
+            r_nx, b_nx = _tile(tl.minimum(t + tl.num_programs(0), n_tiles - 1), n_tc, BR, NB)
+            nx = _load_words(x_ptr, y_ptr, r_nx, b_nx, rows, cols, EVEN, PRO)
+            _block((x0, x1, y0, y1), b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
+                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT)
+            x0, x1, y0, y1 = nx
+            r, b = r_nx, b_nx
+    else:
+        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0),
+                          num_stages=NUM_STAGES):
+            r, b = _tile(t, n_tc, BR, NB)
+            _block(_load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO), b_ptr, q_ptr,
+                   s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE, SR, EXP, EVEN, PRO,
+                   NAN_TILE, STORE64, RHT)
+
+
+@triton.jit
+def _tile(t, n_tc, BR: tl.constexpr, NB: tl.constexpr):
+    """Rows ``[BR, 1]`` and block columns ``[1, NB]`` of tile ``t``."""
+    r0, b0 = tile_coords(t, n_tc, BR, NB)
+    return r0 + tl.arange(0, BR)[:, None], b0 + tl.arange(0, NB)[None, :]
 
 
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
@@ -372,4 +405,4 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
-        RHT=rht, num_warps=cfg["num_warps"])
+        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), num_warps=cfg["num_warps"])
