@@ -70,8 +70,9 @@ def _views(row, col):
     option ``expand`` (views written as bf16 ``value · block_scale``, ``tensor.py``)."""
     from microscale.ops import quantize_views
     from microscale.tensor import QFormat
-    return lambda x, be: quantize_views(x, (QFormat(row[0]), _given(row[1], x)),
-                                        (QFormat(col[0]), _given(col[1], x)), be)
+    def view(v, x):
+        return None if v is None else (QFormat(v[0]), _given(v[1], x))
+    return lambda x, be: quantize_views(x, view(row, x), view(col, x), be)
 
 
 def _q(fmt, **opts):
@@ -135,6 +136,13 @@ VARIANTS = {
                                ("nvfp4", {**NF, "rht": True, "stochastic": True, "expand": True,
                                           "seed": "given"})),
                         2),
+    # a row view alone written expanded, amax given (session 40): the forward's x row view
+    # (RNE) with the recompute, and a split dy pair's second launch (SR)
+    "nvfp4/row_exp@amax_given": (_views(("nvfp4", {**NF, "expand": True, "amax": "given"}),
+                                        None), 1),
+    "nvfp4/row_exp_sr@amax_given": (_views(("nvfp4", {**NF, "stochastic": True, "expand": True,
+                                                      "amax": "given", "seed": "given"}), None),
+                                    1),
     # nvfp4_no_sr's dy pair: row RNE and column RHT, both as the layer consumes them
     # (expanded: the reg pass writes codes for the column view, decoded after; the rows pass
     # writes both expanded itself)
@@ -254,23 +262,28 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
         # session 40: the row kernel loading the next tile's words while it quantizes this
         # one (PREFETCH), at tiles whose registers (offline, Triton 3.6) leave the programs
-        # resident: RNE [8, 16]/2 warps 64 -> 80, [8, 8]/2 warps 54 -> 61, [4, 8]/1 warp 56 ->
-        # 64; SR [4, 8]/1 warp 64 -> 63, [8, 8]/2 warps 56 -> 67; the SR dy pair's row
-        # launch written expanded (against the reg pass's): [8, 8]/2 warps 71 -> 93, [4, 8]/1
-        # warp 72 -> 80
+        # resident. Call 1 (H200, 8192², µs graph-replayed): RNE codes 70.2 at the default
+        # ([8, 16], 2 warps, 16 programs) -> 60.5 at [4, 16], 1 warp, 24 programs; SR 86.2
+        # ([4, 8], 1 warp, 32) -> 76.2 at [4, 16] / 24, 79.6 at [4, 8] / 32; the SR dy pair
+        # with its row launch expanded on the row kernel 253.7 at [4, 8] / 32 against the reg
+        # pass's 272.5. Call 2 (these): around those, and the lone expanded row views.
+        # Registers with PREFETCH: codes RNE [4, 16] 79, [2, 16] 64, [2, 32] 79, [1, 32] 64;
+        # SR [4, 16] 126, [2, 16] 63, [2, 32] 126; expanded SR [4, 8] 80, [2, 8] 64, [2, 16]
+        # 80, [4, 16] 163 (one warp each)
         *[(quant_nvfp4.CONFIG["ROW1"], name, [c | {"RNE_CODES": {}, "SR_CODES": {}} for c in cfgs(
             ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
-                (8, 16, 2, 16, False), (8, 16, 2, 16, True), (8, 16, 2, 12, True),
-                (8, 8, 2, 16, True), (8, 8, 2, 14, True), (4, 8, 1, 32, False),
-                (4, 8, 1, 32, True), (4, 8, 1, 24, True), (8, 8, 1, 24, True),
-                (4, 16, 1, 24, True)])])
+                (8, 16, 2, 16, False), (4, 8, 1, 32, False), (4, 16, 1, 24, True),
+                (4, 16, 1, 20, True), (4, 16, 1, 16, True), (2, 16, 1, 32, True),
+                (2, 32, 1, 24, True), (2, 32, 1, 16, True), (1, 32, 1, 32, True),
+                (4, 8, 1, 32, True)])])
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
-        (quant_nvfp4.CONFIG["ROW1"], "nvfp4/rowcol_dy", cfgs(
+        *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
             ("expanded", "BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
                 (False, 8, 8, 2, 32, False), (True, 8, 8, 2, 32, False),
-                (True, 8, 8, 2, 16, True), (True, 8, 8, 2, 10, True),
-                (True, 4, 8, 1, 32, True), (True, 4, 8, 1, 24, True),
-                (True, 4, 8, 1, 32, False)])),
+                (True, 4, 8, 1, 32, True), (True, 4, 8, 1, 24, True), (True, 2, 8, 1, 32, True),
+                (True, 2, 16, 1, 24, True), (True, 4, 16, 1, 12, True)]))
+          for name in ("nvfp4/row_exp@amax_given", "nvfp4/row_exp_sr@amax_given",
+                       "nvfp4/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
