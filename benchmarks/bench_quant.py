@@ -266,22 +266,21 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # ([8, 16], 2 warps, 16 programs) -> 60.5 at [4, 16], 1 warp, 24 programs; SR 86.2
         # ([4, 8], 1 warp, 32) -> 76.2 at [4, 16] / 24, 79.6 at [4, 8] / 32; the SR dy pair
         # with its row launch expanded on the row kernel 253.7 at [4, 8] / 32 against the reg
-        # pass's 272.5. Call 2 (these): around those, and the lone expanded row views.
-        # Registers with PREFETCH: codes RNE [4, 16] 79, [2, 16] 64, [2, 32] 79, [1, 32] 64;
-        # SR [4, 16] 126, [2, 16] 63, [2, 32] 126; expanded SR [4, 8] 80, [2, 8] 64, [2, 16]
-        # 80, [4, 16] 163 (one warp each)
+        # pass's 272.5. Call 2: around those, and the lone expanded row views (RNE codes 58.7
+        # at [2, 32] / 24, SR 75.4; expanded RNE 95.0 on the reg pass, 85.0 at [4, 8] / 32,
+        # SR 109.0 -> 87.7). Logs: results/h200_20261128_session40/call1, call2.
+        # session 40, call 3: a register cap (maxnreg) for more resident programs with PREFETCH
+        # (codes at [2, 32]: RNE 79 registers, SR 126; expanded at [4, 8]: 80)
         *[(quant_nvfp4.CONFIG["ROW1"], name, [c | {"RNE_CODES": {}, "SR_CODES": {}} for c in cfgs(
-            ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
-                (8, 16, 2, 16, False), (4, 8, 1, 32, False), (4, 16, 1, 24, True),
-                (4, 16, 1, 20, True), (4, 16, 1, 16, True), (2, 16, 1, 32, True),
-                (2, 32, 1, 24, True), (2, 32, 1, 16, True), (1, 32, 1, 32, True),
-                (4, 8, 1, 32, True)])])
+            ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH", "maxnreg"), [
+                (2, 32, 1, 24, True, None), (2, 32, 1, 32, True, 64), (2, 32, 1, 28, True, 72),
+                (4, 16, 1, 32, True, 64), (2, 32, 1, 24, True, 80), (2, 32, 1, 20, True, 96),
+                (4, 8, 1, 32, True, None)])])
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
         *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
-            ("expanded", "BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
-                (False, 8, 8, 2, 32, False), (True, 8, 8, 2, 32, False),
-                (True, 4, 8, 1, 32, True), (True, 4, 8, 1, 24, True), (True, 2, 8, 1, 32, True),
-                (True, 2, 16, 1, 24, True), (True, 4, 16, 1, 12, True)]))
+            ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH", "maxnreg"), [
+                (4, 8, 1, 32, True, None), (4, 8, 1, 32, True, 64), (2, 16, 1, 32, True, 64),
+                (2, 16, 1, 24, True, None)]))
           for name in ("nvfp4/row_exp@amax_given", "nvfp4/row_exp_sr@amax_given",
                        "nvfp4/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),

@@ -82,12 +82,12 @@ KERNEL_SETS = {
     "nv-reg-colexp": {"quant_nvfp4": {"PASS": "reg", "REG": {**_NV_REG, "ROW_SR": False,
                                                              "COL_EXP": True}}},
     # session 8: each weight quantized in its layer's call, not all at once per step
-    # session 40: expanded row views alone (the forward's x, a split dy pair's SR row launch)
-    # on the NVFP4 row kernel (quant_nvfp4.CONFIG['ROW1']['expanded']) instead of the reg pass,
-    # at its old tile, and with PREFETCH at [4, 8] blocks, one warp
-    "row1-exp": {"quant_nvfp4:CONFIG.ROW1": {"expanded": True}},
-    "row1-exp-pf": {"quant_nvfp4:CONFIG.ROW1": {"expanded": True, "PREFETCH": True, "BR": 4,
-                                                "NB": 8, "num_warps": 1, "PROGS_PER_SM": 32}},
+    # session 40: the NVFP4 row kernel as it was before PREFETCH (session 40 calls 1-2; expanded
+    # row views alone on the reg pass, codes at two warps a program)
+    "row1-old": {"quant_nvfp4:CONFIG.ROW1": {
+        "expanded": False, "PREFETCH": False, "BR": 8, "NB": 8, "num_warps": 2,
+        "PROGS_PER_SM": 32, "RNE_CODES": {"BR": 8, "NB": 16, "num_warps": 2, "PROGS_PER_SM": 16},
+        "SR_CODES": {"BR": 4, "NB": 8, "num_warps": 1, "PROGS_PER_SM": 32}}},
     "nogroup": {},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);

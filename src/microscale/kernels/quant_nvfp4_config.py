@@ -121,20 +121,26 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # (call 1): SR's floor as PTX mul.rz and its offset from the byte's bits beside the
           # binade (_e2m1._sr_sum: no slow-pipe conversion left), 94.2 -> 87.4 µs; the tile
           # sweep again: [4, 8] with one warp stays the fastest (86.8; [8, 4] 88.4).
+          # Session 40 (H200, graph-replayed, 8192², amax given; calls 1-2): PREFETCH, the
+          # next tile's words loaded before this tile is quantized (the loads were waited for
+          # at 50% occupancy), with one warp a program: RNE codes 70.2 -> 58.7 µs at [2, 32]
+          # blocks, 24 programs an SM (58% -> 69% of the copy rate counting x once), SR codes
+          # 86.0 -> 75.4 (47% -> 54%); expanded views alone, against the reg pass: RNE 95.0 ->
+          # 85.0 µs, SR 109.0 -> 87.7, the SR dy pair 272.2 -> 252.5, at [4, 8] blocks, 32
+          # programs, so the row kernel now takes them too (125m nvfp4 0.760x -> 0.774x of
+          # compiled bf16 in one process, 1b level: 0.890x / 0.894x against 0.890x).
           "ROW1": {"codes": os.environ.get("MICROSCALE_NVFP4_ROW1", "1") != "0",
-                   "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "0") != "0",
-                   "BR": 8, "NB": 8, "num_warps": 2, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
+                   "expanded": os.environ.get("MICROSCALE_NVFP4_ROW1_EXP", "1") != "0",
+                   "BR": 4, "NB": 8, "num_warps": 1, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
                    "NAN_TILE": True, "STORE64": True,
-                   # PREFETCH: the next tile's words are loaded before this tile is quantized
-                   # (session 40; MICROSCALE_NVFP4_ROW1_PREFETCH)
-                   "PREFETCH": os.environ.get("MICROSCALE_NVFP4_ROW1_PREFETCH", "0") != "0",
+                   "PREFETCH": os.environ.get("MICROSCALE_NVFP4_ROW1_PREFETCH", "1") != "0",
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,
                    # 24% with its amax pass, now 38%)
                    "rht": os.environ.get("MICROSCALE_NVFP4_ROW1_RHT", "1") != "0",
-                   "RNE_CODES": {"NB": 16, "PROGS_PER_SM": 16},
-                   "SR_CODES": {"BR": 4, "NB": 8, "num_warps": 1}},
+                   "RNE_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24},
+                   "SR_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24}},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row
           # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes) instead of the compare-
           # and-select chain. Offline SASS (Triton 3.6, sm_90, session 31): x pair 54.1 -> 49.5

@@ -39,9 +39,11 @@ whole block and every per-block operation stays in registers:
 The register pass (``quant_nvfp4_reg``) holds 16-row-spaced rows of a ``[256, 64]`` tile for
 its column view; its row view alone splits each block across two lanes (one shuffle a block
 maximum, a Philox trade across the pair) and runs at 6 programs an SM. Here nothing crosses
-threads: RNE codes at [8, 16] blocks a program (two a thread) with 2 warps and 16 programs an
-SM, SR codes at [4, 8] with 1 warp, expanded views at [8, 8] with 2 warps, 32 programs an SM
-(``quant_nvfp4.CONFIG["ROW1"]``).
+threads. Each program holds its next tile's words as it quantizes this one (``PREFETCH``: the
+loads of tile t + programs are issued before tile t's arithmetic, the last tile loaded again
+at the end rather than masked), so one warp a program keeps loads in flight without the
+occupancy that two warps bought before. Codes at [2, 32] blocks (two a thread), 24 programs an
+SM; expanded views at [4, 8], 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 
 Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
 pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
@@ -49,7 +51,8 @@ NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against
 55%), then 93.6 at [4, 8] with 1 warp (61%), 87.4 with SR's floor as PTX ``mul.rz`` (66%,
 session 36: 1.14-1.16x the RNE time); with the RHT 83.7 µs (68%; the rows pass: 24%
 with its amax pass, 38% now). Written expanded (a training split pair's row launch) it ran
-level with the reg pass, so it takes those only when ``CONFIG["ROW1"]["expanded"]`` asks.
+level with the reg pass until ``PREFETCH`` (session 40, H200): RNE codes 70.2 -> 58.7 µs,
+SR codes 86.0 -> 75.4, expanded RNE 95.0 (reg pass) -> 85.0, expanded SR 109.0 -> 87.7.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -389,11 +392,11 @@ def _tile(t, n_tc, BR: tl.constexpr, NB: tl.constexpr):
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
                pro=(None, 0), parts=(), rht: bool = False) -> None:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
-    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``; codes with ``cfg["RNE_CODES"]``'s
+    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with ``cfg["RNE_CODES"]``'s
     or ``cfg["SR_CODES"]``'s keys over those) and switches (``NAN_TILE``, ``STORE64``); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
-    maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
+    maxima); ``PREFETCH``: the next tile's words loaded first; ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
     if exp_code == 0:
         cfg = {**cfg, **cfg.get("SR_CODES" if sr_mode else "RNE_CODES", {})}
     rows, cols = x2.shape
@@ -405,4 +408,5 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
-        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), num_warps=cfg["num_warps"])
+        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), num_warps=cfg["num_warps"],
+        **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
