@@ -269,20 +269,15 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # pass's 272.5. Call 2: around those, and the lone expanded row views (RNE codes 58.7
         # at [2, 32] / 24, SR 75.4; expanded RNE 95.0 on the reg pass, 85.0 at [4, 8] / 32,
         # SR 109.0 -> 87.7). Logs: results/h200_20261128_session40/call1, call2.
-        # session 40, call 3: a register cap (maxnreg) for more resident programs with PREFETCH
-        # (codes at [2, 32]: RNE 79 registers, SR 126; expanded at [4, 8]: 80)
-        *[(quant_nvfp4.CONFIG["ROW1"], name, [c | {"RNE_CODES": {}, "SR_CODES": {}} for c in cfgs(
-            ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH", "maxnreg"), [
-                (2, 32, 1, 24, True, None), (2, 32, 1, 32, True, 64), (2, 32, 1, 28, True, 72),
-                (4, 16, 1, 32, True, 64), (2, 32, 1, 24, True, 80), (2, 32, 1, 20, True, 96),
-                (4, 8, 1, 32, True, None)])])
-          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given")],
-        *[(quant_nvfp4.CONFIG["ROW1"], name, cfgs(
-            ("BR", "NB", "num_warps", "PROGS_PER_SM", "PREFETCH", "maxnreg"), [
-                (4, 8, 1, 32, True, None), (4, 8, 1, 32, True, 64), (2, 16, 1, 32, True, 64),
-                (2, 16, 1, 24, True, None)]))
-          for name in ("nvfp4/row_exp@amax_given", "nvfp4/row_exp_sr@amax_given",
-                       "nvfp4/rowcol_dy")],
+        # Call 3: a register cap (maxnreg) for more resident programs lost everywhere (RNE
+        # codes at [2, 32] / 32 capped at 64 registers 66.7 µs, SR 94.5) or tied (expanded).
+        # Call 4 (these): RNE codes around [2, 32] / 24 (79 registers): [1, 64] (78), two
+        # warps at [2, 32] (61) and [4, 32] (80), 22 and 26 programs
+        (quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16@amax_given", [
+            c | {"RNE_CODES": {}, "SR_CODES": {}, "PREFETCH": True} for c in cfgs(
+                ("BR", "NB", "num_warps", "PROGS_PER_SM"), [
+                    (2, 32, 1, 24), (1, 64, 1, 24), (2, 32, 1, 22), (2, 32, 1, 26),
+                    (2, 32, 2, 16), (4, 32, 2, 12), (2, 32, 1, 24)])]),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
