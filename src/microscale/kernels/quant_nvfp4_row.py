@@ -363,7 +363,9 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
     s_enc6, s_dec = nvfp4_scales_of(amax)
     seed = tl.load(seed_ptr) if SR == 2 else 0
     if PREFETCH:       # the next tile's words load while this one's are quantized
-        r, b = _tile(tl.program_id(0), n_tc, BR, NB)
+        # (the grid never exceeds the tiles, launch_row; the clamp keeps the first load
+        # inside x whatever the grid)
+        r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB)
         x0, x1, y0, y1 = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
         for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=1):
             # past the last tile, the last tile again (loaded, never stored: no mask needed)
