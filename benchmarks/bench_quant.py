@@ -278,6 +278,16 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 ("BR", "NB", "num_warps", "PROGS_PER_SM"), [
                     (2, 32, 1, 24), (1, 64, 1, 24), (2, 32, 1, 22), (2, 32, 1, 26),
                     (2, 32, 2, 16), (4, 32, 2, 12), (2, 32, 1, 24)])]),
+        # session 40 (offline only, not yet timed): the reg pass's column view alone with the
+        # next tile loaded first (REG_COL["PREFETCH"]). Registers (Triton 3.6, sm_90, SR with
+        # RHT, codes): [256, 32] / 4 warps 163 -> 224, [256, 16] 67 -> 95, [128, 32] / 2 warps
+        # 163 -> 224; so narrower tiles with more programs
+        *[(quant_nvfp4.CONFIG["REG_COL"], name, [c | {"RNE": {}} for c in cfgs(
+            ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "PREFETCH"), [
+                (16, 32, 4, 3, 2, False), (16, 16, 4, 7, 1, False), (16, 16, 4, 5, 1, True),
+                (16, 16, 4, 4, 1, True), (16, 32, 4, 2, 1, True), (8, 32, 2, 4, 1, True)])])
+          for name in ("nvfp4/col_rht_sr@amax_given", "nvfp4/col_rht@amax_given",
+                       "nvfp4/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

@@ -150,8 +150,8 @@ def _interpreter_tiles() -> None:
     (each op's numpy work is small at test sizes). The NVFP4 row kernel's GPU tiles are 2-4
     rows of 8-32 blocks, the register pass's and its amax pass's 32-64 columns, and the MX
     kernel's 32 rows, so a test's input ran as tens of tiles. In the interpreter the row
-    kernel's tiles take 64 rows, the register pass's and the amax pass's 128 columns, and the
-    MX kernel's 128 rows: the same code paths at the same op count a tile, partial tiles kept
+    kernel's tiles take 64 rows (32 blocks wide), the register pass's and the amax pass's 128
+    columns, and the MX kernel's 128 rows: the same code paths at the same op count a tile, partial tiles kept
     where a test's shape leaves them. Every setting gives the same bits by design
     (``quant_nvfp4_config``, ``quant_mx``); the GPU tests run the configured tiles compiled,
     and the tests that take :func:`gpu_tiles` run them here too
@@ -170,7 +170,7 @@ def _interpreter_tiles() -> None:
     _GPU_CONFIGS["quant_nvfp4"] = {k: CONFIG[k] for k in keys}
     _GPU_CONFIGS["quant_mx"] = {"BR": quant_mx.CONFIG["BR"]}
     row1 = CONFIG["ROW1"]
-    CONFIG["ROW1"] = {**row1, "BR": 64, "SR_CODES": {**row1["SR_CODES"], "BR": 64},
+    CONFIG["ROW1"] = {**row1, "BR": 64, "NB": 32, "SR_CODES": {**row1["SR_CODES"], "BR": 64},
                       "RNE_CODES": {**row1["RNE_CODES"], "BR": 64}}
     for key in ("REG", "REG_ROW", "REG_COL", "REG_AMAX"):
         CONFIG[key] = {**CONFIG[key], "BC": 128}

@@ -297,8 +297,10 @@ def test_nvfp4_lone_sr_row_view_takes_the_reg_pass(reg_row_view):
 
 @pytest.mark.parametrize("tiles", [
     ({"NI": 8, "BC": 64, "num_warps": 2}, {"NI": 16, "BC": 64, "num_warps": 4}),
-    ({"NI": 32, "BC": 32, "num_warps": 4}, {"NI": 8, "BC": 32, "num_warps": 2})],
-    ids=["row8x64-col16x64", "row32x32-col8x32"])
+    ({"NI": 32, "BC": 32, "num_warps": 4}, {"NI": 8, "BC": 32, "num_warps": 2}),
+    ({"NI": 16, "BC": 64, "num_warps": 4},
+     {"NI": 16, "BC": 16, "num_warps": 4, "PREFETCH": True})],
+    ids=["row8x64-col16x64", "row32x32-col8x32", "col16x16-prefetch"])
 def test_nvfp4_one_view_launch_tiles_exact(tiles, monkeypatch):
     """Reg-pass launches with one view take their tile from REG_ROW / REG_COL (the row view
     alone loading two raw tiles at a time): other tiles give the reference's bits for the
@@ -320,6 +322,34 @@ def test_nvfp4_one_view_launch_tiles_exact(tiles, monkeypatch):
         r = ms.quantize_rowcol(x, row, col, backend="reference")
         assert_same(k[0], r[0])
         assert_same(k[1], r[1])
+
+
+@pytest.mark.parametrize("prologue", [None, "relu_square"])
+def test_nvfp4_column_prefetch_same_bits(prologue, monkeypatch):
+    """A column view alone with ``REG_COL["PREFETCH"]`` (the next tile's raw tiles loaded
+    before this tile is quantized) writes what the plain loop writes: in-kernel Philox and
+    written expanded (which the reference comparisons above do not reach), with a prologue
+    applied as the tiles load, partial tiles and more tiles than programs."""
+    from microscale.kernels import quant_nvfp4
+    from microscale.ops import quantize_views
+    from microscale.tensor import QFormat
+    x = sample((272, 80), torch.bfloat16, exact=True, seed=9)
+    x[5, 7], x[100, 2] = float("nan"), -float("inf")
+    seed = torch.tensor([11], dtype=torch.int32)
+    col = (QFormat.NVFP4, {"check_finite": False, "rht": True, "stochastic": True,
+                           "seed": seed, "expand": True})
+    outs = []
+    for prefetch in (False, True):
+        monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_COL", {
+            **quant_nvfp4.CONFIG["REG_COL"], "NI": 16, "BC": 16, "PREFETCH": prefetch})
+        outs.append(quantize_views(x, None, col, "triton", prologue=prologue or "",
+                                   x2=None)[1])
+        assert "reg pass" in ms.explain()[("quantize_rowcol", "none|nvfp4")]
+    a, b = outs                     # expanded: bf16 data, NaN in the NaN block (compare bits)
+    assert a.expanded and b.expanded
+    assert torch.equal(a.data.view(torch.int16), b.data.view(torch.int16))
+    assert torch.equal(a.scale.view(torch.uint8), b.scale.view(torch.uint8))
+    assert torch.equal(a.amax, b.amax)
 
 
 def test_nvfp4_reg_pass_says_why_not(monkeypatch):

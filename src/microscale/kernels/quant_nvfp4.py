@@ -205,8 +205,8 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         row is not None, row.sr_mode if row else 0, col is not None, bool(col and col.rht),
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
         row_exp_code(bool(row and row.expanded)), bool(col and col.expanded), *pro, *parts,
-        FAST_E2M1=CONFIG["FAST_E2M1"], num_warps=cfg["num_warps"],
-        **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
+        FAST_E2M1=CONFIG["FAST_E2M1"], PREFETCH=cfg.get("PREFETCH", False),
+        num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
 def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,

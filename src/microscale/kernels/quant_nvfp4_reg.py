@@ -89,7 +89,7 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
                             COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
                             n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None,
-                            FAST_E2M1: tl.constexpr = False):
+                            FAST_E2M1: tl.constexpr = False, PREFETCH: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
@@ -100,7 +100,9 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     views of ``op(x, y)`` (``op_specs.PROLOGUES``), applied as the tiles load. ``NP`` > 0:
     ``amax_ptr`` holds the amax pass's ``n_part`` per-program maxima, and program 0 writes the
     views' amaxes to ``ar_ptr`` / ``ac_ptr`` (``store_amaxes``). ``FAST_E2M1``: E2M1 codes
-    through the rounded value (``_e2m1.scaled_e2m1_code_fast``, the same codes)."""
+    through the rounded value (``_e2m1.scaled_e2m1_code_fast``, the same codes).
+    ``PREFETCH`` (a column view alone): the next tile's 16 raw tiles load before this tile's
+    column view is quantized (:func:`_col_prefetch_loop`)."""
     amax_r = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
     amax_c = nvfp4_amax_of(amax_ptr, 1, n_part, NP)
     store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW, COL, NP)
@@ -108,48 +110,76 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     s_enc6_c, s_dec_c = nvfp4_scales_of(amax_c)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
     seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
-    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
-        r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
-        if COL:
-            raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
-            col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
-                     rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
-                     FAST_E2M1)
-        if ROW:
-            if COL and ROW_SR > 0:  # reloaded after the column view's stores (from L1), so
-                #                       the compiler cannot overlap the views' registers
+    if PREFETCH and COL and not ROW:
+        _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr,
+                           rows, cols, n_tc, n_tiles, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS,
+                           EVEN, COL_EXP, FAST_E2M1, PRO)
+    else:
+        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0),
+                          num_stages=NUM_STAGES):
+            r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
+            if COL:
                 raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
-            r = r0 + 16 * tl.arange(0, NI)[:, None]
-            blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]
-            sb = ()
-            for jp in tl.static_range(8):
-                if ROW_SR == 2:
-                    a0, b0, a1, b1 = _row_words(seed_r, r + 2 * jp, blk, cols)
-                else:
-                    a0, b0, a1, b1 = 0, 0, 0, 0
-                if COL:
-                    raw0, raw1 = raw[2 * jp], raw[2 * jp + 1]
-                else:               # a row view alone: two raw tiles live at a time, not 16
-                    raw0 = _load_one(x_ptr, r0, c0, 2 * jp, rows, cols, NI, BC, IN_DTYPE, EVEN,
-                                     y_ptr, PRO)
-                    raw1 = _load_one(x_ptr, r0, c0, 2 * jp + 1, rows, cols, NI, BC, IN_DTYPE,
-                                     EVEN, y_ptr, PRO)
-                s0 = _row_view(_row_tile(raw0, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
-                               b0, qr_ptr, br_ptr, r + 2 * jp, c0, rows, cols, NI, BC, ROW_SR,
-                               EVEN, ROW_EXP, FAST_E2M1)
-                s1 = _row_view(_row_tile(raw1, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r,
-                               a1, b1, qr_ptr, br_ptr, r + 2 * jp + 1, c0, rows, cols, NI, BC,
-                               ROW_SR, EVEN, ROW_EXP, FAST_E2M1)
-                if ROW_SR > 0:      # stored now: each store's layout change (a barrier) also
-                    #                 keeps ptxas from overlapping the row pairs' Philox rounds,
-                    #                 whose registers would not fit together
-                    _store_scale_rows(sr_ptr, s0, r + 2 * jp, c0, rows, cols, NI, BC, EVEN)
-                    _store_scale_rows(sr_ptr, s1, r + 2 * jp + 1, c0, rows, cols, NI, BC, EVEN)
-                else:
-                    sb = sb + (s0, s1)
-            if ROW_SR == 0:
-                _store_row_scales(sr_ptr, sb, r[:, :, None] + tl.arange(0, 16)[None, None, :],
-                                  c0, rows, cols, NI, BC, EVEN)
+                col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
+                         rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
+                         FAST_E2M1)
+            if ROW:
+                if COL and ROW_SR > 0:  # reloaded after the column view's stores (from L1), so
+                    #                       the compiler cannot overlap the views' registers
+                    raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
+                r = r0 + 16 * tl.arange(0, NI)[:, None]
+                blk = c0 // 16 + tl.arange(0, BC // 16)[None, :]
+                sb = ()
+                for jp in tl.static_range(8):
+                    if ROW_SR == 2:
+                        a0, b0, a1, b1 = _row_words(seed_r, r + 2 * jp, blk, cols)
+                    else:
+                        a0, b0, a1, b1 = 0, 0, 0, 0
+                    if COL:
+                        raw0, raw1 = raw[2 * jp], raw[2 * jp + 1]
+                    else:               # a row view alone: two raw tiles live at a time, not 16
+                        raw0 = _load_one(x_ptr, r0, c0, 2 * jp, rows, cols, NI, BC, IN_DTYPE, EVEN,
+                                         y_ptr, PRO)
+                        raw1 = _load_one(x_ptr, r0, c0, 2 * jp + 1, rows, cols, NI, BC, IN_DTYPE,
+                                         EVEN, y_ptr, PRO)
+                    s0 = _row_view(_row_tile(raw0, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r, a0,
+                                   b0, qr_ptr, br_ptr, r + 2 * jp, c0, rows, cols, NI, BC, ROW_SR,
+                                   EVEN, ROW_EXP, FAST_E2M1)
+                    s1 = _row_view(_row_tile(raw1, IN_DTYPE, NI, BC), s_enc6_r, s_dec_r,
+                                   a1, b1, qr_ptr, br_ptr, r + 2 * jp + 1, c0, rows, cols, NI, BC,
+                                   ROW_SR, EVEN, ROW_EXP, FAST_E2M1)
+                    if ROW_SR > 0:      # stored now: each store's layout change (a barrier) also
+                        #                 keeps ptxas from overlapping the row pairs' Philox rounds,
+                        #                 whose registers would not fit together
+                        _store_scale_rows(sr_ptr, s0, r + 2 * jp, c0, rows, cols, NI, BC, EVEN)
+                        _store_scale_rows(sr_ptr, s1, r + 2 * jp + 1, c0, rows, cols, NI, BC, EVEN)
+                    else:
+                        sb = sb + (s0, s1)
+                if ROW_SR == 0:
+                    _store_row_scales(sr_ptr, sb, r[:, :, None] + tl.arange(0, 16)[None, None, :],
+                                      c0, rows, cols, NI, BC, EVEN)
+
+
+@triton.jit
+def _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, rows,
+                       cols, n_tc, n_tiles, IN_DTYPE: tl.constexpr, NI: tl.constexpr,
+                       BC: tl.constexpr, COL_RHT: tl.constexpr, COL_SR: tl.constexpr,
+                       SIGNS: tl.constexpr, EVEN: tl.constexpr, COL_EXP: tl.constexpr,
+                       FAST_E2M1: tl.constexpr, PRO: tl.constexpr):
+    """A column view alone, each program's next tile loaded before this tile is quantized (as
+    the row kernel's ``PREFETCH``); past the last tile the last tile is loaded again (never
+    stored), so no mask is needed. The grid never exceeds the tiles (``persistent_grid``)."""
+    pid, step = tl.program_id(0), tl.num_programs(0)
+    r0, c0 = tile_coords(tl.minimum(pid, n_tiles - 1), n_tc, 16 * NI, BC)
+    raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
+    for t in tl.range(pid, n_tiles, step, num_stages=1):
+        r0_nx, c0_nx = tile_coords(tl.minimum(t + step, n_tiles - 1), n_tc, 16 * NI, BC)
+        raw_nx = _load16(x_ptr, r0_nx, c0_nx, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
+        col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
+                 rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
+                 FAST_E2M1)
+        raw = raw_nx
+        r0, c0 = r0_nx, c0_nx
 
 
 @triton.jit
