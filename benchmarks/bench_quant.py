@@ -438,8 +438,8 @@ def main() -> None:
             srows = [r | {"shape": shape}
                      for r in sweep(x, copy_gbs, args.sweep_only, args.sweep_with)]
             print(f"\n## tile sweep, bf16 {shape[0]}x{shape[1]}")
-            print(common.fmt_table(srows, ["variant", "config", "us", "us_graph", "%copy@1read_graph", "exact",
-                                           "error"]), flush=True)
+            print(common.fmt_table(srows, ["variant", "config", "us", "us_graph",
+                                           "%copy@1read_graph", "exact", "error"]), flush=True)
             payload["sweep"] += srows
     common.json_line(payload)
 

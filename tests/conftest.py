@@ -151,10 +151,10 @@ def _interpreter_tiles() -> None:
     rows of 8-32 blocks, the register pass's and its amax pass's 32-64 columns, and the MX
     kernel's 32 rows, so a test's input ran as tens of tiles. In the interpreter the row
     kernel's tiles take 64 rows (32 blocks wide), the register pass's and the amax pass's 128
-    columns, and the MX kernel's 128 rows: the same code paths at the same op count a tile, partial tiles kept
-    where a test's shape leaves them. Every setting gives the same bits by design
-    (``quant_nvfp4_config``, ``quant_mx``); the GPU tests run the configured tiles compiled,
-    and the tests that take :func:`gpu_tiles` run them here too
+    columns, and the MX kernel's 128 rows: the same code paths at the same op count a tile,
+    partial tiles kept where a test's shape leaves them. Every setting gives the same bits by
+    design (``quant_nvfp4_config``, ``quant_mx``); the GPU tests run the configured tiles
+    compiled, and the tests that take :func:`gpu_tiles` run them here too
     (``test_row_kernel_variants``, ``test_nvfp4_reg_pass_exact``, the amax pass's partials
     and unclamped tests, ``test_mx_rowcol_exact``; ``test_mxfp4_column_view_in_registers_exact``
     sets the MX rows itself)."""

@@ -164,7 +164,8 @@ def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr,
            RHT: tl.constexpr = False):
     """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``, whose
-    raw words ``words`` (:func:`_load_words`) are loaded. ``RHT`` (codes, RNE or the caller's bytes): each block rotated first (:func:`_finish_rht`).
+    raw words ``words`` (:func:`_load_words`) are loaded. ``RHT`` (codes, RNE or the caller's
+    bytes): each block rotated first (:func:`_finish_rht`).
 
     ``NAN_TILE`` (codes only): the block maxima are taken with NaN kept, and only a tile that
     holds a NaN takes the per-element NaN selects (NaN reads as 0); a tile without one uses
@@ -394,11 +395,12 @@ def _tile(t, n_tc, BR: tl.constexpr, NB: tl.constexpr):
 def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
                pro=(None, 0), parts=(), rht: bool = False) -> None:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
-    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with ``cfg["RNE_CODES"]``'s
-    or ``cfg["SR_CODES"]``'s keys over those) and switches (``NAN_TILE``, ``STORE64``); ``out``:
+    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with
+    ``cfg["RNE_CODES"]``'s or ``cfg["SR_CODES"]``'s keys over those) and switches
+    (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
-    maxima); ``PREFETCH``: the next tile's words loaded first; ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
+    maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
     if exp_code == 0:
         cfg = {**cfg, **cfg.get("SR_CODES" if sr_mode else "RNE_CODES", {})}
     rows, cols = x2.shape
