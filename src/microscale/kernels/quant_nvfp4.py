@@ -17,8 +17,8 @@ Two launches per call:
    * ``v3`` (``quant_nvfp4_v3``): the column view without transposes, blocks across lanes.
 
    Under ``reg``, a bf16/fp16 row view alone (``ms.quantize``'s 1x16 view; a split pair's
-   second launch where asked) runs the row kernel (``quant_nvfp4_row``, a 16-element block in
-   one thread; ``CONFIG['ROW1']``).
+   second launch, and the forward's x with the recompute, written expanded) runs the row kernel
+   (``quant_nvfp4_row``, a 16-element block in one thread; ``CONFIG['ROW1']``).
 
 Non-finite input (``check_finite=False``) as the reference: NaN is read as 0 (amax and block
 maxima ignore it) and its block's (2D: tile's) scale byte becomes the E4M3 NaN 0x7F; ±Inf
