@@ -288,6 +288,18 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (16, 16, 4, 4, 1, True), (16, 32, 4, 2, 1, True), (8, 32, 2, 4, 1, True)])])
           for name in ("nvfp4/col_rht_sr@amax_given", "nvfp4/col_rht@amax_given",
                        "nvfp4/rowcol_dy")],
+        # session 41: the row kernel's PACK bits (1: Philox's products as wide multiplies,
+        # 2: code words packed from the grid bits; offline SASS of the NaN-free path at
+        # [2, 32]: RNE 591 -> 475 instructions, SR 761 -> 715, SR registers 126 -> 118), at
+        # the default tiles, then SR tiles that fit 118 registers (17 programs of one warp)
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [{"PACK": p} for p in (0, 1, 2, 3, 0)])
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given",
+                       "nvfp4/1x16_rht@amax_given", "nvfp4/row_exp_sr@amax_given")],
+        (quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16_sr@amax_given", [
+            c | {"RNE_CODES": {}, "SR_CODES": {}, "PACK": 3} for c in cfgs(
+                ("BR", "NB", "num_warps", "PROGS_PER_SM"), [
+                    (2, 32, 1, 16), (2, 32, 1, 17), (4, 16, 1, 24), (1, 32, 1, 32),
+                    (4, 8, 1, 32)])]),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import microscale as ms
+from microscale.kernels._philox import philox4x32
 from microscale.ops import quantize_views
 from microscale.tensor import QFormat
 
@@ -38,6 +41,7 @@ def _x(shape, dtype=torch.bfloat16, seed=0):
     x = x.to(dtype)
     x[3, 5], x[7, 9], x[1, 2] = float("nan"), float("inf"), -3e38 if dtype == torch.bfloat16 \
         else -6e4
+    x[0, 1], x[2, 20] = -0.0, -1e-30            # sign-only codes (8): -0, and one that rounds to -0
     return x
 
 
@@ -178,9 +182,11 @@ def test_row_kernel_rht_matches_reference(shape, dtype, row1):
 # the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
 # per-element NaN selects; one 8-byte store of a block's code words, stores in the thread's
 # layout. Each off, both off, codes at the expanded views' tile, and the next tile's words
-# loaded while a tile is quantized (PREFETCH) on and off
+# loaded while a tile is quantized (PREFETCH) on and off, and PACK's two bits (Philox's wide
+# multiplies, the code words packed from the grid bits; both on by default)
 VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE64": False},
-            {"RNE_CODES": {}, "SR_CODES": {}}, {"PREFETCH": True}, {"PREFETCH": False}]
+            {"RNE_CODES": {}, "SR_CODES": {}}, {"PREFETCH": True}, {"PREFETCH": False},
+            {"PACK": 0}, {"PACK": 1}, {"PACK": 2}]
 
 
 @pytest.mark.parametrize("opts,shape,dtype", [
@@ -208,8 +214,8 @@ def test_row_kernel_variants(opts, shape, dtype, row1, gpu_tiles, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("opts", [{}, VARIANTS[2], VARIANTS[4], VARIANTS[5]],
-                         ids=["default", "switches-off", "prefetch", "no-prefetch"])
+@pytest.mark.parametrize("opts", [{}, VARIANTS[2], VARIANTS[4], VARIANTS[5], VARIANTS[6]],
+                         ids=["default", "switches-off", "prefetch", "no-prefetch", "no-pack"])
 @pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
 def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     """Compiled: against the reference (the E2M1 code through 2^-126 needs fp32 subnormals
@@ -222,3 +228,34 @@ def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     _check_against_reference(x, "cuda")
     _check_against_reference(x, "cuda", rht=True)
     _philox_pairs(x, "cuda", row1)
+
+
+
+@triton.jit
+def _draw_both(seed_ptr, out_ref, out_new, N: tl.constexpr):
+    """Four words a counter from ``tl.randint4x`` and from ``philox4x32``, interleaved."""
+    seed = tl.load(seed_ptr)
+    offs = tl.arange(0, N) * 7919 + 12345
+    at = tl.arange(0, N) * 4
+    r0, r1, r2, r3 = tl.randint4x(seed, offs)
+    n0, n1, n2, n3 = philox4x32(seed, offs)
+    tl.store(out_ref + at, r0)
+    tl.store(out_ref + at + 1, r1)
+    tl.store(out_ref + at + 2, r2)
+    tl.store(out_ref + at + 3, r3)
+    tl.store(out_new + at, n0)
+    tl.store(out_new + at + 1, n1)
+    tl.store(out_new + at + 2, n2)
+    tl.store(out_new + at + 3, n3)
+
+
+def test_philox_wide_equals_randint4x():
+    """``_philox.philox4x32`` (each round's two products as one wide multiply) draws
+    ``tl.randint4x``'s words, bit for bit, for seeds of both signs and the int32 extremes (the
+    key is the seed sign-extended). In the interpreter, its uint64 form; on the GPU its PTX
+    form is checked through the row kernel's draws against the reg pass's
+    (``test_gpu_row_kernel``)."""
+    for seed in (0, 1, 123456789, -5, -2**31, 2**31 - 1):
+        ref, new = (torch.zeros(4 * 64, dtype=torch.int32) for _ in range(2))
+        _draw_both[(1,)](torch.tensor([seed], dtype=torch.int32), ref, new, 64)
+        assert ref.abs().sum() > 0 and torch.equal(ref, new), seed

@@ -138,6 +138,12 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "BR": 4, "NB": 8, "num_warps": 1, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
                    "NAN_TILE": True, "STORE64": True,
                    "PREFETCH": os.environ.get("MICROSCALE_NVFP4_ROW1_PREFETCH", "1") != "0",
+                   # PACK (bits): 1 Philox's products as wide multiplies (_philox), 2 the
+                   # code words packed from the grid bits (_e2m1.pack_e2m1_nibbles); offline
+                   # SASS (Triton 3.6, sm_90, session 41), the NaN-free path of a [2, 32]
+                   # tile: RNE codes 591 -> 475 instructions, SR 761 -> 715 (registers 126
+                   # -> 118)
+                   "PACK": int(os.environ.get("MICROSCALE_NVFP4_ROW1_PACK", "3")),
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,
