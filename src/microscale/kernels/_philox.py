@@ -40,9 +40,11 @@ def _mul_wide(c, M: tl.constexpr):
     layouts: a shuffle a round); the interpreter, which runs no PTX, multiplies in uint64."""
     if _PTX:
         if M == _ROUND_A:
-            asm: tl.constexpr = "{ .reg .b64 t; mul.wide.u32 t, $2, 0xD2511F53; mov.b64 {$1, $0}, t; }"
+            asm: tl.constexpr = ("{ .reg .b64 t; mul.wide.u32 t, $2, 0xD2511F53; "
+                                 "mov.b64 {$1, $0}, t; }")
         else:
-            asm: tl.constexpr = "{ .reg .b64 t; mul.wide.u32 t, $2, 0xCD9E8D57; mov.b64 {$1, $0}, t; }"
+            asm: tl.constexpr = ("{ .reg .b64 t; mul.wide.u32 t, $2, 0xCD9E8D57; "
+                                 "mov.b64 {$1, $0}, t; }")
         hi, lo = tl.inline_asm_elementwise(asm, "=r,=r,r", [c], dtype=(tl.uint32, tl.uint32),
                                            is_pure=True, pack=1)
     else:
