@@ -88,11 +88,19 @@ KERNEL_SETS = {
         "expanded": False, "PREFETCH": False, "BR": 8, "NB": 8, "num_warps": 2,
         "PROGS_PER_SM": 32, "RNE_CODES": {"BR": 8, "NB": 16, "num_warps": 2, "PROGS_PER_SM": 16},
         "SR_CODES": {"BR": 4, "NB": 8, "num_warps": 1, "PROGS_PER_SM": 32}}},
-    # session 40 (not yet timed): the reg pass's column view alone at [256, 16] tiles, 5
-    # programs an SM, the next tile loaded first (quant_nvfp4.CONFIG['REG_COL']['PREFETCH'])
+    # session 40: the reg pass's column view alone at [256, 16] tiles, 5 programs an SM, the
+    # next tile loaded first (quant_nvfp4.CONFIG['REG_COL']['PREFETCH']; the RNE column views
+    # too); "col-old": as before session 41 made it the default for the SR column views
     "col-pf16": {"quant_nvfp4:CONFIG.REG_COL": {"NI": 16, "BC": 16, "num_warps": 4,
                                                 "PROGS_PER_SM": 5, "NUM_STAGES": 1,
                                                 "PREFETCH": True, "RNE": {}}},
+    "col-old": {"quant_nvfp4:CONFIG.REG_COL": {"NI": 16, "BC": 32, "num_warps": 4,
+                                               "PROGS_PER_SM": 3, "NUM_STAGES": 2,
+                                               "PREFETCH": False, "RNE": {
+                                                   "PROGS_PER_SM": 4, "NUM_STAGES": 1}}},
+    # session 41: the row kernel without PACK (Philox's products as two multiplies, codes
+    # packed after they are made)
+    "pack0": {"quant_nvfp4:CONFIG.ROW1": {"PACK": 0}},
     "nogroup": {},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);

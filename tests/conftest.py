@@ -174,6 +174,8 @@ def _interpreter_tiles() -> None:
                       "RNE_CODES": {**row1["RNE_CODES"], "BR": 64}}
     for key in ("REG", "REG_ROW", "REG_COL", "REG_AMAX"):
         CONFIG[key] = {**CONFIG[key], "BC": 128}
+        if "BC" in CONFIG[key].get("RNE", {}):          # (REG_COL's RNE column views)
+            CONFIG[key]["RNE"] = {**CONFIG[key]["RNE"], "BC": 128}
     quant_mx.CONFIG["BR"] = 128
 
 

@@ -180,8 +180,8 @@ def pack_e2m1_nibbles(gs, vs, k0: tl.constexpr):
         g = gs[k0 + i].to(tl.uint32, bitcast=True)
         if 4 * i <= 22:
             mag = g >> (22 - 4 * i)
-        else:
-            mag = g << (4 * i - 22)
+        else:                   # (not g << (4i - 22): ptxas 12.8 drops that term for i = 7)
+            mag = (g >> 22) << (4 * i)
         sign = (vs[k0 + i].to(tl.uint32, bitcast=True) >> (28 - 4 * i)) & (8 << (4 * i))
         word = (word + mag) | sign
     return word

@@ -84,12 +84,16 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # fewer registers 4 programs an SM fit; session 32 call 12 (8192², amax given): RHT
           # column view 98.7 -> 89.4 µs (58% -> 64% of the copy rate counting x once); the
           # SR column view ran slower there (124.4 -> 139.6), so it keeps the base tile.
-          # REG_COL["PREFETCH"] (session 40, off: not yet timed): a column view alone loads its
-          # next tile before quantizing this one, as ROW1's; its registers want narrower tiles
-          # (offline, SR with RHT: [256, 32] 163 -> 224, [256, 16] 67 -> 95)
-          "REG_COL": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
-                      "maxnreg": None, "RNE": {"PROGS_PER_SM": 4, "NUM_STAGES": 1},
-                      "PREFETCH": False},
+          # REG_COL["PREFETCH"] (session 40, offline): a column view alone loads its next
+          # tile before quantizing this one, as ROW1's; its registers want narrower tiles
+          # (offline, SR with RHT: [256, 32] 163 -> 224, [256, 16] 67 -> 95). Session 41
+          # (H200, call 1, graph-replayed, 8192², amax given): the RHT+SR column view 115.6 ->
+          # 100.2 µs at [256, 16], 5 programs an SM (35% -> 40% of the copy rate counting x
+          # once; 102.0-102.7 at the other tiles tried), the SR dy pair 250.4 -> 231.0; the
+          # same bits. RNE column views (RNE) keep their tile, untimed with it.
+          "REG_COL": {"NI": 16, "BC": 16, "num_warps": 4, "PROGS_PER_SM": 5, "NUM_STAGES": 1,
+                      "maxnreg": None, "PREFETCH": True,
+                      "RNE": {"BC": 32, "PROGS_PER_SM": 4, "NUM_STAGES": 1, "PREFETCH": False}},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
           # SPLIT_X_MAX_COLS: every other pair (the x pair: a round-to-nearest row view,
           # written expanded, beside the RHT'd column view) splits too where its input is at
