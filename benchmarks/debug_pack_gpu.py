@@ -1,6 +1,17 @@
-import torch, triton, triton.language as tl, sys
+"""Session 41, call 2: the RNE code words packed from the grid bits, piece by piece, on the GPU
+(a small kernel: the grid bits, the codes, the packed words), and the ptxas Triton uses.
+    python3 benchmarks/debug_pack_gpu.py
+"""
+import subprocess
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
 sys.path.insert(0, "src")
-from microscale.kernels._e2m1 import pack_e2m1_nibbles, scaled_e2m1_grid_bits, scaled_e2m1_code_fast
+from microscale.kernels._e2m1 import (pack_e2m1_nibbles, scaled_e2m1_code_fast,  # noqa: E402
+                                      scaled_e2m1_grid_bits)
 
 @triton.jit
 def k(y_ptr, out_ptr, g_ptr, c_ptr, BLOCK: tl.constexpr):
@@ -26,10 +37,8 @@ print([hex(v & 0xFFFFFFFF) for v in out[:4].tolist()])
 print([hex(v) for v in g[:32].tolist()])
 print(c[:32].tolist())
 sass = kern.asm.get("sass", "")
-print("\n".join(l for l in sass.splitlines() if any(s in l for s in ("IMAD", "LEA", "SHF", "LOP3", "FMUL")))[-3000:])
-import subprocess, os
-from triton.backends.nvidia import compiler as c_
-print(c_.get_ptxas().path if hasattr(c_, "get_ptxas") else "?")
-try:
-    print(subprocess.run([c_.get_ptxas().path, "--version"], capture_output=True, text=True).stdout)
-except Exception as e: print(e)
+print("\n".join(line for line in sass.splitlines()
+                if any(s in line for s in ("IMAD", "LEA", "SHF", "LOP3", "FMUL")))[-3000:])
+from triton.backends.nvidia import compiler as c_  # noqa: E402
+ptxas = c_.get_ptxas("sm_90a").path
+print(ptxas, subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout)
