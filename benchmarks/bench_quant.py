@@ -295,6 +295,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         *[(quant_nvfp4.CONFIG["ROW1"], name, [{"PACK": p} for p in (0, 1, 2, 3, 0)])
           for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given",
                        "nvfp4/1x16_rht@amax_given", "nvfp4/row_exp_sr@amax_given")],
+        # call 3: PACK 2 took RNE codes to 95 registers, past the 85 that 24 one-warp
+        # programs an SM allow (70.6 µs against 58.9); so fewer programs, or a cap
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [
+            c | {"RNE_CODES": {}, "SR_CODES": {}, "BR": 2, "NB": 32} for c in cfgs(
+                ("PACK", "num_warps", "PROGS_PER_SM", "maxnreg"), [
+                    (1, 1, 24, None), (3, 1, 20, None), (3, 1, 21, None), (3, 1, 24, 84),
+                    (3, 1, 16, None), (1, 1, 24, None)])])
+          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_rht@amax_given")],
         (quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16_sr@amax_given", [
             c | {"RNE_CODES": {}, "SR_CODES": {}, "PACK": 3} for c in cfgs(
                 ("BR", "NB", "num_warps", "PROGS_PER_SM"), [

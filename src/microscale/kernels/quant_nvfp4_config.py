@@ -143,11 +143,15 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "NAN_TILE": True, "STORE64": True,
                    "PREFETCH": os.environ.get("MICROSCALE_NVFP4_ROW1_PREFETCH", "1") != "0",
                    # PACK (bits): 1 Philox's products as wide multiplies (_philox), 2 the
-                   # code words packed from the grid bits (_e2m1.pack_e2m1_nibbles); offline
-                   # SASS (Triton 3.6, sm_90, session 41), the NaN-free path of a [2, 32]
-                   # tile: RNE codes 591 -> 475 instructions, SR 761 -> 715 (registers 126
-                   # -> 118)
-                   "PACK": int(os.environ.get("MICROSCALE_NVFP4_ROW1_PACK", "3")),
+                   # code words packed from the grid bits (_e2m1.pack_e2m1_nibbles). Offline
+                   # SASS (Triton 3.6, sm_90), the NaN-free path of a [2, 32] tile: RNE codes
+                   # 591 -> 554 instructions (2), SR 761 -> 730 (1; registers 126 -> 94).
+                   # Session 41 (H200, graph-replayed, 8192², amax given, calls 1 and 3):
+                   # 1 takes the expanded SR row view (training's) 103.2 -> 87.8 µs and SR
+                   # codes 75.4 -> 75.1; 2 slows RNE codes 58.9 -> 70.6 µs (95 registers: 21
+                   # of the 24 programs fit) and SR 75.1 -> 76.4, RHT 74.9 -> 74.1. So 1.
+                   # 125m nvfp4 0.764x -> 0.771x of compiled bf16 (PACK 0 against 3)
+                   "PACK": int(os.environ.get("MICROSCALE_NVFP4_ROW1_PACK", "1")),
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,
