@@ -288,26 +288,20 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (16, 16, 4, 4, 1, True), (16, 32, 4, 2, 1, True), (8, 32, 2, 4, 1, True)])])
           for name in ("nvfp4/col_rht_sr@amax_given", "nvfp4/col_rht@amax_given",
                        "nvfp4/rowcol_dy")],
-        # session 41: the row kernel's PACK bits (1: Philox's products as wide multiplies,
-        # 2: code words packed from the grid bits; offline SASS of the NaN-free path at
-        # [2, 32]: RNE 591 -> 475 instructions, SR 761 -> 715, SR registers 126 -> 118), at
-        # the default tiles, then SR tiles that fit 118 registers (17 programs of one warp)
-        *[(quant_nvfp4.CONFIG["ROW1"], name, [{"PACK": p} for p in (0, 1, 2, 3, 0)])
-          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_sr@amax_given",
-                       "nvfp4/1x16_rht@amax_given", "nvfp4/row_exp_sr@amax_given")],
-        # call 3: PACK 2 took RNE codes to 95 registers, past the 85 that 24 one-warp
-        # programs an SM allow (70.6 µs against 58.9); so fewer programs, or a cap
-        *[(quant_nvfp4.CONFIG["ROW1"], name, [
-            c | {"RNE_CODES": {}, "SR_CODES": {}, "BR": 2, "NB": 32} for c in cfgs(
-                ("PACK", "num_warps", "PROGS_PER_SM", "maxnreg"), [
-                    (1, 1, 24, None), (3, 1, 20, None), (3, 1, 21, None), (3, 1, 24, 84),
-                    (3, 1, 16, None), (1, 1, 24, None)])])
-          for name in ("nvfp4/1x16@amax_given", "nvfp4/1x16_rht@amax_given")],
+        # session 41: Philox's products as wide multiplies (ROW1's PHILOX_WIDE), on and off at
+        # the default tiles. Calls 1 and 3 (H200, 8192², µs graph-replayed) ran this as a
+        # "PACK" key, PHILOX_WIDE then its bit 1: the expanded SR row view 103.2 -> 87.8, SR
+        # codes 75.4 -> 75.1. Its bit 2 (code words packed from the grid bits: RNE codes 591
+        # -> 554 instructions, 95 registers) slowed RNE codes 58.9 -> 70.6 at 24 programs an
+        # SM and ran level at 20 (call 4: 58.8), so it was dropped. Then the SR codes' tile
+        # at 94 registers (21 programs of one warp fit an SM; 24 are launched)
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [{"PHILOX_WIDE": w} for w in (False, True, False)])
+          for name in ("nvfp4/1x16_sr@amax_given", "nvfp4/row_exp_sr@amax_given")],
         (quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16_sr@amax_given", [
-            c | {"RNE_CODES": {}, "SR_CODES": {}, "PACK": 3} for c in cfgs(
+            c | {"RNE_CODES": {}, "SR_CODES": {}, "PHILOX_WIDE": True} for c in cfgs(
                 ("BR", "NB", "num_warps", "PROGS_PER_SM"), [
-                    (2, 32, 1, 16), (2, 32, 1, 17), (4, 16, 1, 24), (1, 32, 1, 32),
-                    (4, 8, 1, 32)])]),
+                    (2, 32, 1, 24), (2, 32, 1, 21), (2, 32, 1, 20), (4, 16, 1, 20),
+                    (2, 32, 1, 24)])]),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

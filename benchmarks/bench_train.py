@@ -98,9 +98,10 @@ KERNEL_SETS = {
                                                "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                                                "PREFETCH": False, "RNE": {
                                                    "PROGS_PER_SM": 4, "NUM_STAGES": 1}}},
-    # session 41: the row kernel without PACK (Philox's products as two multiplies, codes
-    # packed after they are made)
-    "pack0": {"quant_nvfp4:CONFIG.ROW1": {"PACK": 0}},
+    # session 41: the row kernel's Philox with each round's products as two multiplies, as
+    # before PHILOX_WIDE (calls 3-4 ran this as "pack0": {"PACK": 0}, PACK's bit 1 being
+    # today's PHILOX_WIDE; bit 2 was dropped)
+    "philox-mulhilo": {"quant_nvfp4:CONFIG.ROW1": {"PHILOX_WIDE": False}},
     "nogroup": {},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);

@@ -10,8 +10,7 @@ grid, the grid's ties and their fp32 neighbours, with random bytes and the extre
 comparison chain's. Runs in Triton's interpreter (CI) and, marked ``gpu``, compiled, where the
 compiler must not fold ``(a + m) - m`` away nor flush the subnormal 2^-127 to zero, and where
 SR floors with PTX ``mul.rz`` (the interpreter runs no PTX: a float64 model of it is checked
-here against the library's encoder too). The code words the row kernel packs straight from
-the grid bits (``pack_e2m1_nibbles``) must equal those codes packed.
+here against the library's encoder too).
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ import triton.language as tl  # noqa: E402
 
 from microscale import formats  # noqa: E402
 from microscale.kernels._e2m1 import (e2m1_code, e2m1_round_value, e2m1_sr_code,  # noqa: E402
-                                      pack_e2m1_nibbles, scaled_e2m1_code_fast,
-                                      scaled_e2m1_grid_bits)
+                                      scaled_e2m1_code_fast)
 
 BLOCK = 1024
 
@@ -44,36 +42,6 @@ def _values_kernel(y_ptr, b_ptr, val_ptr, code_ptr, fast_ptr, n, SR: tl.constexp
         code = e2m1_code(y)
     tl.store(code_ptr + offs, code, mask=ok)
     tl.store(fast_ptr + offs, scaled_e2m1_code_fast(y, 1.0, rb, SR), mask=ok)
-
-
-@triton.jit
-def _packed_kernel(y_ptr, b_ptr, word_ptr, n_words, SR: tl.constexpr, BLOCK: tl.constexpr):
-    """Code words of 8 consecutive elements each, packed from the grid bits (the row kernel's
-    ``PACK`` path)."""
-    w = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    ok = w < n_words
-    gs = ()
-    ys = ()
-    for i in tl.static_range(8):
-        y = tl.load(y_ptr + 8 * w + i, mask=ok, other=0.0)
-        rb = tl.load(b_ptr + 8 * w + i, mask=ok, other=0).to(tl.int32)
-        gs = gs + (scaled_e2m1_grid_bits(y, 1.0, rb, SR),)
-        ys = ys + (y,)
-    word = pack_e2m1_nibbles(gs, ys, 0)
-    tl.store(word_ptr + w, word.to(tl.int32, bitcast=True), mask=ok)
-
-
-def _check_packed(y: torch.Tensor, rbytes: torch.Tensor, sr: bool):
-    """The words packed from the grid bits equal the codes of ``scaled_e2m1_code_fast``
-    packed on the host, nibble ``i`` element ``i``."""
-    n = y.numel() // 8 * 8
-    y, rbytes = y[:n].contiguous(), rbytes[:n].contiguous()
-    words = torch.empty(n // 8, dtype=torch.int32, device=y.device)
-    _packed_kernel[(triton.cdiv(n // 8, BLOCK),)](y, rbytes, words, n // 8, SR=sr, BLOCK=BLOCK)
-    _, codes = _run(y, rbytes, sr)
-    shifts = 4 * torch.arange(8, dtype=torch.int64)
-    want = (codes.cpu().long().view(-1, 8) << shifts).sum(1)
-    assert torch.equal(words.cpu().long() & 0xFFFFFFFF, want), "packed words differ"
 
 
 def _inputs(device) -> torch.Tensor:
@@ -125,14 +93,12 @@ def _sr_bytes(y: torch.Tensor, fill) -> torch.Tensor:
 def test_rne_values_equal_codes():
     y = _inputs(torch.device("cpu"))
     _check(y, torch.zeros(y.shape, dtype=torch.uint8), sr=False)
-    _check_packed(y, torch.zeros(y.shape, dtype=torch.uint8), sr=False)
 
 
 @pytest.mark.parametrize("fill", ["random", 0, 255])
 def test_sr_values_equal_codes(fill):
     y = _inputs(torch.device("cpu"))
     _check(y, _sr_bytes(y, fill), sr=True)
-    _check_packed(y, _sr_bytes(y, fill), sr=True)
 
 
 def _sr_codes_through_mul_rz(y: torch.Tensor, rbytes: torch.Tensor) -> torch.Tensor:
@@ -163,7 +129,5 @@ def test_gpu_values_equal_codes():
     """Compiled: ptxas must keep ``(a + m) - m`` and the floor as written."""
     y = _inputs(torch.device("cuda"))
     _check(y, torch.zeros(y.shape, dtype=torch.uint8, device=y.device), sr=False)
-    _check_packed(y, torch.zeros(y.shape, dtype=torch.uint8, device=y.device), sr=False)
     for fill in ("random", 0, 255):
         _check(y, _sr_bytes(y, fill), sr=True)
-        _check_packed(y, _sr_bytes(y, fill), sr=True)

@@ -55,8 +55,7 @@ from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
            "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "e2m1_rne_mag",
-           "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value", "scaled_e2m1_grid_bits",
-           "pack_e2m1_nibbles"]
+           "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
 
 # PTX for the SR floor (``mul.rz``) where Triton compiles; the interpreter runs none.
 _RZ_PTX = tl.constexpr(not interpreting())
@@ -149,44 +148,6 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
     return code
 
 
-@triton.jit
-def scaled_e2m1_grid_bits(v, enc, rbyte, SR: tl.constexpr):
-    """:func:`scaled_e2m1_code_fast` before its last steps: the fp32 bits of the rounded
-    magnitude of ``clamp(v·enc, ±6)`` times 2^-126, exactly ``code << 22`` (a grid value
-    times 2^-126 is exact; SR's truncated product masked). The sign is ``v``'s (``enc`` > 0)."""
-    a = tl.minimum(tl.abs(v * enc), 6.0)
-    if SR:
-        bits = _sr_grid_bits(a, rbyte, True)
-    else:
-        bits = (e2m1_rne_mag(a) * 1.1754943508222875e-38).to(tl.int32, bitcast=True)
-    return bits
-
-
-@triton.jit
-def pack_e2m1_nibbles(gs, vs, k0: tl.constexpr):
-    """The code word of elements ``k0 .. k0 + 7`` (nibble ``i`` element ``k0 + i``) from
-    their grid bits ``gs[k]`` (:func:`scaled_e2m1_grid_bits`: ``code << 22``, nothing else)
-    and signs (``vs[k]``'s sign bit), as uint32.
-
-    Each nibble is placed straight from the bits: the magnitude code shifted from bit 22 to
-    bit ``4i`` and added (the GPU does the shift and the add in one ``LEA.HI``), the sign
-    from bit 31 to bit ``4i + 3`` (one shift and one masked OR). The codes-then-pack order
-    took five instructions an element (code, sign, OR, shift to its nibble, OR into the
-    word); this takes three (SR: four, with the mask of its truncated product). Adds and ORs
-    alternate on purpose: a chain of ORs alone is reassociated by LLVM into a tree whose
-    masks no longer fuse with the ORs."""
-    word = tl.zeros(gs[k0].shape, dtype=tl.uint32)
-    for i in tl.static_range(8):
-        g = gs[k0 + i].to(tl.uint32, bitcast=True)
-        if 4 * i <= 22:
-            mag = g >> (22 - 4 * i)
-        else:                   # (not g << (4i - 22): ptxas 12.8 drops that term for i = 7)
-            mag = (g >> 22) << (4 * i)
-        sign = (vs[k0 + i].to(tl.uint32, bitcast=True) >> (28 - 4 * i)) & (8 << (4 * i))
-        word = (word + mag) | sign
-    return word
-
-
 # --------------------------------------------------------------------------- values
 @triton.jit
 def _binade(a):
@@ -215,19 +176,14 @@ def _sr_sum(a, rbyte):
 
 
 @triton.jit
-def _sr_grid_bits(a, rbyte, CLEAN: tl.constexpr = False):
+def _sr_grid_bits(a, rbyte):
     """The fp32 bits of SR's E2M1 magnitude of ``a`` times 2^-126: its code is bits >> 22
     (as :func:`e2m1_code_of_mag` reads it), its value the bits masked to 0x7FC00000 times
     2^126. On the GPU, ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``, without
     ``.ftz``: the subnormal 2^-127, the grid's 0.5, is kept), whose truncation is the floor
-    onto the grid (module docstring), other bits below bit 22 unless ``CLEAN`` masks them
-    (in the same asm block); the interpreter, which runs no PTX, floors ``t / step``."""
+    onto the grid (module docstring); the interpreter, which runs no PTX, floors ``t / step``."""
     t, binade = _sr_sum(a, rbyte)
-    if _RZ_PTX and CLEAN:
-        bits = tl.inline_asm_elementwise(
-            "{ .reg .b32 t; mul.rz.f32 t, $1, 0f00800000; and.b32 $0, t, 0x01C00000; }",
-            "=r,r", [t.to(tl.int32, bitcast=True)], dtype=tl.int32, is_pure=True, pack=1)
-    elif _RZ_PTX:
+    if _RZ_PTX:
         bits = tl.inline_asm_elementwise("mul.rz.f32 $0, $1, 0f00800000;", "=r,r",
                                          [t.to(tl.int32, bitcast=True)], dtype=tl.int32,
                                          is_pure=True, pack=1)

@@ -142,16 +142,18 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "BR": 4, "NB": 8, "num_warps": 1, "PROGS_PER_SM": 32, "NUM_STAGES": 1,
                    "NAN_TILE": True, "STORE64": True,
                    "PREFETCH": os.environ.get("MICROSCALE_NVFP4_ROW1_PREFETCH", "1") != "0",
-                   # PACK (bits): 1 Philox's products as wide multiplies (_philox), 2 the
-                   # code words packed from the grid bits (_e2m1.pack_e2m1_nibbles). Offline
-                   # SASS (Triton 3.6, sm_90), the NaN-free path of a [2, 32] tile: RNE codes
-                   # 591 -> 554 instructions (2), SR 761 -> 730 (1; registers 126 -> 94).
-                   # Session 41 (H200, graph-replayed, 8192², amax given, calls 1 and 3):
-                   # 1 takes the expanded SR row view (training's) 103.2 -> 87.8 µs and SR
-                   # codes 75.4 -> 75.1; 2 slows RNE codes 58.9 -> 70.6 µs (95 registers: 21
-                   # of the 24 programs fit) and SR 75.1 -> 76.4, RHT 74.9 -> 74.1. So 1.
-                   # 125m nvfp4 0.764x -> 0.771x of compiled bf16 (PACK 0 against 3)
-                   "PACK": int(os.environ.get("MICROSCALE_NVFP4_ROW1_PACK", "1")),
+                   # PHILOX_WIDE: Philox's two products a round as one wide multiply
+                   # (_philox; offline SASS, Triton 3.6, the NaN-free path of the SR codes'
+                   # [2, 32] tile: 761 -> 730 instructions, 126 -> 94 registers). Session 41
+                   # (H200, graph-replayed, 8192², amax given, calls 1, 3): the expanded SR
+                   # row view (training's) 103.2 -> 87.8 µs, SR codes 75.4 -> 75.1; 125m
+                   # nvfp4 0.764x -> 0.771x of compiled bf16, 1b 0.896x -> 0.894-0.900x.
+                   # (Tried and dropped there: code words packed straight from the grid bits,
+                   # 591 -> 554 instructions for RNE codes but 95 registers: 58.9 -> 70.6 µs
+                   # at 24 programs an SM, 58.8 at 20, level; ptxas 12.8 also dropped an
+                   # element's `bits << 6` from the word, caught by the GPU tests.)
+                   "PHILOX_WIDE": os.environ.get("MICROSCALE_NVFP4_ROW1_PHILOX_WIDE",
+                                                 "1") != "0",
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,

@@ -22,7 +22,10 @@ whole block and every per-block operation stays in registers:
 * E2M1 codes come from the rounded value (``_e2m1.scaled_e2m1_code_fast``: the value times
   2^-126, whose bits are the code), three instructions instead of a compare-and-select chain.
 * SR: the block's 128 Philox bits (counter ``r · cols/16 + b``, key ``seed``, byte k for
-  element k, as the other passes) come from one ``randint4x`` in the same thread.
+  element k, as the other passes) come from one ``randint4x`` in the same thread; with
+  ``PHILOX_WIDE`` from ``_philox.philox4x32``, the same words with each round's high and low
+  products as one wide multiply (half the multiplies; registers 126 -> 94 at the SR codes'
+  tile).
 * NaN (``NAN_TILE``): the block maxima are taken with NaN kept, one ``max.NaN`` an element;
   a tile where no block has a NaN quantizes straight from them, and only a tile that holds
   one takes the per-element selects that read NaN as 0 (a branch on the tile's flag: the
@@ -52,7 +55,9 @@ NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against
 session 36: 1.14-1.16x the RNE time); with the RHT 83.7 µs (68%; the rows pass: 24%
 with its amax pass, 38% now). Written expanded (a training split pair's row launch) it ran
 level with the reg pass until ``PREFETCH`` (session 40, H200): RNE codes 70.2 -> 58.7 µs,
-SR codes 86.0 -> 75.4, expanded RNE 95.0 (reg pass) -> 85.0, expanded SR 109.0 -> 87.7.
+SR codes 86.0 -> 75.4, expanded RNE 95.0 (reg pass) -> 85.0, expanded SR 109.0 -> 87.7;
+``PHILOX_WIDE`` (session 41, the same process each): expanded SR 103.2 -> 87.8, SR codes
+75.4 -> 75.1.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -67,8 +72,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._e2m1 import (nvfp4_expanded_value, pack_e2m1_nibbles, scaled_e2m1_code_fast,
-                    scaled_e2m1_grid_bits)
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
 from ._philox import philox4x32
 from ._rht import rht_butterfly
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
@@ -164,7 +168,7 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
            PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr,
-           RHT: tl.constexpr = False, PACK: tl.constexpr = 0):
+           RHT: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
     """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``, whose
     raw words ``words`` (:func:`_load_words`) are loaded. ``RHT`` (codes, RNE or the caller's
     bytes): each block rotated first (:func:`_finish_rht`).
@@ -178,23 +182,23 @@ def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
     if RHT:
         _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYPE, SR, EVEN,
-                    STORE64, PACK)
+                    STORE64)
     elif EXP == 1 or (NAN_TILE and EXP == 0):  # NaN kept in the maxima: NaN where a block has one
         vmax = _max_abs_keep_nan(v)
         bad = vmax != vmax
         if NAN_TILE and EXP == 0:
             if tl.max(tl.reshape(bad.to(tl.int32), [bad.numel]), axis=0) == 0:
                 _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                        cols, SR, EXP, EVEN, STORE64, PACK)
+                        cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE)
             else:
                 _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                             SR, EXP, EVEN, STORE64, PACK)
+                             SR, EXP, EVEN, STORE64, PHILOX_WIDE)
         else:
             _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                    SR, EXP, EVEN, STORE64, PACK)
+                    SR, EXP, EVEN, STORE64, PHILOX_WIDE)
     else:
         _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, SR, EXP,
-                     EVEN, STORE64, PACK)
+                     EVEN, STORE64, PHILOX_WIDE)
 
 
 @triton.jit
@@ -220,8 +224,7 @@ def _elements(v):
 
 @triton.jit
 def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYPE: tl.constexpr,
-                SR: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-                PACK: tl.constexpr = 0):
+                SR: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr):
     """Codes of the RHT'd blocks (SPEC §4: ``y = x_block @ M``, d = 16, the block itself being
     the RHT chunk, so the whole rotation stays in the thread: ``_rht.rht_butterfly``, as the
     reg pass rotates its column view). A NaN fills its block: the block's scale byte is the
@@ -237,23 +240,16 @@ def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYP
                          _caller_bytes(b_ptr, r, b, 1, 1, rows, cols)))
     word0 = tl.zeros(r.shape, dtype=tl.int32) + tl.zeros(b.shape, dtype=tl.int32)
     word1 = word0
-    gs = ()
     for k in tl.static_range(16):
         if SR == 1:
             rb = rbs[k]
         else:
             rb = 0
-        if PACK // 2 == 1:      # grid bits, packed straight into the words below
-            gs = gs + (scaled_e2m1_grid_bits(ys[k], enc, rb, SR > 0),)
+        code = scaled_e2m1_code_fast(ys[k], enc, rb, SR > 0)
+        if k < 8:
+            word0 = word0 | (code << (4 * k))
         else:
-            code = scaled_e2m1_code_fast(ys[k], enc, rb, SR > 0)
-            if k < 8:
-                word0 = word0 | (code << (4 * k))
-            else:
-                word1 = word1 | (code << (4 * (k - 8)))
-    if PACK // 2 == 1:
-        word0 = pack_e2m1_nibbles(gs, ys, 0).to(tl.int32, bitcast=True)
-        word1 = pack_e2m1_nibbles(gs, ys, 8).to(tl.int32, bitcast=True)
+            word1 = word1 | (code << (4 * (k - 8)))
     _store_codes(q_ptr, s_ptr, tl.where(bad, 0, word0), tl.where(bad, 0, word1), scale_byte,
                  r, b, rows, cols, EVEN, STORE64)
 
@@ -270,7 +266,7 @@ def _max_abs_keep_nan(v):
 @triton.jit
 def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                  SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-                 PACK: tl.constexpr = 0):
+                 PHILOX_WIDE: tl.constexpr = False):
     """:func:`_finish` with NaN read as 0 (per element) and flagging its block."""
     a0, n0 = split_nan(v[0])
     a1, n1 = split_nan(v[1])
@@ -280,19 +276,19 @@ def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                              tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
     bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
     _finish((a0, a1, a2, a3), vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-            cols, SR, EXP, EVEN, STORE64, PACK)
+            cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE)
 
 
 @triton.jit
 def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
             SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-            PACK: tl.constexpr = 0):
+            PHILOX_WIDE: tl.constexpr = False):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
     expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`)."""
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
-        if PACK % 2 == 1:       # each round's two products as one wide multiply
+        if PHILOX_WIDE:         # each round's two products as one wide multiply (_philox)
             w0, w1, w2, w3 = philox4x32(seed, r * (cols // 16) + b)
         else:
             w0, w1, w2, w3 = tl.randint4x(seed, r * (cols // 16) + b)
@@ -307,19 +303,11 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
         if EXP:
             outs = outs + (nvfp4_expanded_value(v[i], enc[:, :, None], rb,
                                                 scale_byte[:, :, None], SR > 0),)
-        elif PACK // 2 == 1:    # grid bits, packed straight into the words below
-            outs = outs + (scaled_e2m1_grid_bits(v[i], enc[:, :, None], rb, SR > 0),)
         else:
             outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
         _store_half_values(q_ptr, outs[2], outs[3], r, b, 1, rows, cols, EVEN)
-    elif PACK // 2 == 1:
-        gs = _elements(outs)
-        vs = _elements(v)
-        word0 = pack_e2m1_nibbles(gs, vs, 0).to(tl.int32, bitcast=True)
-        word1 = pack_e2m1_nibbles(gs, vs, 8).to(tl.int32, bitcast=True)
-        _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN, STORE64)
     else:
         sh = 8 * tl.arange(0, 4)[None, None, :]
         word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
@@ -375,7 +363,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
                      STORE64: tl.constexpr = False, RHT: tl.constexpr = False,
-                     PREFETCH: tl.constexpr = False, PACK: tl.constexpr = 0):
+                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -396,7 +384,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
             r_nx, b_nx = _tile(tl.minimum(t + tl.num_programs(0), n_tiles - 1), n_tc, BR, NB)
             nx = _load_words(x_ptr, y_ptr, r_nx, b_nx, rows, cols, EVEN, PRO)
             _block((x0, x1, y0, y1), b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PACK)
+                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
             x0, x1, y0, y1 = nx
             r, b = r_nx, b_nx
     else:
@@ -405,7 +393,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
             r, b = _tile(t, n_tc, BR, NB)
             _block(_load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO), b_ptr, q_ptr,
                    s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE, SR, EXP, EVEN, PRO,
-                   NAN_TILE, STORE64, RHT, PACK)
+                   NAN_TILE, STORE64, RHT, PHILOX_WIDE)
 
 
 @triton.jit
@@ -420,7 +408,8 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
     ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with
     ``cfg["RNE_CODES"]``'s or ``cfg["SR_CODES"]``'s keys over those) and switches
-    (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first); ``out``:
+    (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first,
+    ``PHILOX_WIDE``: Philox's products as wide multiplies); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
     maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
@@ -435,6 +424,6 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
-        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PACK=cfg.get("PACK", 0),
+        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
         num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
