@@ -283,6 +283,14 @@ PRESETS = {
                                REVERSE=True, PARTIAL=True), 4, 2, 256 * 32),
     "nv_reg_x_exp_w8": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qr_ptr": "*bf16"},
                         _NV_REG | dict(ROW_EXP=True), 8, 1, 256 * 64),
+    # session 41: the column view alone at REG_COL's tile ([256, 16], the next tile loaded
+    # first), with Philox's products as wide multiplies or not (codes; expanded as training's
+    # SR dy pairs write it)
+    **{f"nv_reg_col_rht_sr_pf16{'_exp' if exp else ''}{'_wide' if wide else ''}": (
+        quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | ({"qc_ptr": "*bf16"} if exp else {}),
+        _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=exp, BC=16, PREFETCH=True, FAST_E2M1=True,
+                       PHILOX_WIDE=wide), 4, 1, 256 * 16)
+       for exp in (False, True) for wide in (False, True)},
     "nv_reg_col_rht_sr_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
                               NV_REG | {"qc_ptr": "*bf16"},
                               _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=True), 4, 1, 256 * 64),

@@ -329,7 +329,8 @@ def test_nvfp4_column_prefetch_same_bits(prologue, monkeypatch):
     """A column view alone with ``REG_COL["PREFETCH"]`` (the next tile's raw tiles loaded
     before this tile is quantized) writes what the plain loop writes: in-kernel Philox and
     written expanded (which the reference comparisons above do not reach), with a prologue
-    applied as the tiles load, partial tiles and more tiles than programs."""
+    applied as the tiles load, partial tiles and more tiles than programs; and so does
+    ``REG_COL["PHILOX_WIDE"]`` (Philox's products as wide multiplies: the same words)."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
     from microscale.tensor import QFormat
@@ -339,17 +340,19 @@ def test_nvfp4_column_prefetch_same_bits(prologue, monkeypatch):
     col = (QFormat.NVFP4, {"check_finite": False, "rht": True, "stochastic": True,
                            "seed": seed, "expand": True})
     outs = []
-    for prefetch in (False, True):
+    for prefetch, wide in ((False, False), (True, False), (True, True)):
         monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_COL", {
-            **quant_nvfp4.CONFIG["REG_COL"], "NI": 16, "BC": 16, "PREFETCH": prefetch})
+            **quant_nvfp4.CONFIG["REG_COL"], "NI": 16, "BC": 16, "PREFETCH": prefetch,
+            "PHILOX_WIDE": wide})
         outs.append(quantize_views(x, None, col, "triton", prologue=prologue or "",
                                    x2=None)[1])
         assert "reg pass" in ms.explain()[("quantize_rowcol", "none|nvfp4")]
-    a, b = outs                     # expanded: bf16 data, NaN in the NaN block (compare bits)
-    assert a.expanded and b.expanded
-    assert torch.equal(a.data.view(torch.int16), b.data.view(torch.int16))
-    assert torch.equal(a.scale.view(torch.uint8), b.scale.view(torch.uint8))
-    assert torch.equal(a.amax, b.amax)
+    a = outs[0]                     # expanded: bf16 data, NaN in the NaN block (compare bits)
+    for b in outs[1:]:
+        assert a.expanded and b.expanded
+        assert torch.equal(a.data.view(torch.int16), b.data.view(torch.int16))
+        assert torch.equal(a.scale.view(torch.uint8), b.scale.view(torch.uint8))
+        assert torch.equal(a.amax, b.amax)
 
 
 def test_nvfp4_reg_pass_says_why_not(monkeypatch):

@@ -206,6 +206,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
         row_exp_code(bool(row and row.expanded)), bool(col and col.expanded), *pro, *parts,
         FAST_E2M1=CONFIG["FAST_E2M1"], PREFETCH=cfg.get("PREFETCH", False),
+        PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
         num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 

@@ -89,7 +89,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             NUM_STAGES: tl.constexpr, ROW_EXP: tl.constexpr = False,
                             COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
                             n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None,
-                            FAST_E2M1: tl.constexpr = False, PREFETCH: tl.constexpr = False):
+                            FAST_E2M1: tl.constexpr = False, PREFETCH: tl.constexpr = False,
+                            PHILOX_WIDE: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
@@ -102,7 +103,8 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     views' amaxes to ``ar_ptr`` / ``ac_ptr`` (``store_amaxes``). ``FAST_E2M1``: E2M1 codes
     through the rounded value (``_e2m1.scaled_e2m1_code_fast``, the same codes).
     ``PREFETCH`` (a column view alone): the next tile's 16 raw tiles load before this tile's
-    column view is quantized (:func:`_col_prefetch_loop`)."""
+    column view is quantized (:func:`_col_prefetch_loop`). ``PHILOX_WIDE``: the column view's
+    Philox with each round's products as one wide multiply (the same words)."""
     amax_r = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
     amax_c = nvfp4_amax_of(amax_ptr, 1, n_part, NP)
     store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW, COL, NP)
@@ -113,7 +115,7 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     if PREFETCH and COL and not ROW:
         _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr,
                            rows, cols, n_tc, n_tiles, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS,
-                           EVEN, COL_EXP, FAST_E2M1, PRO)
+                           EVEN, COL_EXP, FAST_E2M1, PRO, PHILOX_WIDE)
     else:
         for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0),
                           num_stages=NUM_STAGES):
@@ -122,7 +124,7 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                 raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
                 col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
                          rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
-                         FAST_E2M1)
+                         FAST_E2M1, PHILOX_WIDE)
             if ROW:
                 if COL and ROW_SR > 0:  # reloaded after the column view's stores (from L1), so
                     #                       the compiler cannot overlap the views' registers
@@ -165,7 +167,8 @@ def _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, 
                        cols, n_tc, n_tiles, IN_DTYPE: tl.constexpr, NI: tl.constexpr,
                        BC: tl.constexpr, COL_RHT: tl.constexpr, COL_SR: tl.constexpr,
                        SIGNS: tl.constexpr, EVEN: tl.constexpr, COL_EXP: tl.constexpr,
-                       FAST_E2M1: tl.constexpr, PRO: tl.constexpr):
+                       FAST_E2M1: tl.constexpr, PRO: tl.constexpr,
+                       PHILOX_WIDE: tl.constexpr = False):
     """A column view alone, each program's next tile loaded before this tile is quantized (as
     the row kernel's ``PREFETCH``); past the last tile the last tile is loaded again (never
     stored), so no mask is needed. The grid never exceeds the tiles (``persistent_grid``)."""
@@ -177,7 +180,7 @@ def _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, 
         raw_nx = _load16(x_ptr, r0_nx, c0_nx, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
         col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
                  rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
-                 FAST_E2M1)
+                 FAST_E2M1, PHILOX_WIDE)
         raw = raw_nx
         r0, c0 = r0_nx, c0_nx
 

@@ -30,6 +30,7 @@ import triton.language as tl
 
 from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
+from ._philox import philox4x32
 from .quant_rowcol_reg import prologue_of
 from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, max_keep_nan,
                      nvfp4_block_scales, rotated_block_max, split_nan, stack_last)
@@ -222,14 +223,15 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
 @triton.jit
 def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: tl.constexpr,
               W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False,
-              FAST: tl.constexpr = False):
+              FAST: tl.constexpr = False, WIDE: tl.constexpr = False):
     """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
     ``c [1, W]``: per (group i, column) one block of 16 in-thread values -> two uint32 words
     (``[NI, W, 2]``; EXP: the 16 expanded bf16 values as eight words ``[NI, W, 8]``,
     ``tensor.py``) and a scale byte (``[NI, W]``), returned. The Philox counter of a block is
     ``c · cpr + group - gofs`` (a tensor's own: ``cpr = rows / 16``, ``gofs = 0``; a grouped
     view's expert tensor: its padded length / 16 and first group, ``quant_nvfp4_grouped``);
-    ``seed`` a scalar or one per group ``[NI, 1]``."""
+    ``seed`` a scalar or one per group ``[NI, 1]``. ``WIDE``: the same Philox words with each
+    round's products as one wide multiply (``_philox.philox4x32``)."""
     if RHT:     # NaN fills its chunk: one output flags it; the codes are zeroed below
         vmax, bad = rotated_block_max(ys)
     else:
@@ -248,7 +250,10 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
         # codes are zeroed anyway): without it Triton builds them in another layout and
         # moves every random byte through shared memory
         ctr = tl.where(vmax != vmax, 0, c * cpr + grp - gofs)
-        w0, w1, w2, w3 = tl.randint4x(seed, ctr)
+        if WIDE:
+            w0, w1, w2, w3 = philox4x32(seed, ctr)
+        else:
+            w0, w1, w2, w3 = tl.randint4x(seed, ctr)
     lo = tl.zeros((NI, W), dtype=tl.int32)
     hi = tl.zeros((NI, W), dtype=tl.int32)
     vals = ()
@@ -345,11 +350,11 @@ def _store_row_scales(s_ptr, sb, r, c0, rows, cols, NI: tl.constexpr, BC: tl.con
 def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, cpr, gofs,
              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr, RHT: tl.constexpr,
              SR: tl.constexpr, SIGNS: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr,
-             FAST: tl.constexpr = False):
+             FAST: tl.constexpr = False, WIDE: tl.constexpr = False):
     """The column view of one tile's 16 raw tiles (:func:`_col_view`'s arguments), quantized
     and stored: the even columns, then the odd ones (half the live values at a time), joined
     in registers for one store. ``FAST``: codes through the rounded value (the same codes,
-    ``_e2m1.scaled_e2m1_code_fast``)."""
+    ``_e2m1.scaled_e2m1_code_fast``); ``WIDE``: :func:`_col_view`'s."""
     outs = ()
     for hh in tl.static_range(2):
         vs = ()
@@ -359,7 +364,7 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
             vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
         outs = outs + (_col_view(vs, s_enc6, s_dec, seed, b_ptr, r0,
                                  c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows, cols, cpr,
-                                 gofs, NI, BC // 2, RHT, SR, EXP, FAST),)
+                                 gofs, NI, BC // 2, RHT, SR, EXP, FAST, WIDE),)
     _store_cols(q_ptr, s_ptr, _join_halves(outs[0][0], outs[1][0]),
                 _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN, EXP)
 
