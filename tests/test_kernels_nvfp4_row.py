@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-import triton
-import triton.language as tl
 
-import microscale as ms
-from microscale.kernels._philox import philox4x32
-from microscale.ops import quantize_views
-from microscale.tensor import QFormat
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+import microscale as ms  # noqa: E402
+from microscale.kernels._philox import philox4x32  # noqa: E402
+from microscale.ops import quantize_views  # noqa: E402
+from microscale.tensor import QFormat  # noqa: E402
 
 N = QFormat.NVFP4
 NF = {"check_finite": False}
@@ -229,7 +230,6 @@ def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     _check_against_reference(x, "cuda")
     _check_against_reference(x, "cuda", rht=True)
     _philox_pairs(x, "cuda", row1)
-
 
 
 @triton.jit

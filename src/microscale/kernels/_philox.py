@@ -10,9 +10,9 @@ is, with the multipliers ``A = 0xD2511F53``, ``B = 0xCD9E8D57``::
 
 ``tl.randint4x`` writes ``hi`` and ``lo`` as two multiplies (PTX ``mul.hi.u32`` and
 ``mul.lo.u32``: two SASS instructions, ``IMAD.HI`` and ``IMAD``). :func:`philox4x32` forms
-the 64-bit product of the zero-extended operands once and splits it, which the NVPTX backend
-emits as one ``mul.wide.u32`` (one ``IMAD.WIDE.U32``): 40 multiplies a block instead of 80,
-on the issue-bound SR row kernel. The same numbers, bit for bit
+the 64-bit product once and splits it (inline PTX ``mul.wide.u32``, one ``IMAD.WIDE.U32``):
+40 multiplies a block instead of 80, and fewer registers (the SR row kernel's codes tile: 126
+-> 94). The same numbers, bit for bit
 (``tests/test_kernels_nvfp4_row.py`` checks it against ``tl.randint4x`` in the interpreter,
 the GPU test against the other kernels' draws).
 """
