@@ -24,7 +24,7 @@ import triton.language as tl
 
 from ._host import interpreting
 
-__all__ = ["philox4x32"]
+__all__ = ["philox4x32", "philox_words"]
 
 _ROUND_A = tl.constexpr(0xD2511F53)
 _ROUND_B = tl.constexpr(0xCD9E8D57)
@@ -76,3 +76,14 @@ def philox4x32(seed, offset, N_ROUNDS: tl.constexpr = 10):
         k1 = k1 + _KEY_B
     return (c0.to(tl.int32, bitcast=True), c1.to(tl.int32, bitcast=True),
             c2.to(tl.int32, bitcast=True), c3.to(tl.int32, bitcast=True))
+
+
+@triton.jit
+def philox_words(seed, offset, WIDE: tl.constexpr):
+    """The four Philox words of ``offset`` under ``seed``: :func:`philox4x32` where ``WIDE``,
+    else ``tl.randint4x`` itself (the same words; the kernels' ``PHILOX_WIDE`` switches)."""
+    if WIDE:
+        w0, w1, w2, w3 = philox4x32(seed, offset)
+    else:
+        w0, w1, w2, w3 = tl.randint4x(seed, offset)
+    return w0, w1, w2, w3

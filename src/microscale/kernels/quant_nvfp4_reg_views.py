@@ -30,7 +30,7 @@ import triton.language as tl
 
 from ._rht import rht_butterfly
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
-from ._philox import philox4x32
+from ._philox import philox_words
 from .quant_rowcol_reg import prologue_of
 from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, max_keep_nan,
                      nvfp4_block_scales, rotated_block_max, split_nan, stack_last)
@@ -250,10 +250,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
         # codes are zeroed anyway): without it Triton builds them in another layout and
         # moves every random byte through shared memory
         ctr = tl.where(vmax != vmax, 0, c * cpr + grp - gofs)
-        if WIDE:
-            w0, w1, w2, w3 = philox4x32(seed, ctr)
-        else:
-            w0, w1, w2, w3 = tl.randint4x(seed, ctr)
+        w0, w1, w2, w3 = philox_words(seed, ctr, WIDE)
     lo = tl.zeros((NI, W), dtype=tl.int32)
     hi = tl.zeros((NI, W), dtype=tl.int32)
     vals = ()

@@ -73,7 +73,7 @@ import triton
 import triton.language as tl
 
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
-from ._philox import philox4x32
+from ._philox import philox_words
 from ._rht import rht_butterfly
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
                      nvfp4_block_scales, nvfp4_scales_of, persistent_grid, rotated_block_max,
@@ -288,10 +288,7 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
-        if PHILOX_WIDE:         # each round's two products as one wide multiply (_philox)
-            w0, w1, w2, w3 = philox4x32(seed, r * (cols // 16) + b)
-        else:
-            w0, w1, w2, w3 = tl.randint4x(seed, r * (cols // 16) + b)
+        w0, w1, w2, w3 = philox_words(seed, r * (cols // 16) + b, PHILOX_WIDE)
     outs = ()
     for i in tl.static_range(4):                      # (h, p) = (i // 2, i % 2)
         if SR == 2:
