@@ -367,23 +367,6 @@ def inspect(kernel) -> tuple[dict, collections.Counter, str]:
     return usage, ops, sass
 
 
-# session 42: the codes tiles with integer work moved to the FMA pipe (CONFIG["ROW1"]'s PIPES
-# mask: 1 the codes' shift, 2 their sign, 4 SR's byte placement, 8 the packing)
-for _m in (1, 2, 3, 4, 8, 11, 15):
-    PRESETS[f"nv_row1_rne_p{_m}"] = (
-        quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
-        _NV_ROW1_NOW | dict(BR=2, NB=32, PREFETCH=True, PIPES=_m & 11), 1, 1, 2 * 32 * 16)
-    PRESETS[f"nv_row1_sr_p{_m}"] = (
-        quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
-        _NV_ROW1_NOW | dict(SR=2, BR=2, NB=32, PREFETCH=True, PHILOX_WIDE=True, PIPES=_m),
-        1, 1, 2 * 32 * 16)
-for _m in (0, 4):
-    PRESETS[f"nv_row1_exp_sr_p{_m}"] = (
-        quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
-        _NV_ROW1_NOW | dict(SR=2, EXP=1, BR=4, NB=8, PREFETCH=True, PHILOX_WIDE=True,
-                            NAN_TILE=False, STORE64=False, PIPES=_m), 1, 1, 4 * 8 * 16)
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -136,60 +136,13 @@ def e2m1_code_of_mag(r, y):
 
 
 @triton.jit
-def shr_fma(x, K: tl.constexpr):
-    """``x >> K`` with x's 32 bits read unsigned (K in 2, 10, 22, 28, 31), on the GPU as the
-    high word of ``x · 2^(32-K)`` (PTX ``mul.hi.u32``: an ``IMAD.HI`` on the FMA pipe, where
-    a shift takes the ALU pipe, which the NVFP4 row kernel fills first: ``PIPES``)."""
-    if not _RZ_PTX:
-        out = (x.to(tl.uint32, bitcast=True) >> K).to(tl.int32, bitcast=True)
-    elif K == 2:
-        out = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, 1073741824;", "=r,r", [x],
-                                        dtype=tl.int32, is_pure=True, pack=1)
-    elif K == 10:
-        out = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, 4194304;", "=r,r", [x],
-                                        dtype=tl.int32, is_pure=True, pack=1)
-    elif K == 22:
-        out = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, 1024;", "=r,r", [x],
-                                        dtype=tl.int32, is_pure=True, pack=1)
-    elif K == 28:
-        out = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, 16;", "=r,r", [x],
-                                        dtype=tl.int32, is_pure=True, pack=1)
-    else:
-        tl.static_assert(K == 31, "shr_fma: K in 2, 10, 22, 28, 31")
-        out = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, 2;", "=r,r", [x],
-                                        dtype=tl.int32, is_pure=True, pack=1)
-    return out
-
-
-@triton.jit
-def _code_of_grid_bits(bits, y, PIPES: tl.constexpr):
-    """The E2M1 code (int32 0..15) from the grid bits (a magnitude times 2^-126: the code is
-    bits >> 22) and ``y``'s sign. ``PIPES`` bit 0: the shift as :func:`shr_fma`; bit 1: the
-    sign added as ``8 · (y >> 31)`` (one multiply-add) instead of shifted, masked and OR-ed."""
-    if PIPES & 1:
-        mag = shr_fma(bits, 22)
-    else:
-        mag = bits >> 22
-    if PIPES & 2:
-        code = mag + 8 * shr_fma(y.to(tl.int32, bitcast=True), 31)
-    else:
-        code = mag | sign_nibble(y)
-    return code
-
-
-@triton.jit
-def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr, PIPES: tl.constexpr = 0):
+def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
     """:func:`scaled_e2m1_code` through the rounded value (:func:`e2m1_code_of_mag`): the same
-    codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes). ``PIPES``:
-    :func:`_code_of_grid_bits`'s (bit 2 is the caller's: ``rbyte`` then comes as the byte
-    already at bits 14-21, :func:`_sr_sum`)."""
+    codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes)."""
     y = v * enc
     a = tl.minimum(tl.abs(y), 6.0)
     if SR:
-        code = _code_of_grid_bits(_sr_grid_bits(a, rbyte, PIPES & 4), y, PIPES)
-    elif PIPES & 3:
-        code = _code_of_grid_bits((e2m1_rne_mag(a) * 1.1754943508222875e-38).to(
-            tl.int32, bitcast=True), y, PIPES)
+        code = (_sr_grid_bits(a, rbyte) >> 22) | sign_nibble(y)
     else:
         code = e2m1_code_of_mag(e2m1_rne_mag(a), y)
     return code
@@ -212,28 +165,24 @@ def e2m1_rne_mag(a):
 
 
 @triton.jit
-def _sr_sum(a, rbyte, PLACED: tl.constexpr = False):
+def _sr_sum(a, rbyte):
     """SPEC §5's ``t = a + u · step(a)`` (``u = rbyte / 256``, ``step = binade / 2``) and the
     binade's fp32 bits, without an int -> float conversion: ``binade · (1 + rbyte / 512)`` is
     the binade's exponent with the byte as its mantissa bits 14-21, and minus the binade it
-    is ``u · step`` exactly (module docstring). ``PLACED``: ``rbyte`` holds the byte at bits
-    14-21 already, other bits arbitrary (masked here)."""
+    is ``u · step`` exactly (module docstring)."""
     binade = tl.maximum(a.to(tl.int32, bitcast=True) & 0x7F800000, 0x3F800000)   # 1, 2 or 4
-    if PLACED:
-        one_u = ((rbyte & 0x3FC000) | binade).to(tl.float32, bitcast=True)
-    else:
-        one_u = ((rbyte << 14) | binade).to(tl.float32, bitcast=True)
+    one_u = ((rbyte << 14) | binade).to(tl.float32, bitcast=True)
     return a + (one_u - binade.to(tl.float32, bitcast=True)), binade
 
 
 @triton.jit
-def _sr_grid_bits(a, rbyte, PLACED: tl.constexpr = False):
+def _sr_grid_bits(a, rbyte):
     """The fp32 bits of SR's E2M1 magnitude of ``a`` times 2^-126: its code is bits >> 22
     (as :func:`e2m1_code_of_mag` reads it), its value the bits masked to 0x7FC00000 times
     2^126. On the GPU, ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``, without
     ``.ftz``: the subnormal 2^-127, the grid's 0.5, is kept), whose truncation is the floor
     onto the grid (module docstring); the interpreter, which runs no PTX, floors ``t / step``."""
-    t, binade = _sr_sum(a, rbyte, PLACED)
+    t, binade = _sr_sum(a, rbyte)
     if _RZ_PTX:
         bits = tl.inline_asm_elementwise("mul.rz.f32 $0, $1, 0f00800000;", "=r,r",
                                          [t.to(tl.int32, bitcast=True)], dtype=tl.int32,
@@ -246,20 +195,20 @@ def _sr_grid_bits(a, rbyte, PLACED: tl.constexpr = False):
 
 
 @triton.jit
-def e2m1_sr_mag(a, rbyte, PLACED: tl.constexpr = False):
+def e2m1_sr_mag(a, rbyte):
     """Stochastic E2M1 magnitude of ``a`` in [0, 6] from a random byte (int32 0..255), as an
     fp32 value: the value of :func:`e2m1_sr_mag_code`'s code (module docstring)."""
-    bits = _sr_grid_bits(a, rbyte, PLACED) & 0x7FC00000
+    bits = _sr_grid_bits(a, rbyte) & 0x7FC00000
     return bits.to(tl.float32, bitcast=True) * 8.507059173023462e37
 
 
 @triton.jit
-def e2m1_round_value(y, rbyte, SR: tl.constexpr, PLACED: tl.constexpr = False):
+def e2m1_round_value(y, rbyte, SR: tl.constexpr):
     """The signed fp32 value of the E2M1 code of ``clamp(y, ±6)`` (:func:`e2m1_code`, or
     :func:`e2m1_sr_code` with the random byte ``rbyte`` if SR); the sign bit is ``y``'s."""
     a = tl.minimum(tl.abs(y), 6.0)
     if SR:
-        mag = e2m1_sr_mag(a, rbyte, PLACED)
+        mag = e2m1_sr_mag(a, rbyte)
     else:
         mag = e2m1_rne_mag(a)
     sign = y.to(tl.int32, bitcast=True) & -2147483648
@@ -267,10 +216,9 @@ def e2m1_round_value(y, rbyte, SR: tl.constexpr, PLACED: tl.constexpr = False):
 
 
 @triton.jit
-def nvfp4_expanded_value(v, enc, rbyte, scale_byte, SR: tl.constexpr,
-                         PLACED: tl.constexpr = False):
+def nvfp4_expanded_value(v, enc, rbyte, scale_byte, SR: tl.constexpr):
     """The expanded NVFP4 element of ``v`` (``tensor.py``): the value of
     ``scaled_e2m1_code(v, enc, rbyte, SR)``'s code times the block's E4M3 scale, without the
     code. Exact (≤ 6 significant bits: a bf16 number); NaN where the scale is the NaN byte."""
     s = tl.where(scale_byte == 127, float("nan"), e4m3_value(scale_byte))
-    return e2m1_round_value(v * enc, rbyte, SR, PLACED) * s
+    return e2m1_round_value(v * enc, rbyte, SR) * s

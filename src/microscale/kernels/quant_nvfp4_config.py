@@ -91,10 +91,13 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # 100.2 µs at [256, 16], 5 programs an SM (35% -> 40% of the copy rate counting x
           # once; 102.0-102.7 at the other tiles tried), the SR dy pair 250.4 -> 231.0; the
           # same bits. RNE column views (RNE) keep their tile, untimed with it.
-          # PHILOX_WIDE (offline only, off until timed): the column view's Philox with each
-          # round's products as one wide multiply (ROW1's PHILOX_WIDE; the same words)
+          # PHILOX_WIDE: the column view's Philox with each round's products as one wide
+          # multiply (ROW1's PHILOX_WIDE; the same words). Offline SASS: codes 1448 -> 1408
+          # instructions, expanded 1560 -> 1512. Session 42 (H200, call 1, 8192², off / on /
+          # off in one process): the RHT+SR column view 100.7 / 100.0 / 100.8 µs, the SR dy
+          # pair 232.0 / 231.5 / 232.5; the same bits. On (a small gain, no cost).
           "REG_COL": {"NI": 16, "BC": 16, "num_warps": 4, "PROGS_PER_SM": 5, "NUM_STAGES": 1,
-                      "maxnreg": None, "PREFETCH": True, "PHILOX_WIDE": False,
+                      "maxnreg": None, "PREFETCH": True, "PHILOX_WIDE": True,
                       "RNE": {"BC": 32, "PROGS_PER_SM": 4, "NUM_STAGES": 1, "PREFETCH": False}},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
           # SPLIT_X_MAX_COLS: every other pair (the x pair: a round-to-nearest row view,

@@ -72,7 +72,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast, shr_fma
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
 from ._philox import philox_words
 from ._rht import rht_butterfly
 from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
@@ -144,46 +144,6 @@ def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
 
 
 @triton.jit
-def _placed_bytes(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
-    """:func:`_bytes_of`'s bytes where ``_e2m1._sr_sum`` wants them, at bits 14-21 (other bits
-    arbitrary): byte b of its word shifted by ``8b - 14``, the right shifts as
-    ``_e2m1.shr_fma`` (FMA pipe; ``PIPES`` bit 2)."""
-    j = tl.arange(0, 4)[None, None, :]
-    if h == 0:
-        w = tl.where(j < 2, w0[:, :, None], w1[:, :, None])
-    else:
-        w = tl.where(j < 2, w2[:, :, None], w3[:, :, None])
-    if p == 0:                                     # bytes 0 (j even) and 2 (j odd)
-        out = tl.where(j % 2 == 0, w << 14, shr_fma(w, 2))
-    else:                                          # bytes 1 and 3
-        out = tl.where(j % 2 == 0, w << 6, shr_fma(w, 10))
-    return out
-
-
-@triton.jit
-def _pack_fma(lo, hi):
-    """A block half's code word ``sum_j (lo_j | hi_j << 4) << 8j`` (``[BR, NB, 4]`` codes of
-    the even and odd elements) as a chain of multiply-adds (the nibbles do not overlap, so
-    + is |): integer multiply-adds run on the FMA pipe (``PIPES`` bit 3). Unsigned, as the top
-    nibble reaches bit 31."""
-    lo = lo.to(tl.uint32, bitcast=True)
-    hi = hi.to(tl.uint32, bitcast=True)
-    lo_e, lo_o = tl.split(tl.reshape(lo, (lo.shape[0], lo.shape[1], 2, 2)))   # j = 2a + c
-    l0, l2 = tl.split(lo_e)
-    l1, l3 = tl.split(lo_o)
-    hi_e, hi_o = tl.split(tl.reshape(hi, (hi.shape[0], hi.shape[1], 2, 2)))
-    h0, h2 = tl.split(hi_e)
-    h1, h3 = tl.split(hi_o)
-    w = h0 * 16 + l0
-    w = l1 * 256 + w
-    w = h1 * 4096 + w
-    w = l2 * 65536 + w
-    w = h2 * 1048576 + w
-    w = l3 * 16777216 + w
-    return (h3 * 268435456 + w).to(tl.int32, bitcast=True)
-
-
-@triton.jit
 def _caller_bytes(b_ptr, r, b, h: tl.constexpr, p: tl.constexpr, rows, cols):
     j = tl.arange(0, 4)[None, None, :]
     offs = r[:, :, None] * cols + b[:, :, None] * 16 + 8 * h + 2 * j + p
@@ -208,8 +168,7 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
            PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr,
-           RHT: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False,
-           PIPES: tl.constexpr = 0):
+           RHT: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
     """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``, whose
     raw words ``words`` (:func:`_load_words`) are loaded. ``RHT`` (codes, RNE or the caller's
     bytes): each block rotated first (:func:`_finish_rht`).
@@ -230,16 +189,16 @@ def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
         if NAN_TILE and EXP == 0:
             if tl.max(tl.reshape(bad.to(tl.int32), [bad.numel]), axis=0) == 0:
                 _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                        cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE, PIPES)
+                        cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE)
             else:
                 _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                             SR, EXP, EVEN, STORE64, PHILOX_WIDE, PIPES)
+                             SR, EXP, EVEN, STORE64, PHILOX_WIDE)
         else:
             _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                    SR, EXP, EVEN, STORE64, PHILOX_WIDE, PIPES)
+                    SR, EXP, EVEN, STORE64, PHILOX_WIDE)
     else:
         _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, SR, EXP,
-                     EVEN, STORE64, PHILOX_WIDE, PIPES)
+                     EVEN, STORE64, PHILOX_WIDE)
 
 
 @triton.jit
@@ -307,7 +266,7 @@ def _max_abs_keep_nan(v):
 @triton.jit
 def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                  SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-                 PHILOX_WIDE: tl.constexpr = False, PIPES: tl.constexpr = 0):
+                 PHILOX_WIDE: tl.constexpr = False):
     """:func:`_finish` with NaN read as 0 (per element) and flagging its block."""
     a0, n0 = split_nan(v[0])
     a1, n1 = split_nan(v[1])
@@ -317,28 +276,22 @@ def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                              tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
     bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
     _finish((a0, a1, a2, a3), vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-            cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE, PIPES)
+            cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE)
 
 
 @triton.jit
 def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
             SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-            PHILOX_WIDE: tl.constexpr = False, PIPES: tl.constexpr = 0):
+            PHILOX_WIDE: tl.constexpr = False):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
-    expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`).
-    ``PIPES``: integer work moved from the ALU pipe to the FMA pipe's multiply-adds, bit 0
-    the codes' shift, 1 their sign, 2 the random bytes' placement (SR, codes or expanded), 3
-    the packing
-    (``_e2m1._code_of_grid_bits``, :func:`_placed_bytes`, :func:`_pack_fma`)."""
+    expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`)."""
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
         w0, w1, w2, w3 = philox_words(seed, r * (cols // 16) + b, PHILOX_WIDE)
     outs = ()
     for i in tl.static_range(4):                      # (h, p) = (i // 2, i % 2)
-        if SR == 2 and (PIPES & 4):
-            rb = _placed_bytes(w0, w1, w2, w3, i // 2, i % 2)
-        elif SR == 2:
+        if SR == 2:
             rb = _bytes_of(w0, w1, w2, w3, i // 2, i % 2)
         elif SR == 1:
             rb = _caller_bytes(b_ptr, r, b, i // 2, i % 2, rows, cols)
@@ -346,22 +299,16 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
             rb = 0
         if EXP:
             outs = outs + (nvfp4_expanded_value(v[i], enc[:, :, None], rb,
-                                                scale_byte[:, :, None], SR > 0,
-                                                SR == 2 and (PIPES & 4) != 0),)
+                                                scale_byte[:, :, None], SR > 0),)
         else:
-            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0,
-                                                 PIPES if SR == 2 else PIPES & 3),)
+            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
         _store_half_values(q_ptr, outs[2], outs[3], r, b, 1, rows, cols, EVEN)
     else:
-        if PIPES & 8:
-            word0 = _pack_fma(outs[0], outs[1])
-            word1 = _pack_fma(outs[2], outs[3])
-        else:
-            sh = 8 * tl.arange(0, 4)[None, None, :]
-            word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
-            word1 = tl.sum((outs[2] | (outs[3] << 4)) << sh, axis=2)
+        sh = 8 * tl.arange(0, 4)[None, None, :]
+        word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
+        word1 = tl.sum((outs[2] | (outs[3] << 4)) << sh, axis=2)
         _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN, STORE64)
     if EXP:
         _store_scales(s_ptr, scale_byte, r, b, rows, cols, EVEN, STORE64)
@@ -413,8 +360,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
                      STORE64: tl.constexpr = False, RHT: tl.constexpr = False,
-                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False,
-                     PIPES: tl.constexpr = 0):
+                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -435,7 +381,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
             r_nx, b_nx = _tile(tl.minimum(t + tl.num_programs(0), n_tiles - 1), n_tc, BR, NB)
             nx = _load_words(x_ptr, y_ptr, r_nx, b_nx, rows, cols, EVEN, PRO)
             _block((x0, x1, y0, y1), b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE, PIPES)
+                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
             x0, x1, y0, y1 = nx
             r, b = r_nx, b_nx
     else:
@@ -444,7 +390,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
             r, b = _tile(t, n_tc, BR, NB)
             _block(_load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO), b_ptr, q_ptr,
                    s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE, SR, EXP, EVEN, PRO,
-                   NAN_TILE, STORE64, RHT, PHILOX_WIDE, PIPES)
+                   NAN_TILE, STORE64, RHT, PHILOX_WIDE)
 
 
 @triton.jit
@@ -476,6 +422,5 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
         RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
-        PIPES=0 if rht else cfg.get("PIPES", 0),
         num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
