@@ -314,6 +314,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # RNE codes 59.8 -> 62.5 (shift), 63.8 (shift and sign), 58.8 (packing alone: inside
         # the default's 58.4-59.9 spread); SR codes 75.7 -> 82.6 (shift), 76.2 (bytes), 76.9
         # (packing), 81.9 (all); the kernel is not ALU-pipe bound, so it was dropped.)
+        # session 42: the MXFP8 pair kernel with its next tile's raw words loaded first
+        # (PREFETCH_reg; offline SASS, Triton 3.6, [32, 128] with 2 warps: 128 -> 167
+        # registers, so 6 programs an SM still fit)
+        *[(quant_mx.CONFIG, name, cfgs(
+            ("PREFETCH_reg", "BR_reg", "num_warps_reg", "PROGS_PER_SM_reg"), [
+                (False, 32, 2, 6), (True, 32, 2, 6), (True, 32, 2, 5), (True, 32, 2, 4),
+                (True, 64, 4, 3), (False, 32, 2, 6)]))
+          for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and
