@@ -314,14 +314,12 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # RNE codes 59.8 -> 62.5 (shift), 63.8 (shift and sign), 58.8 (packing alone: inside
         # the default's 58.4-59.9 spread); SR codes 75.7 -> 82.6 (shift), 76.2 (bytes), 76.9
         # (packing), 81.9 (all); the kernel is not ALU-pipe bound, so it was dropped.)
-        # session 42: the MXFP8 pair kernel with its next tile's raw words loaded first
-        # (PREFETCH_reg; offline SASS, Triton 3.6, [32, 128] with 2 warps: 128 -> 167
-        # registers, so 6 programs an SM still fit)
-        *[(quant_mx.CONFIG, name, cfgs(
-            ("PREFETCH_reg", "BR_reg", "num_warps_reg", "PROGS_PER_SM_reg"), [
-                (False, 32, 2, 6), (True, 32, 2, 6), (True, 32, 2, 5), (True, 32, 2, 4),
-                (True, 64, 4, 3), (False, 32, 2, 6)]))
-          for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
+        # (session 42, call 3, at f78d286: the MXFP8 pair kernel with each program's next
+        # tile loaded first as raw int32 words, PREFETCH_reg; 128 -> 167 registers. µs
+        # graph-replayed, default -> prefetch at 6 / 5 / 4 programs an SM: x pair at
+        # 16384x3072 95.7-96.4 -> 100.6 / 105.0 / 99.7, dy pair 114.0-115.0 -> 117.7 / 121.9 /
+        # 118.7; at 16384x768 x 31.3-31.4 -> 30.5, dy 33.8-34.1 -> 33.2; 125m mxfp8 0.840x /
+        # 0.839x of bf16 -> 0.831x (5 programs: 0.820x). Dropped.)
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

@@ -102,10 +102,6 @@ KERNEL_SETS = {
     # before PHILOX_WIDE (calls 3-4 ran this as "pack0": {"PACK": 0}, PACK's bit 1 being
     # today's PHILOX_WIDE; bit 2 was dropped)
     "philox-mulhilo": {"quant_nvfp4:CONFIG.ROW1": {"PHILOX_WIDE": False}},
-    # session 42: the MXFP8 pair kernel loads its next tile's raw words first
-    # (quant_mx.CONFIG['PREFETCH_reg']), at the default 6 programs an SM and at 5
-    "mx-prefetch": {"quant_mx": {"PREFETCH_reg": True}},
-    "mx-prefetch5": {"quant_mx": {"PREFETCH_reg": True, "PROGS_PER_SM_reg": 5}},
     "nogroup": {},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);

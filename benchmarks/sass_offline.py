@@ -366,19 +366,6 @@ def inspect(kernel) -> tuple[dict, collections.Counter, str]:
     usage = {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED):(\d+)", res)}
     return usage, ops, sass
 
-# session 42: the MXFP8 pair kernel at today's tile ([32, 128], 2 warps), the training pairs
-# (x: row view expanded; dy: both), with and without PREFETCH (quant_mx.CONFIG["PREFETCH_reg"])
-for _pf in (False, True):
-    _sfx = "_pf" if _pf else ""
-    PRESETS["mx_reg_x32" + _sfx] = (
-        quant_rowcol_reg.mx8_rowcol_reg_kernel, MX_ROWCOL | {"qr_ptr": "*bf16"},
-        dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False, NUM_STAGES=1,
-             ROW_EXP=True, REVERSE=True, BR=32, PREFETCH=_pf), 2, 1, 32 * 128)
-    PRESETS["mx_reg_dy32" + _sfx] = (
-        quant_rowcol_reg.mx8_rowcol_reg_kernel, MX_ROWCOL | {"qr_ptr": "*bf16", "qc_ptr": "*bf16"},
-        dict(ROW_ELEM=0, ROW_CEIL=True, COL_ELEM=0, COL_CEIL=True, NAN_SEL=False, NUM_STAGES=1,
-             ROW_EXP=True, COL_EXP=True, REVERSE=True, BR=32, PREFETCH=_pf), 2, 1, 32 * 128)
-
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,

@@ -556,48 +556,6 @@ def test_mx_rowcol_reg_tile_rows_exact(br, monkeypatch):
             ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
-@pytest.mark.parametrize("device,shape", [
-    ("cpu", (256, 384)), pytest.param("cuda", (4096, 3072), marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-def test_mx8_prefetch_same_bits(dtype, device, shape, monkeypatch):
-    """The MXFP8 register pair kernel with ``PREFETCH_reg`` (each program loads its next
-    tile's raw values first) writes what the plain loop writes: both views as codes and
-    expanded, a column view alone from a two-tensor prologue (x and y both prefetched) and
-    from a one-tensor one, NaN and Inf, more tiles than programs."""
-    from microscale.kernels import quant_mx
-    from microscale.ops import quantize_views
-    from microscale.tensor import QFormat
-    monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "reg")
-    monkeypatch.setitem(quant_mx.CONFIG, "BR_reg", 32)
-    monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 2)
-    if device == "cuda" and not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    x = sample(shape, dtype, spread=20, seed=4)
-    u = sample(shape, dtype, seed=6)
-    x[5, 7], x[70, 9], x[3, 2], u[9, 10] = float("nan"), -float("inf"), float("inf"), \
-        float("nan")
-    x, u = x.to(device), u.to(device)
-    nf = {"check_finite": False}
-    e4, e5 = QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2
-    cases = [((e4, nf), (e5, nf), "", None),
-             ((e4, {**nf, "expand": True}), (e4, {**nf, "expand": True}), "", None),
-             (None, (e4, {**nf, "expand": True}), "relu_square_grad", u),
-             ((e4, nf), (e4, {**nf, "expand": True}), "relu_square", None)]
-    for row, col, op, y in cases:
-        outs = []
-        for prefetch in (False, True):
-            monkeypatch.setitem(quant_mx.CONFIG, "PREFETCH_reg", prefetch)
-            outs.append(quantize_views(x, row, col, "triton", op, y))
-            key = f"{row[0].value if row else 'none'}|{col[0].value}"
-            assert "tile in registers" in ms.explain()[("quantize_rowcol", key)]
-        for a, b in zip(*outs):
-            if a is None:
-                continue
-            assert torch.equal(a.data.view(torch.uint8), b.data.view(torch.uint8))
-            assert torch.equal(a.scale.view(torch.uint8), b.scale.view(torch.uint8))
-            assert torch.equal(a.amax, b.amax)
-
-
 def test_mxfp4_in_kernel_sr_seeded():
     x = sample((32, 64), torch.float32, seed=5)
     torch.manual_seed(11)

@@ -381,17 +381,3 @@ def grouped_tile(pid, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.cons
     group_start = (pid // width) * GROUP_M
     rows_in_group = tl.minimum(grid_m - group_start, GROUP_M)
     return group_start + (pid % width) % rows_in_group, (pid % width) // rows_in_group
-
-
-@triton.jit
-def word_half(raw, H: tl.constexpr, IN_DTYPE: tl.constexpr):
-    """fp32 values of the low (H = 0) or high (H = 1) halves of bf16/fp16 words."""
-    if IN_DTYPE == 1:
-        if H == 0:
-            out = (raw << 16).to(tl.float32, bitcast=True)
-        else:
-            out = (raw & -65536).to(tl.float32, bitcast=True)
-    else:
-        bits = raw if H == 0 else raw >> 16
-        out = bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
-    return out

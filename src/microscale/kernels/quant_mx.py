@@ -83,12 +83,7 @@ CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 
           "EXPAND": True, "COL_REG": True,
           # the register pair kernel walks its tiles from the last one back, where the
           # producer's last writes may still be in L2 (session 20: 125m mxfp8 +1.2%, 1b level)
-          "REVERSE_reg": True,
-          # PREFETCH_reg: each program loads its next tile's raw words before quantizing
-          # this one (quant_rowcol_reg.mx8_rowcol_reg_kernel; the NVFP4 row kernel's
-          # PREFETCH); bf16/fp16 inputs (fp32 ones, weights, keep the plain loop); the same
-          # bits. Off until timed.
-          "PREFETCH_reg": os.environ.get("MICROSCALE_MX_PREFETCH", "0") != "0"}
+          "REVERSE_reg": True}
 
 _ELEM = {QFormat.MXFP8_E4M3: 0, QFormat.MXFP8_E5M2: 1, QFormat.MXFP4: 2}
 _EMAX = (8, 15, 2)
@@ -261,9 +256,7 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
                                 x2 if prologue is None or prologue[1] is None else prologue[1],
                                 0 if prologue is None else PROLOGUES[prologue[0]][2],
                                 IN_DTYPE_CODE[x2.dtype], seg or rows, row is not None,
-                                col is not None,
-                                PREFETCH=CONFIG["PREFETCH_reg"] and x2.element_size() == 2,
-                                num_warps=CONFIG["num_warps_reg"])
+                                col is not None, num_warps=CONFIG["num_warps_reg"])
     return amax
 
 

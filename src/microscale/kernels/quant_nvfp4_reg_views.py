@@ -34,7 +34,6 @@ from ._philox import philox_words
 from .quant_rowcol_reg import prologue_of
 from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, max_keep_nan,
                      nvfp4_block_scales, rotated_block_max, split_nan, stack_last)
-from ._utils import word_half as _word_half
 
 __all__ = ["col_tile", "tile_maxima"]
 
@@ -97,6 +96,20 @@ def _prologue_words(xw, yw, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
         else:
             out = (hi.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) << 16) | \
                 (lo.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF)
+    return out
+
+
+@triton.jit
+def _word_half(raw, H: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """fp32 values of the low (H = 0) or high (H = 1) halves of bf16/fp16 words."""
+    if IN_DTYPE == 1:
+        if H == 0:
+            out = (raw << 16).to(tl.float32, bitcast=True)
+        else:
+            out = (raw & -65536).to(tl.float32, bitcast=True)
+    else:
+        bits = raw if H == 0 else raw >> 16
+        out = bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
     return out
 
 

@@ -61,7 +61,7 @@ import triton
 import triton.language as tl
 
 from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, mx_exponent,
-                     round_to_input_dtype, tile_coords, word_half)
+                     round_to_input_dtype, tile_coords)
 
 __all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_of",
            "prologue_value", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents",
@@ -162,7 +162,8 @@ def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
         x_in = tl.load(x_ptr + offs, mask=mask, other=0.0)
     else:
         mask = None
-        offs = _tile_offs(r0, c0, cols, G, BR)
+        rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
+        offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
         x_in = tl.load(x_ptr + offs)
     if PRO > 0:
         x = prologue_value(x_in, y_ptr, offs, mask, PRO, IN_DTYPE)
@@ -177,55 +178,6 @@ def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
         nan = x != x
         x = tl.where(nan, 0.0, x)           # and its max keeps NaN
     return x, nan, offs
-
-
-@triton.jit
-def _tile_offs(r0, c0, cols, G: tl.constexpr, BR: tl.constexpr):
-    """Element offsets ``[BR/G, G, 128]`` of tile (r0, c0): row ``r0 + G·i + j``."""
-    rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
-    return (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
-
-
-@triton.jit
-def _load_raw(x_ptr, y_ptr, r0, c0, cols, G: tl.constexpr, BR: tl.constexpr,
-              PRO: tl.constexpr):
-    """A tile's raw bf16/fp16 input as int32 words ``[BR/G, G, 64]`` (two columns a word:
-    half the registers of the values), and y's where the prologue takes a second tensor
-    (``PRO`` 2, 4; otherwise a one-element stand-in): what a prefetching loop holds."""
-    rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
-    offs = (r0 + rows3) * (cols // 2) + (c0 // 2 + tl.arange(0, 64)[None, None, :])
-    x_in = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + offs)
-    if PRO == 2 or PRO == 4:
-        y_in = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + offs)
-    else:
-        y_in = tl.zeros([1, 1, 1], dtype=tl.int32)
-    return x_in, y_in
-
-
-@triton.jit
-def _unpack_words(w, IN_DTYPE: tl.constexpr):
-    """``[.., 64]`` words of two bf16/fp16 columns -> their ``[.., 128]`` fp32 values."""
-    v = tl.join(word_half(w, 0, IN_DTYPE), word_half(w, 1, IN_DTYPE))     # [.., 64, 2]
-    return tl.reshape(v, (w.shape[0], w.shape[1], 128))
-
-
-@triton.jit
-def _values_of_raw(x_in, y_in, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
-    """:func:`_load_tile`'s ``(x, nan)`` from the words :func:`_load_raw` loaded (the same
-    numbers: a 16-bit value's fp32 is exact, and so is its NaN)."""
-    a = _unpack_words(x_in, IN_DTYPE)
-    if PRO > 0:
-        if PRO == 2 or PRO == 4:
-            b = _unpack_words(y_in, IN_DTYPE)
-        else:
-            b = a
-        x = prologue_of(a, b, PRO, IN_DTYPE)
-    else:
-        x = a
-    nan = x != x
-    if not NATIVE_CASTS:
-        x = tl.where(nan, 0.0, x)
-    return x, nan
 
 
 @triton.jit
@@ -357,63 +309,6 @@ def _store_col_bf16(qc_ptr, v, r0, c0, rows, NI: tl.constexpr, G: tl.constexpr):
 
 
 @triton.jit
-def _mx8_coords(t, n_tiles, n_tc, BR: tl.constexpr, REVERSE: tl.constexpr):
-    """Tile ``t``'s first row and column (``REVERSE``: the tiles from the last one back)."""
-    if REVERSE:
-        t = n_tiles - 1 - t
-    return tile_coords(t, n_tc, BR, 128)
-
-
-@triton.jit
-def _mx8_tile(x, nan, offs, acc, r0, c0, qr_ptr, sr_ptr, qc_ptr, sc_ptr, cols, seg,
-              ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr, COL_ELEM: tl.constexpr,
-              COL_CEIL: tl.constexpr, NAN_SEL: tl.constexpr, ROW_EXP: tl.constexpr,
-              COL_EXP: tl.constexpr, BR: tl.constexpr, WRITE_ROW: tl.constexpr,
-              WRITE_COL: tl.constexpr):
-    """Both views of one ``[BR, 128]`` tile (:func:`mx8_rowcol_reg_kernel`) from its fp32
-    values ``x [BR/G, G, 128]`` and NaN mask; returns the running row maxima ``acc``."""
-    G: tl.constexpr = 4
-    NI: tl.constexpr = BR // G
-    CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
-    a = tl.abs(x)
-    if WRITE_ROW:           # row view: [NI, G, 4 blocks, 32]
-        rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)              # [NI, G, 4]
-        acc = tl.maximum(acc, tl.max(rmax, axis=2))
-        k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
-        y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None],
-                       (NI, G, 128))
-        qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
-        if ROW_EXP:
-            qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, 4, 32)), k[:, :, :, None],
-                                         ROW_ELEM == 1), (NI, G, 128))
-        tl.store(qr_ptr + offs, qr)
-        rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
-        sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
-        tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
-    else:
-        acc = tl.maximum(acc, tl.max(a, axis=2))
-    if WRITE_COL:           # column view: [CB blocks, 8 i, G, 128]: rows 32g .. 32g+31
-        cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, 128)), axis=2), axis=1)  # [CB, 128]
-        kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
-        yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
-                        (NI, G, 128))
-        qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
-        e = r0 // seg                   # the expert (0 for one matrix) and its rows
-        r_e = r0 - e * seg
-        if COL_EXP:
-            qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
-                              COL_ELEM == 1)
-            _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, 128)), r_e, c0,
-                            seg, NI, G)
-        else:
-            _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR)
-        cidx = (c0 + tl.arange(0, 128))[None, :] * (seg // 32) + r_e // 32 \
-            + tl.arange(0, CB)[:, None]
-        tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
-    return acc
-
-
-@triton.jit
 def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
                           n_tiles, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
                           COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
@@ -421,8 +316,7 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
                           REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
-                          seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True,
-                          PREFETCH: tl.constexpr = False):
+                          seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, 128]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
@@ -435,36 +329,51 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     view is written per expert, ``[E, cols, seg]`` (scales ``[E, cols, seg/32]``): every
     expert weight's transpose (as ``fp8_rowcol_reg_kernel``'s ``seg``). ``WRITE_ROW=False`` /
     ``WRITE_COL=False``: that view is neither computed nor written (its pointers unused), e.g.
-    a recomputed input's column view alone (``nn.recompute``), expanded and from a prologue.
-    ``PREFETCH``: each program loads its next tile's raw values (x's, and y's for a
-    two-tensor prologue) before quantizing this one, so its loads are in flight while it
-    computes (the NVFP4 row kernel's ``PREFETCH``); the same bits."""
+    a recomputed input's column view alone (``nn.recompute``), expanded and from a prologue."""
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
+    CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
     acc = tl.zeros((NI, G), dtype=tl.float32)
-    if PREFETCH:        # the next tile's raw values load while this one's are quantized
-        # (past the last tile, the last tile again: loaded, never stored)
-        r0, c0 = _mx8_coords(tl.minimum(tl.program_id(0), n_tiles - 1), n_tiles, n_tc, BR,
-                             REVERSE)
-        x_in, y_in = _load_raw(x_ptr, y_ptr, r0, c0, cols, G, BR, PRO)
-        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=1):
-            r_nx, c_nx = _mx8_coords(tl.minimum(t + tl.num_programs(0), n_tiles - 1), n_tiles,
-                                     n_tc, BR, REVERSE)
-            x_nx, y_nx = _load_raw(x_ptr, y_ptr, r_nx, c_nx, cols, G, BR, PRO)
-            x, nan = _values_of_raw(x_in, y_in, PRO, IN_DTYPE)
-            acc = _mx8_tile(x, nan, _tile_offs(r0, c0, cols, G, BR), acc, r0, c0, qr_ptr,
-                            sr_ptr, qc_ptr, sc_ptr, cols, seg, ROW_ELEM, ROW_CEIL, COL_ELEM,
-                            COL_CEIL, NAN_SEL, ROW_EXP, COL_EXP, BR, WRITE_ROW, WRITE_COL)
-            x_in, y_in = x_nx, y_nx
-            r0, c0 = r_nx, c_nx
-    else:
-        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0),
-                          num_stages=NUM_STAGES):
-            r0, c0 = _mx8_coords(t, n_tiles, n_tc, BR, REVERSE)
-            x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR)
-            acc = _mx8_tile(x, nan, offs, acc, r0, c0, qr_ptr, sr_ptr, qc_ptr, sc_ptr, cols, seg,
-                            ROW_ELEM, ROW_CEIL, COL_ELEM, COL_CEIL, NAN_SEL, ROW_EXP, COL_EXP,
-                            BR, WRITE_ROW, WRITE_COL)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        if REVERSE:
+            t = n_tiles - 1 - t
+        r0, c0 = tile_coords(t, n_tc, BR, 128)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR)
+        a = tl.abs(x)
+        if WRITE_ROW:           # row view: [NI, G, 4 blocks, 32]
+            rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)              # [NI, G, 4]
+            acc = tl.maximum(acc, tl.max(rmax, axis=2))
+            k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
+            y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None],
+                           (NI, G, 128))
+            qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
+            if ROW_EXP:
+                qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, 4, 32)), k[:, :, :, None],
+                                             ROW_ELEM == 1), (NI, G, 128))
+            tl.store(qr_ptr + offs, qr)
+            rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
+            sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
+            tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
+        else:
+            acc = tl.maximum(acc, tl.max(a, axis=2))
+        if WRITE_COL:           # column view: [CB blocks, 8 i, G, 128]: rows 32g .. 32g+31
+            cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, 128)), axis=2), axis=1)  # [CB, 128]
+            kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
+            yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
+                            (NI, G, 128))
+            qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
+            e = r0 // seg                   # the expert (0 for one matrix) and its rows
+            r_e = r0 - e * seg
+            if COL_EXP:
+                qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
+                                  COL_ELEM == 1)
+                _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, 128)), r_e, c0,
+                                seg, NI, G)
+            else:
+                _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR)
+            cidx = (c0 + tl.arange(0, 128))[None, :] * (seg // 32) + r_e // 32 \
+                + tl.arange(0, CB)[:, None]
+            tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
     amax = tl.max(tl.max(acc, axis=1), axis=0)
     tl.atomic_max(amax_ptr, amax)
     tl.atomic_max(amax_ptr + 1, amax)
