@@ -314,6 +314,17 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # RNE codes 59.8 -> 62.5 (shift), 63.8 (shift and sign), 58.8 (packing alone: inside
         # the default's 58.4-59.9 spread); SR codes 75.7 -> 82.6 (shift), 76.2 (bytes), 76.9
         # (packing), 81.9 (all); the kernel is not ALU-pipe bound, so it was dropped.)
+        # session 42 (Nsight Compute, call 4): the row kernel's codes are issue-bound (0.71 /
+        # 0.77 warps issued a scheduler-cycle for SR / RNE) and register-limited (94 / 78
+        # registers: 5 / 6 warps a scheduler). One block a thread holds one Philox state
+        # (offline: 64 registers, 8 warps a scheduler) for ~3% more instructions an element
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [{key: {"BR": br, "NB": nb, "PROGS_PER_SM": pps}}
+                                             for br, nb, pps in tiles])
+          for name, key, tiles in (
+              ("nvfp4/1x16_sr@amax_given", "SR_CODES",
+               ((2, 32, 24), (1, 32, 32), (2, 16, 32), (4, 8, 32), (1, 32, 28), (2, 32, 24))),
+              ("nvfp4/1x16@amax_given", "RNE_CODES",
+               ((2, 32, 24), (1, 32, 32), (2, 16, 32), (2, 32, 24))))],
         # (session 42, call 3, at f78d286: the MXFP8 pair kernel with each program's next
         # tile loaded first as raw int32 words, PREFETCH_reg; 128 -> 167 registers. µs
         # graph-replayed, default -> prefetch at 6 / 5 / 4 programs an SM: x pair at

@@ -366,6 +366,14 @@ def inspect(kernel) -> tuple[dict, collections.Counter, str]:
     usage = {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED):(\d+)", res)}
     return usage, ops, sass
 
+# session 42: SR codes with one block a thread (Philox's registers for one block, so more
+# programs fit), PREFETCH and PHILOX_WIDE as today
+for _br, _nb in ((1, 32), (4, 8)):
+    PRESETS[f"nv_row1_sr1_{_br}x{_nb}"] = (
+        quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
+        _NV_ROW1_NOW | dict(SR=2, BR=_br, NB=_nb, PREFETCH=True, PHILOX_WIDE=True), 1, 1,
+        _br * _nb * 16)
+
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
