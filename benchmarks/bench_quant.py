@@ -318,8 +318,10 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # 0.77 warps issued a scheduler-cycle for SR / RNE) and register-limited (94 / 78
         # registers: 5 / 6 warps a scheduler). One block a thread holds one Philox state
         # (offline: 64 registers, 8 warps a scheduler) for ~3% more instructions an element
-        *[(quant_nvfp4.CONFIG["ROW1"], name, [{key: {"BR": br, "NB": nb, "PROGS_PER_SM": pps}}
-                                             for br, nb, pps in tiles])
+        # (PREFETCH as the default: the key --sweep-with selects these by)
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [{"PREFETCH": True,
+                                               key: {"BR": br, "NB": nb, "PROGS_PER_SM": pps}}
+                                              for br, nb, pps in tiles])
           for name, key, tiles in (
               ("nvfp4/1x16_sr@amax_given", "SR_CODES",
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (4, 8, 32), (1, 32, 28), (2, 32, 24))),

@@ -7,8 +7,8 @@ set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 TAIL=40 step 170 sweep_sr_tile.txt python3 benchmarks/bench_quant.py --no-ref --sweep \
-  --sweep-with SR_CODES --sweep-only nvfp4/1x16_sr@ --sweep-shapes 8192x8192,16384x4096 \
+  --sweep-with PREFETCH --sweep-only nvfp4/1x16_sr@ --sweep-shapes 8192x8192,16384x4096 \
   --shapes 8192x8192 --only nvfp4/1x16@amax_given,nvfp4/1x16_sr@amax_given
 TAIL=20 step 120 sweep_rne_tile.txt python3 benchmarks/bench_quant.py --no-ref --sweep \
-  --sweep-with RNE_CODES --sweep-only nvfp4/1x16@ --sweep-shapes 8192x8192,16384x4096 \
+  --sweep-with PREFETCH --sweep-only nvfp4/1x16@ --sweep-shapes 8192x8192,16384x4096 \
   --shapes 8192x8192 --only nvfp4/1x16@amax_given
