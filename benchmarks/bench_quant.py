@@ -318,7 +318,12 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # 0.77 warps issued a scheduler-cycle for SR / RNE) and register-limited (94 / 78
         # registers: 5 / 6 warps a scheduler). One block a thread holds one Philox state
         # (offline: 64 registers, 8 warps a scheduler) for ~3% more instructions an element
-        # (PREFETCH as the default: the key --sweep-with selects these by)
+        # (PREFETCH as the default: the key --sweep-with selects these by). Call 5 (µs
+        # graph-replayed, 8192² / 16384x4096): SR [2, 32] / 24 75.3-75.7 / 75.6-75.9 against
+        # [1, 32] / 32 78.4 / 78.7, [2, 16] / 32 80.2 / 80.1, [4, 8] / 32 80.0 / 80.2, [1, 32] /
+        # 28 79.2 / 79.3; RNE [2, 32] / 24 59.0-59.3 / 59.1-59.6 against [1, 32] / 32 64.4 /
+        # 64.7, [2, 16] / 32 64.5 / 64.4. More warps did not raise the issue rate enough to
+        # pay for the per-block work; the defaults stay.
         *[(quant_nvfp4.CONFIG["ROW1"], name, [{"PREFETCH": True,
                                                key: {"BR": br, "NB": nb, "PROGS_PER_SM": pps}}
                                               for br, nb, pps in tiles])
