@@ -9,12 +9,10 @@ source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 NCU_BIN=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 STALLS="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
-for pair in x dy; do
-  TAIL=4 step 75 ncu_mx_$pair.txt "$NCU_BIN" --clock-control none -k regex:mx8_rowcol_reg -c 2 \
-    --section SpeedOfLight --section SchedulerStats --section Occupancy --section LaunchStats \
-    --section InstructionStats --metrics "$STALLS" \
-    python3 benchmarks/bench_quant.py --no-ref --shapes 16384x3072 --only mxfp8/rowcol_$pair
-done
+TAIL=4 step 120 ncu_mx.txt "$NCU_BIN" --clock-control none -k regex:mx8_rowcol_reg -c 4 \
+  --section SpeedOfLight --section SchedulerStats --section Occupancy --section LaunchStats \
+  --section InstructionStats --metrics "$STALLS" \
+  python3 benchmarks/ncu_nvfp4.py --shape 16384x3072 --only mx8_x,mx8_dy
 TAIL=4 step 90 ncu_row.txt "$NCU_BIN" --clock-control none -k regex:nvfp4_row_kernel -c 4 \
   --section SpeedOfLight --section SchedulerStats --metrics "$STALLS" \
   python3 benchmarks/ncu_nvfp4.py --shape 8192x8192 --only row,row_sr
