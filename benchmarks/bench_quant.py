@@ -302,9 +302,11 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 ("BR", "NB", "num_warps", "PROGS_PER_SM"), [
                     (2, 32, 1, 24), (2, 32, 1, 21), (2, 32, 1, 20), (4, 16, 1, 20),
                     (2, 32, 1, 24)])]),
-        # session 41 (offline only, not yet timed): the reg pass's column view with Philox's
-        # products as wide multiplies at REG_COL's tile (SASS, Triton 3.6: codes 1448 ->
-        # 1408 instructions, expanded 1560 -> 1512, registers level)
+        # session 41 (offline): the reg pass's column view with Philox's products as wide
+        # multiplies at REG_COL's tile (SASS, Triton 3.6: codes 1448 -> 1408 instructions,
+        # expanded 1560 -> 1512, registers level). Timed in session 42, call 1 (µs, off / on
+        # / off): RHT+SR column view 100.7 / 100.0 / 100.8, SR dy pair 232.0 / 231.5 /
+        # 232.5; on since
         *[(quant_nvfp4.CONFIG["REG_COL"], name, [{"PHILOX_WIDE": w} for w in (False, True, False)])
           for name in ("nvfp4/col_rht_sr@amax_given", "nvfp4/rowcol_dy")],
         # (session 42, call 2, at 74bb6c2: a PIPES mask moving the row kernel's integer work

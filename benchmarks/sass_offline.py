@@ -366,6 +366,7 @@ def inspect(kernel) -> tuple[dict, collections.Counter, str]:
     usage = {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED):(\d+)", res)}
     return usage, ops, sass
 
+
 # session 42: SR codes with one block a thread (Philox's registers for one block, so more
 # programs fit), PREFETCH and PHILOX_WIDE as today
 for _br, _nb in ((1, 32), (4, 8)):
