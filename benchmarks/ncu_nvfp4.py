@@ -8,8 +8,8 @@ The variants are the ones a quantized linear layer runs (amax given, so only the
 pass launches): ``dy`` rows SR + columns RHT+SR, ``x`` rows RNE + columns RHT, ``w`` 16x16
 rows + columns, ``row`` / ``row_sr`` a 1x16 RNE / SR row view alone written as codes (the row
 kernel, ``quant_nvfp4_row``); ``mx8_x`` / ``mx8_dy`` the MXFP8 pairs a layer asks for (x: the
-row view expanded; dy: both), through the op layer, which takes ``expand``. Each runs twice
-(the first call compiles).
+row view expanded; dy: both): ``bench_quant``'s ``mxfp8/rowcol_x`` / ``mxfp8/rowcol_dy``.
+Each runs twice (the first call compiles).
 ``--sass`` reads the compiled kernels back from Triton's cache and writes, per kernel,
 registers per thread, spills and a histogram of SASS opcodes (cuobjdump), so instructions
 per element can be counted without hardware counters.
@@ -42,21 +42,11 @@ def variants(amax: torch.Tensor) -> dict:
         "w": (("nvfp4", {**g, "block_2d": True}), ("nvfp4", {**g, "block_2d": True})),
         "row": (("nvfp4", g), None),
         "row_sr": (("nvfp4", {**g, "stochastic": True}), None),
-        "mx8_x": (("mxfp8_e4m3", {**NF, "expand": True}), ("mxfp8_e4m3", NF)),
-        "mx8_dy": (("mxfp8_e4m3", {**NF, "expand": True}), ("mxfp8_e4m3", {**NF, "expand": True})),
     }
 
 
-def _quantize(x: torch.Tensor, row, col) -> None:
-    """One quantize call: ``ms.quantize_rowcol``, or the op layer's ``quantize_views`` where a
-    view is asked for expanded."""
-    if any(v is not None and v[1].get("expand") for v in (row, col)):
-        from microscale.ops import quantize_views
-        from microscale.tensor import QFormat
-        quantize_views(x, *[None if v is None else (QFormat(v[0]), v[1]) for v in (row, col)],
-                       "triton")
-    else:
-        ms.quantize_rowcol(x, row, col, backend="triton")
+# the MXFP8 pairs, as bench_quant times them (views written expanded go through the op layer)
+MX8 = {"mx8_x": "mxfp8/rowcol_x", "mx8_dy": "mxfp8/rowcol_dy"}
 
 
 def sass_stats(out: Path) -> None:
@@ -100,7 +90,12 @@ def main() -> None:
     for name, (row, col) in variants(amax).items():
         if name in args.only.split(","):
             for _ in range(2):
-                _quantize(x, row, col)
+                ms.quantize_rowcol(x, row, col, backend="triton")
+    for name, bench_name in MX8.items():
+        if name in args.only.split(","):
+            from bench_quant import VARIANTS
+            for _ in range(2):
+                VARIANTS[bench_name][0](x, "triton")
     torch.cuda.synchronize()
     if args.sass:
         sass_stats(Path(args.sass))
