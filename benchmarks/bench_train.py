@@ -179,6 +179,12 @@ KERNEL_SETS = {
                               "NUM_STAGES_reg": 1}},
     "mx8-br32": {"quant_mx": {"BR_reg": 32, "num_warps_reg": 2, "PROGS_PER_SM_reg": 6,
                               "NUM_STAGES_reg": 1}},
+    # session 43: the register pair kernels' tile loop software-pipelined (the next tile's
+    # loads in flight as cp.async into shared memory while this one is quantized)
+    "mx8-s2": {"quant_mx": {"NUM_STAGES_reg": 2}},
+    "mx8-s1": {"quant_mx": {"NUM_STAGES_reg": 1}},
+    "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
+    "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},
