@@ -184,6 +184,7 @@ KERNEL_SETS = {
     "mx8-s2": {"quant_mx": {"NUM_STAGES_reg": 2}},
     "mx8-s1": {"quant_mx": {"NUM_STAGES_reg": 1}},
     "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
+    "fp8-s3": {"quant_fp8": {"NUM_STAGES_reg": 3}},
     "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)

@@ -1018,6 +1018,27 @@ def test_gpu_rowcol_reg_exact(which, nan_sel, dtype, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("stages", [1, 2, 3])
+@pytest.mark.parametrize("which", ["fp8_block", "mxfp8"])
+def test_gpu_rowcol_reg_stages_exact(which, stages, monkeypatch):
+    """The register pair kernels with their tile loop software-pipelined (``NUM_STAGES_reg``
+    > 1: the next tile's loads go through shared memory as cp.async), bit for bit with the
+    reference, ±NaN and ±Inf included, over more tiles than programs (the loop runs)."""
+    from microscale.kernels import quant_fp8, quant_mx
+    cfg = quant_fp8.CONFIG if which == "fp8_block" else quant_mx.CONFIG
+    monkeypatch.setitem(cfg, "NUM_STAGES_reg", stages)
+    x = sample((8192, 1280), torch.bfloat16, spread=30)
+    x[5, 7], x[70, 9], x[3, 2], x[8191, 1279] = float("nan"), -float("nan"), float("inf"), \
+        -float("inf")
+    nf = {"check_finite": False}
+    fmt = "fp8_block" if which == "fp8_block" else "mxfp8_e4m3"
+    k = ms.quantize_rowcol(x.cuda(), (fmt, nf), (fmt, nf), backend="triton")
+    r = ms.quantize_rowcol(x, (fmt, nf), (fmt, nf), backend="reference")
+    assert_same(k[0], r[0])
+    assert_same(k[1], r[1])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(16384, 768), (4096, 3072), (1008, 80)])
 def test_gpu_nvfp4_reg_pass_matches(shape, monkeypatch):
     """The reg pass on the GPU at training shapes (and a partial tile): bit for bit with the
