@@ -57,7 +57,15 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           "NUM_STAGES": 2, "num_warps_rowcol": 4, "PROGS_PER_SM_rowcol": 4,
           "ROWCOL": os.environ.get("MICROSCALE_FP8_ROWCOL", "reg"), "SUB_ROWS": 64,
           "num_warps_sub": 4, "PROGS_PER_SM_sub": 8, "PACK_COL": True, "NUM_STAGES_sub": 1,
-          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 1, "NAN_SEL": False,
+          # NUM_STAGES_reg 2: the tile loop software-pipelined, the next tile's loads issued
+          # as cp.async into shared memory while this one is quantized (offline SASS, Triton
+          # 3.6: registers level, 16 -> 48 KB of shared memory, 80 KB for fp32 weights; 3
+          # stages spill 520 bytes a thread with relu²'s backward prologue). Session 43 (H200,
+          # graph-replayed, same bits): 16384 x 768 / 2048 / 3072 / 4096 / 8192 / 14336
+          # 26.9 / 56.9 / 82.0 / 105.7 / 199.5 / 345.1 -> 26.9 / 51.8 / 72.6 / 90.8 / 170.0 /
+          # 288.5 µs (65% -> 78% of the copy rate at 14336); training level (125m 0.892 ->
+          # 0.894, 1b 1.183 / 1.187 -> 1.186, one process each)
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 2, "NAN_SEL": False,
           # the register kernel walks its tiles from the last one back, where the producer's
           # last writes may still be in L2 (session 20: 125m fp8_blockwise +1.0-1.3%, 1b
           # level)
