@@ -288,6 +288,16 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (16, 16, 4, 4, 1, True), (16, 32, 4, 2, 1, True), (8, 32, 2, 4, 1, True)])])
           for name in ("nvfp4/col_rht_sr@amax_given", "nvfp4/col_rht@amax_given",
                        "nvfp4/rowcol_dy")],
+        # session 43 (offline, Triton 3.6): a column view rounded to nearest (REG_COL["RNE"],
+        # the x pairs' RHT'd column view) with its tile loop software-pipelined (cp.async:
+        # [256, 32] 127 -> 128 registers, 4 -> 20 KB of shared memory; [256, 16] 72 registers,
+        # 10 KB) or with PREFETCH ([256, 16] 80 registers), against its default
+        *[(quant_nvfp4.CONFIG["REG_COL"], name, [c | {"RNE": {}} for c in cfgs(
+            ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "PREFETCH"), [
+                (16, 32, 4, 4, 1, False), (16, 32, 4, 4, 2, False), (16, 16, 4, 7, 2, False),
+                (16, 16, 4, 7, 1, False), (16, 16, 4, 6, 1, True), (16, 16, 4, 7, 1, True),
+                (16, 32, 4, 4, 1, False)])])
+          for name in ("nvfp4/col_rht@amax_given", "nvfp4/rowcol_x")],
         # session 41: Philox's products as wide multiplies (ROW1's PHILOX_WIDE), on and off at
         # the default tiles. Calls 1 and 3 (H200, 8192², µs graph-replayed) ran this as a
         # "PACK" key, PHILOX_WIDE then its bit 1: the expanded SR row view 103.2 -> 87.8, SR

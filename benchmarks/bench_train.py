@@ -185,6 +185,11 @@ KERNEL_SETS = {
     "mx8-s1": {"quant_mx": {"NUM_STAGES_reg": 1}},
     "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
     "fp8-s3": {"quant_fp8": {"NUM_STAGES_reg": 3}},
+    # session 43: NVFP4's round-to-nearest column views (the x pairs' RHT'd column view) with
+    # the tile loop software-pipelined
+    "nv-colrne-s2": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {"BC": 32, "PROGS_PER_SM": 4,
+                                                            "NUM_STAGES": 2,
+                                                            "PREFETCH": False}}},
     "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
