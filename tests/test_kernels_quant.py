@@ -1039,6 +1039,23 @@ def test_gpu_rowcol_reg_stages_exact(which, stages, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(4096, 768), (1008, 80)])
+def test_gpu_nvfp4_rne_column_view_exact(shape):
+    """A round-to-nearest NVFP4 column view alone (``REG_COL["RNE"]``'s tile: the x pairs'
+    RHT'd column view, and a split x pair's first launch) on the GPU, with and without the
+    RHT, bit for bit with the reference: NaN, Inf, a huge value, a partial tile."""
+    x = sample(shape, torch.bfloat16, exact=True, seed=5)
+    x[5, 7], x[70, 9], x[3, 2], x[9, 60] = float("nan"), -float("nan"), float("inf"), -3e38
+    nf = {"check_finite": False}
+    for row, col in [(None, ("nvfp4", {**nf, "rht": True})), (None, ("nvfp4", nf)),
+                     (("nvfp4", nf), ("nvfp4", {**nf, "rht": True}))]:
+        k = ms.quantize_rowcol(x.cuda(), row, col, backend="triton")
+        r = ms.quantize_rowcol(x, row, col, backend="reference")
+        assert_same(k[0], r[0])
+        assert_same(k[1], r[1])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(16384, 768), (4096, 3072), (1008, 80)])
 def test_gpu_nvfp4_reg_pass_matches(shape, monkeypatch):
     """The reg pass on the GPU at training shapes (and a partial tile): bit for bit with the

@@ -90,7 +90,13 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # (H200, call 1, graph-replayed, 8192², amax given): the RHT+SR column view 115.6 ->
           # 100.2 µs at [256, 16], 5 programs an SM (35% -> 40% of the copy rate counting x
           # once; 102.0-102.7 at the other tiles tried), the SR dy pair 250.4 -> 231.0; the
-          # same bits. RNE column views (RNE) keep their tile, untimed with it.
+          # same bits. RNE column views (RNE): session 43 (H200, call 5, graph-replayed, amax
+          # given, RHT column view, 8192² / 16384x768 / 16384x2048): their old tile ([256,
+          # 32], 4 warps, 4 programs, no PREFETCH) 85.9-86.4 / 27.2-27.4 / 50.7 µs; [128, 32]
+          # with 2 warps, 4 programs and PREFETCH 80.8 / 25.0 / 47.3 (47% -> 50% of the copy
+          # rate counting x once); software-pipelining the old tile instead (NUM_STAGES 2) ran
+          # level (88.5 / 28.5 / 51.7) and so did 125m nvfp4 with it (0.778x against 0.776 /
+          # 0.780x); the same bits everywhere.
           # PHILOX_WIDE: the column view's Philox with each round's products as one wide
           # multiply (ROW1's PHILOX_WIDE; the same words). Offline SASS: codes 1448 -> 1408
           # instructions, expanded 1560 -> 1512. Session 42 (H200, call 1, 8192², off / on /
@@ -98,7 +104,8 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # pair 232.0 / 231.5 / 232.5; the same bits. On (a small gain, no cost).
           "REG_COL": {"NI": 16, "BC": 16, "num_warps": 4, "PROGS_PER_SM": 5, "NUM_STAGES": 1,
                       "maxnreg": None, "PREFETCH": True, "PHILOX_WIDE": True,
-                      "RNE": {"BC": 32, "PROGS_PER_SM": 4, "NUM_STAGES": 1, "PREFETCH": False}},
+                      "RNE": {"NI": 8, "BC": 32, "num_warps": 2, "PROGS_PER_SM": 4,
+                              "NUM_STAGES": 1, "PREFETCH": True}},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
           # SPLIT_X_MAX_COLS: every other pair (the x pair: a round-to-nearest row view,
           # written expanded, beside the RHT'd column view) splits too where its input is at
