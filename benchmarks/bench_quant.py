@@ -291,7 +291,12 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # session 43 (offline, Triton 3.6): a column view rounded to nearest (REG_COL["RNE"],
         # the x pairs' RHT'd column view) with its tile loop software-pipelined (cp.async:
         # [256, 32] 127 -> 128 registers, 4 -> 20 KB of shared memory; [256, 16] 72 registers,
-        # 10 KB) or with PREFETCH ([256, 16] 80 registers), against its default
+        # 10 KB) or with PREFETCH ([256, 16] 80 registers), against its default. H200, call 5
+        # (µs, col_rht@amax_given, 8192² / 16384x768 / 16384x2048): the old default [256,
+        # 32] 85.9-86.4 / 27.2-27.4 / 50.7, two stages 88.5 / 28.5 / 51.7, [256, 16] PREFETCH
+        # 86.2 / 25.7 / 48.7; session 40's plan's [128, 32], 2 warps, 4 programs, PREFETCH
+        # 80.8 / 25.0 / 47.3, now RNE's default. rowcol_x does not run this tile above 1024
+        # columns (one launch) and is level at 768 (its amax pass included).
         *[(quant_nvfp4.CONFIG["REG_COL"], name, [c | {"RNE": {}} for c in cfgs(
             ("NI", "BC", "num_warps", "PROGS_PER_SM", "NUM_STAGES", "PREFETCH"), [
                 (16, 32, 4, 4, 1, False), (16, 32, 4, 4, 2, False), (16, 16, 4, 7, 2, False),
@@ -377,7 +382,10 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (32, 2, 8, 1), (32, 2, 4, 2), (32, 1, 8, 1),
                 # session 43: the default tile with the loop software-pipelined (NUM_STAGES
                 # 2: Triton 3.6 issues the next tile's loads as cp.async into shared memory;
-                # offline SASS: 128 registers either way, 4 -> 12 KB of shared memory)
+                # offline SASS: 128 registers either way, 4 -> 12 KB of shared memory). H200,
+                # call 1, µs graph-replayed, 16384x3072: x pair 97.3-98.3 -> 98.7 / 99.2 /
+                # 100.1 at 6 / 5 / 8 programs (3 stages 104.0), dy 116.0-117.4 -> 117.9 / 117.5
+                # / 118.2 (120.4); at 768 level; 125m mxfp8 0.822 -> 0.822x. Not the loads.
                 (32, 2, 6, 2), (32, 2, 5, 2), (32, 2, 8, 2), (32, 2, 6, 3), (32, 2, 6, 1)]))
           for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(
