@@ -183,6 +183,7 @@ KERNEL_SETS = {
     # loads in flight as cp.async into shared memory while this one is quantized)
     "mx8-s2": {"quant_mx": {"NUM_STAGES_reg": 2}},
     "mx8-s1": {"quant_mx": {"NUM_STAGES_reg": 1}},
+    "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},      # (2 the default since call 4)
     "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
     "fp8-s3": {"quant_fp8": {"NUM_STAGES_reg": 3}},
     # session 43: NVFP4's round-to-nearest column views (the x pairs' RHT'd column view) with
@@ -190,7 +191,6 @@ KERNEL_SETS = {
     "nv-colrne-s2": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {"BC": 32, "PROGS_PER_SM": 4,
                                                             "NUM_STAGES": 2,
                                                             "PREFETCH": False}}},
-    "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},

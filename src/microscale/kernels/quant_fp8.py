@@ -63,8 +63,8 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           # stages spill 520 bytes a thread with relu²'s backward prologue). Session 43 (H200,
           # graph-replayed, same bits): 16384 x 768 / 2048 / 3072 / 4096 / 8192 / 14336
           # 26.9 / 56.9 / 82.0 / 105.7 / 199.5 / 345.1 -> 26.9 / 51.8 / 72.6 / 90.8 / 170.0 /
-          # 288.5 µs (65% -> 78% of the copy rate at 14336); training level (125m 0.892 ->
-          # 0.894, 1b 1.183 / 1.187 -> 1.186, one process each)
+          # 288.5 µs (65% -> 78% of the copy rate at 14336); training, one process each (call
+          # 4): 125m fp8_blockwise 0.904 -> 0.908x, 1b 1.183 -> 1.194x (calls 1-2: level)
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 2, "NAN_SEL": False,
           # the register kernel walks its tiles from the last one back, where the producer's
           # last writes may still be in L2 (session 20: 125m fp8_blockwise +1.0-1.3%, 1b
