@@ -388,6 +388,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 # / 118.2 (120.4); at 768 level; 125m mxfp8 0.822 -> 0.822x. Not the loads.
                 (32, 2, 6, 2), (32, 2, 5, 2), (32, 2, 8, 2), (32, 2, 6, 3), (32, 2, 6, 1)]))
           for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
+        # session 43 (offline, Triton 3.6): [32, 64] tiles (BC_reg 64) with one warp keep a
+        # column block's 32 rows in the warp: x pair 12 -> 3 BAR.SYNC, 0.742 -> 0.699 warp
+        # instructions an element, 128 registers (16 programs an SM fit); 2 warps: 96
+        *[(quant_mx.CONFIG, name, cfgs(
+            ("BR_reg", "BC_reg", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg"), [
+                (32, 128, 2, 6, 1), (32, 64, 1, 12, 1), (32, 64, 1, 16, 1), (32, 64, 1, 10, 1),
+                (32, 64, 1, 12, 2), (32, 64, 2, 10, 1), (32, 128, 2, 6, 1)]))
+          for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(
             ("ROWCOL", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg", "NAN_SEL"), [
                 ("reg", 8, 1, 2, True), ("reg", 8, 1, 2, False), ("reg", 8, 1, 1, False),

@@ -509,17 +509,19 @@ def test_mx_rowcol_reg_exact(shape, dtype, monkeypatch):
         ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
-@pytest.mark.parametrize("br", [64, 32])
-def test_mx_rowcol_reg_tile_rows_exact(br, monkeypatch):
-    """The MXFP8 register pair kernel on [BR, 128] tiles (``quant_mx.CONFIG['BR_reg']``):
-    codes against the reference, and the views written expanded against the codes decoded,
-    with +-NaN, +-Inf, a wide exponent spread and fewer programs than tiles."""
+@pytest.mark.parametrize("br,bc", [(64, 128), (32, 128), (32, 64)])
+def test_mx_rowcol_reg_tile_rows_exact(br, bc, monkeypatch):
+    """The MXFP8 register pair kernel on [BR, BC] tiles (``quant_mx.CONFIG['BR_reg']``,
+    ``['BC_reg']``): codes against the reference, and the views written expanded against the
+    codes decoded, with +-NaN, +-Inf, a wide exponent spread and fewer programs than tiles."""
     from microscale.kernels import quant_mx
     from microscale.ops import quantize_views
     from microscale.tensor import QFormat
     monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "reg")
     monkeypatch.setitem(quant_mx.CONFIG, "BR_reg", br)
-    monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 4 if br == 64 else 2)
+    monkeypatch.setitem(quant_mx.CONFIG, "BC_reg", bc)
+    monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 4 if br == 64 else 2 if bc == 128
+                        else 1)
     x = sample((256, 384), torch.bfloat16, spread=30, seed=3)
     x[5, 7], x[70, 9], x[3, 2], x[99, 100] = float("nan"), -float("nan"), float("inf"), \
         -float("inf")
@@ -553,6 +555,10 @@ def test_mx_rowcol_reg_tile_rows_exact(br, monkeypatch):
     if br == 64:                 # [64, 128] with 2 warps wrote wrong bits on an H100: refused
         monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 2)
         with pytest.raises(ValueError, match="2 warps"):
+            ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
+    if bc == 64:
+        monkeypatch.setitem(quant_mx.CONFIG, "BC_reg", 32)
+        with pytest.raises(ValueError, match="BC_reg"):
             ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
@@ -1017,16 +1023,26 @@ def test_gpu_rowcol_reg_exact(which, nan_sel, dtype, monkeypatch):
         assert_same(k[1], r[1])
 
 
+_REG_LOOPS = [("fp8_block", {"NUM_STAGES_reg": s}) for s in (1, 2, 3)] + \
+    [("mxfp8", {"NUM_STAGES_reg": s}) for s in (1, 2, 3)] + \
+    [("mxfp8", {"BC_reg": 64, "num_warps_reg": w, "PROGS_PER_SM_reg": 12}) for w in (1, 2)]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("stages", [1, 2, 3])
-@pytest.mark.parametrize("which", ["fp8_block", "mxfp8"])
-def test_gpu_rowcol_reg_stages_exact(which, stages, monkeypatch):
+@pytest.mark.parametrize("which,knobs", _REG_LOOPS,
+                         ids=[f"{w}-" + "-".join(f"{k}{v}" for k, v in c.items())
+                              for w, c in _REG_LOOPS])
+def test_gpu_rowcol_reg_stages_exact(which, knobs, monkeypatch):
     """The register pair kernels with their tile loop software-pipelined (``NUM_STAGES_reg``
-    > 1: the next tile's loads go through shared memory as cp.async), bit for bit with the
-    reference, ±NaN and ±Inf included, over more tiles than programs (the loop runs)."""
+    > 1: the next tile's loads go through shared memory as cp.async), and the MXFP8 one on
+    [32, 64] tiles, bit for bit with the reference, ±NaN and ±Inf included, over more tiles
+    than programs (the loop runs); MXFP8's views written expanded against its codes."""
     from microscale.kernels import quant_fp8, quant_mx
+    from microscale.ops import quantize_views
+    from microscale.tensor import QFormat
     cfg = quant_fp8.CONFIG if which == "fp8_block" else quant_mx.CONFIG
-    monkeypatch.setitem(cfg, "NUM_STAGES_reg", stages)
+    for key, value in knobs.items():
+        monkeypatch.setitem(cfg, key, value)
     x = sample((8192, 1280), torch.bfloat16, spread=30)
     x[5, 7], x[70, 9], x[3, 2], x[8191, 1279] = float("nan"), -float("nan"), float("inf"), \
         -float("inf")
@@ -1036,6 +1052,14 @@ def test_gpu_rowcol_reg_stages_exact(which, stages, monkeypatch):
     r = ms.quantize_rowcol(x, (fmt, nf), (fmt, nf), backend="reference")
     assert_same(k[0], r[0])
     assert_same(k[1], r[1])
+    if which == "mxfp8":
+        e4 = QFormat.MXFP8_E4M3
+        got = quantize_views(x.cuda(), (e4, {**nf, "expand": True}),
+                             (e4, {**nf, "expand": True}), "triton")
+        for q, q0 in zip(got, k):
+            want = q0.expand().data.float()
+            assert torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
+            assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
 
 
 @pytest.mark.gpu

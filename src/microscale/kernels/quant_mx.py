@@ -79,6 +79,10 @@ CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 
           # mxfp8 0.742x -> 0.768x of bf16 (same process). [64, 128] with 2 warps gave the x
           # pair other bits than the reference's on the H100 (not understood; refused below).
           "BR_reg": 32,
+          # BC_reg: its tile columns (128, or 64: with one warp a [32, 64] tile keeps each
+          # column block's 32 rows inside the warp, so its maxima need no shared memory and
+          # no barrier across warps; session 43, offline, to be timed)
+          "BC_reg": 128,
           # NUM_STAGES_reg 2 (the tile loop software-pipelined through shared memory, as
           # quant_fp8's since session 43) ran level here: x pair 97.3-98.3 -> 98.7 µs at
           # 16384x3072 (H200, session 43); this kernel is not waiting on its loads alone
@@ -248,7 +252,10 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
         raise ValueError("quant_mx.CONFIG: [64, 128] tiles (BR_reg 64) with 2 warps gave the "
                          "x pair bits other than the reference's on an H100 (session 21); use "
                          "4 warps or another BR_reg")
-    n_tc, n_tiles = cols // 128, (rows // br) * (cols // 128)
+    bc = CONFIG["BC_reg"]
+    if bc not in (64, 128):
+        raise ValueError(f"quant_mx.CONFIG['BC_reg'] must be 64 or 128, got {bc!r}")
+    n_tc, n_tiles = cols // bc, (rows // br) * (cols // bc)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
     r, c = row or col, col or row           # a missing view's arguments: the other's, unused
     mx8_rowcol_reg_kernel[grid](x2, amax, r.out, r.scale, c.out, c.scale, rows,
@@ -259,7 +266,7 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
                                 x2 if prologue is None or prologue[1] is None else prologue[1],
                                 0 if prologue is None else PROLOGUES[prologue[0]][2],
                                 IN_DTYPE_CODE[x2.dtype], seg or rows, row is not None,
-                                col is not None, num_warps=CONFIG["num_warps_reg"])
+                                col is not None, BC=bc, num_warps=CONFIG["num_warps_reg"])
     return amax
 
 

@@ -151,19 +151,19 @@ def tile_rows(r0, G: tl.constexpr, BR: tl.constexpr):
 @triton.jit
 def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
                IN_DTYPE: tl.constexpr, BR: tl.constexpr = 128, src=None,
-               GATHER: tl.constexpr = False):
-    """The ``[BR/G, G, 128]`` view of tile (r0, c0) (``BR`` rows) as fp32, its NaN mask, and
+               GATHER: tl.constexpr = False, BC: tl.constexpr = 128):
+    """The ``[BR/G, G, BC]`` view of tile (r0, c0) (``BR`` rows) as fp32, its NaN mask, and
     the offsets; PRO > 0: of ``op(x, y)`` (:func:`prologue_value`) instead of x. ``GATHER``:
     the tile's rows are x's rows ``src`` (``[BR/G, G]``, -1: a row of zeros), and the offsets
     returned are theirs (a grouped tensor's padded layout read without writing it)."""
     if GATHER:
-        mask = (src >= 0)[:, :, None] & (tl.arange(0, 128) < 128)[None, None, :]
-        offs = tl.maximum(src, 0)[:, :, None] * cols + (c0 + tl.arange(0, 128)[None, None, :])
+        mask = (src >= 0)[:, :, None] & (tl.arange(0, BC) < BC)[None, None, :]
+        offs = tl.maximum(src, 0)[:, :, None] * cols + (c0 + tl.arange(0, BC)[None, None, :])
         x_in = tl.load(x_ptr + offs, mask=mask, other=0.0)
     else:
         mask = None
         rows3 = G * tl.arange(0, BR // G)[:, None, None] + tl.arange(0, G)[None, :, None]
-        offs = (r0 + rows3) * cols + (c0 + tl.arange(0, 128)[None, None, :])
+        offs = (r0 + rows3) * cols + (c0 + tl.arange(0, BC)[None, None, :])
         x_in = tl.load(x_ptr + offs)
     if PRO > 0:
         x = prologue_value(x_in, y_ptr, offs, mask, PRO, IN_DTYPE)
@@ -181,11 +181,12 @@ def _load_tile(x_ptr, r0, c0, cols, G: tl.constexpr, y_ptr, PRO: tl.constexpr,
 
 
 @triton.jit
-def _store_col_words(qc_ptr, q, r0, c0, rows, G: tl.constexpr, BR: tl.constexpr = 128):
-    """Column-view bytes ``q`` [BR/G, G, 128] -> ``data[c, r0 + ...]`` as uint32 words."""
+def _store_col_words(qc_ptr, q, r0, c0, rows, G: tl.constexpr, BR: tl.constexpr = 128,
+                     BC: tl.constexpr = 128):
+    """Column-view bytes ``q`` [BR/G, G, BC] -> ``data[c, r0 + ...]`` as uint32 words."""
     shift = (tl.arange(0, G) * 8).to(tl.uint32)[None, :, None]
-    words = tl.sum(q.to(tl.uint32) << shift, axis=1)               # [NI, 128]: rows G·i..+3
-    offs_w = (c0 + tl.arange(0, 128))[None, :] * (rows // 4) + r0 // 4 \
+    words = tl.sum(q.to(tl.uint32) << shift, axis=1)               # [NI, BC]: rows G·i..+3
+    offs_w = (c0 + tl.arange(0, BC))[None, :] * (rows // 4) + r0 // 4 \
         + tl.arange(0, BR // G)[:, None]
     tl.store(qc_ptr.to(tl.pointer_type(tl.uint32)) + offs_w, words)
 
@@ -297,13 +298,14 @@ def mx8_expanded(byte, k, E5M2: tl.constexpr):
 
 
 @triton.jit
-def _store_col_bf16(qc_ptr, v, r0, c0, rows, NI: tl.constexpr, G: tl.constexpr):
-    """Column-view bf16 values ``v`` [NI, G, 128] -> ``data[c, r0 + ...]`` (bf16 ``[cols,
+def _store_col_bf16(qc_ptr, v, r0, c0, rows, NI: tl.constexpr, G: tl.constexpr,
+                    BC: tl.constexpr = 128):
+    """Column-view bf16 values ``v`` [NI, G, BC] -> ``data[c, r0 + ...]`` (bf16 ``[cols,
     rows]``) as uint32 words of two consecutive rows, joined inside the thread (G in-thread)."""
     b = v.to(tl.int16, bitcast=True).to(tl.uint32) & 0xFFFF
     shift = (tl.arange(0, 2) * 16).to(tl.uint32)[None, None, :, None]
-    words = tl.sum(tl.reshape(b, (NI, G // 2, 2, 128)) << shift, axis=2)   # [NI, G/2, 128]
-    offs_w = (c0 + tl.arange(0, 128))[None, None, :] * (rows // 2) + r0 // 2 \
+    words = tl.sum(tl.reshape(b, (NI, G // 2, 2, BC)) << shift, axis=2)    # [NI, G/2, BC]
+    offs_w = (c0 + tl.arange(0, BC))[None, None, :] * (rows // 2) + r0 // 2 \
         + (G // 2) * tl.arange(0, NI)[:, None, None] + tl.arange(0, G // 2)[None, :, None]
     tl.store(qc_ptr.to(tl.pointer_type(tl.uint32)) + offs_w, words)
 
@@ -316,11 +318,13 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           ROW_EXP: tl.constexpr = False, COL_EXP: tl.constexpr = False,
                           REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
-                          seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True):
+                          seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True,
+                          BC: tl.constexpr = 128):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
-    stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, 128]`` tile (BR 32, 64 or
+    stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, BC]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
-    thread); the amax of each view goes to ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT
+    thread; BC 128 or 64, a multiple of the row blocks' 32); the amax of each view goes to
+    ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT
     here). ELEM: 0 for E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP:
     that view written expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
     :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` and ``PRO``
@@ -333,45 +337,46 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
     CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
+    RB: tl.constexpr = BC // 32                 # and 32-column row blocks
     acc = tl.zeros((NI, G), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         if REVERSE:
             t = n_tiles - 1 - t
-        r0, c0 = tile_coords(t, n_tc, BR, 128)
-        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR)
+        r0, c0 = tile_coords(t, n_tc, BR, BC)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR, BC=BC)
         a = tl.abs(x)
-        if WRITE_ROW:           # row view: [NI, G, 4 blocks, 32]
-            rmax = tl.max(tl.reshape(a, (NI, G, 4, 32)), axis=3)              # [NI, G, 4]
+        if WRITE_ROW:           # row view: [NI, G, RB blocks, 32]
+            rmax = tl.max(tl.reshape(a, (NI, G, RB, 32)), axis=3)             # [NI, G, RB]
             acc = tl.maximum(acc, tl.max(rmax, axis=2))
             k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
-            y = tl.reshape(tl.reshape(x, (NI, G, 4, 32)) * exp2_int(-k)[:, :, :, None],
-                           (NI, G, 128))
+            y = tl.reshape(tl.reshape(x, (NI, G, RB, 32)) * exp2_int(-k)[:, :, :, None],
+                           (NI, G, BC))
             qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
             if ROW_EXP:
-                qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, 4, 32)), k[:, :, :, None],
-                                             ROW_ELEM == 1), (NI, G, 128))
+                qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, RB, 32)),
+                                             k[:, :, :, None], ROW_ELEM == 1), (NI, G, BC))
             tl.store(qr_ptr + offs, qr)
             rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
-            sblk = c0 // 32 + tl.arange(0, 4)[None, None, :]
+            sblk = c0 // 32 + tl.arange(0, RB)[None, None, :]
             tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
         else:
             acc = tl.maximum(acc, tl.max(a, axis=2))
-        if WRITE_COL:           # column view: [CB blocks, 8 i, G, 128]: rows 32g .. 32g+31
-            cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, 128)), axis=2), axis=1)  # [CB, 128]
+        if WRITE_COL:           # column view: [CB blocks, 8 i, G, BC]: rows 32g .. 32g+31
+            cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, BC)), axis=2), axis=1)   # [CB, BC]
             kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
-            yc = tl.reshape(tl.reshape(x, (CB, 8, G, 128)) * exp2_int(-kc)[:, None, None, :],
-                            (NI, G, 128))
+            yc = tl.reshape(tl.reshape(x, (CB, 8, G, BC)) * exp2_int(-kc)[:, None, None, :],
+                            (NI, G, BC))
             qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
             e = r0 // seg                   # the expert (0 for one matrix) and its rows
             r_e = r0 - e * seg
             if COL_EXP:
-                qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, 128)), kc[:, None, None, :],
+                qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, BC)), kc[:, None, None, :],
                                   COL_ELEM == 1)
-                _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, 128)), r_e, c0,
-                                seg, NI, G)
+                _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, BC)), r_e, c0,
+                                seg, NI, G, BC)
             else:
-                _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR)
-            cidx = (c0 + tl.arange(0, 128))[None, :] * (seg // 32) + r_e // 32 \
+                _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR, BC)
+            cidx = (c0 + tl.arange(0, BC))[None, :] * (seg // 32) + r_e // 32 \
                 + tl.arange(0, CB)[:, None]
             tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
     amax = tl.max(tl.max(acc, axis=1), axis=0)
