@@ -390,7 +390,9 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
           for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         # session 43 (offline, Triton 3.6): [32, 64] tiles (BC_reg 64) with one warp keep a
         # column block's 32 rows in the warp: x pair 12 -> 3 BAR.SYNC, 0.742 -> 0.699 warp
-        # instructions an element, 128 registers (16 programs an SM fit); 2 warps: 96
+        # instructions an element, 128 registers (16 programs an SM fit); 2 warps: 96. Call
+        # 7 (H200, µs, 16384x3072): x 97.3-97.5 -> 101.9 / 103.5 / 102.4 / 104.8 / 105.8, dy
+        # 115.5-115.7 -> 121.4 / 140.4 / 118.4 / 121.0 / 118.6; at 768 level. Slower.
         *[(quant_mx.CONFIG, name, cfgs(
             ("BR_reg", "BC_reg", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg"), [
                 (32, 128, 2, 6, 1), (32, 64, 1, 12, 1), (32, 64, 1, 16, 1), (32, 64, 1, 10, 1),
