@@ -25,7 +25,8 @@ So a thread holds G = 4 *consecutive* rows of 16 columns, and
 MXFP8's 32-blocks are views of the same registers: a row block is 16 values of two
 neighbouring lanes, a column block 8 consecutive values of i (lanes and warps) times the 4 of j.
 Its kernel also takes ``[BR, 128]`` tiles with BR 32 or 64 (the column blocks need 32 whole
-rows): fewer values a thread, so more programs fit an SM (``quant_mx.CONFIG['BR_reg']``).
+rows): fewer values a thread, so more programs fit an SM (``quant_mx.CONFIG['BR_reg']``), and
+``[BR, 64]`` ones (``['BC_reg']``: with one warp a column block stays inside the warp).
 
 Scales without a division
 =========================
@@ -324,9 +325,9 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, BC]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
     thread; BC 128 or 64, a multiple of the row blocks' 32); the amax of each view goes to
-    ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT
-    here). ELEM: 0 for E4M3 elements, 1 for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP:
-    that view written expanded instead of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
+    ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for E4M3 elements, 1
+    for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP: that view written expanded instead
+    of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
     :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` and ``PRO``
     (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`. ``seg`` (a multiple of
     BR; ``rows`` for one matrix): x's rows are stacked experts of ``seg`` rows and the column
