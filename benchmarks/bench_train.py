@@ -185,7 +185,6 @@ KERNEL_SETS = {
     # session 43: the MXFP8 pair kernel on [32, 64] tiles with one warp (no cross-warp maxima)
     "mx8-bc64": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 12}},
     "mx8-bc64p16": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 16}},
-    "mx8-s1": {"quant_mx": {"NUM_STAGES_reg": 1}},
     "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},      # (2 the default since call 4)
     "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
     "fp8-s3": {"quant_fp8": {"NUM_STAGES_reg": 3}},

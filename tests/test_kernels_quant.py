@@ -65,6 +65,15 @@ def assert_same(q_k, q_r) -> None:
         assert getattr(q_k, name) == getattr(q_r, name), name
 
 
+def assert_expanded_is_codes(q, q0) -> None:
+    """A view written expanded (``q``) equals the codes ``q0`` decoded (``q0.expand()``), NaN
+    where they decode to NaN, with the same scale bytes."""
+    want = q0.expand().data.float()
+    assert q.expanded and torch.equal(torch.isnan(q.data.float()), torch.isnan(want))
+    assert torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
+    assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+
+
 def sample(shape, dtype, spread: int = 0, seed: int = 0, exact: bool = False) -> torch.Tensor:
     """Random values (bf16-representable), optionally over 2^±spread, with zeros and -0.
 
@@ -537,10 +546,7 @@ def test_mx_rowcol_reg_tile_rows_exact(br, bc, monkeypatch):
     codes = quantize_views(x, (e4, nf), (e4, nf), "triton")
     got = quantize_views(x, (e4, {**nf, "expand": True}), (e4, {**nf, "expand": True}), "triton")
     for q, q0 in zip(got, codes):
-        want = q0.expand().data.float()
-        assert q.expanded and torch.equal(torch.isnan(q.data.float()), torch.isnan(want))
-        assert torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
-        assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+        assert_expanded_is_codes(q, q0)
     # one view alone, expanded (a recomputed input's column view, nn.recompute): the same
     # kernel with the other view off
     for row, col, q0 in (((e4, {**nf, "expand": True}), None, codes[0]),
@@ -548,9 +554,7 @@ def test_mx_rowcol_reg_tile_rows_exact(br, bc, monkeypatch):
         q = quantize_views(x, row, col, "triton")[0 if row else 1]
         assert "MXFP8 view: tile in registers" in ms.explain()[
             ("quantize_rowcol", "mxfp8_e4m3|none" if row else "none|mxfp8_e4m3")]
-        want = q0.expand().data.float()
-        assert q.expanded and torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
-        assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+        assert_expanded_is_codes(q, q0)
         assert torch.equal(q.amax, q0.amax)
     if br == 64:                 # [64, 128] with 2 warps wrote wrong bits on an H100: refused
         monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 2)
@@ -1057,9 +1061,7 @@ def test_gpu_rowcol_reg_stages_exact(which, knobs, monkeypatch):
         got = quantize_views(x.cuda(), (e4, {**nf, "expand": True}),
                              (e4, {**nf, "expand": True}), "triton")
         for q, q0 in zip(got, k):
-            want = q0.expand().data.float()
-            assert torch.equal(q.data.float().nan_to_num(7.0), want.nan_to_num(7.0))
-            assert torch.equal(q.scale.view(torch.uint8), q0.scale.view(torch.uint8))
+            assert_expanded_is_codes(q, q0)
 
 
 @pytest.mark.gpu
