@@ -66,6 +66,10 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           # 288.5 µs (65% -> 78% of the copy rate at 14336); training, one process each (call
           # 4): 125m fp8_blockwise 0.904 -> 0.908x, 1b 1.183 -> 1.194x (calls 1-2: level)
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 2, "NAN_SEL": False,
+          # the stages where a tile stages twice the bytes (fp32 input: 144 KB of shared
+          # memory at 3 stages; a two-input prologue, mul or relu²'s backward: 3 stages spill
+          # 512-520 bytes a thread); every other variant has no spill at 3 (offline SASS)
+          "NUM_STAGES_reg_wide": 2,
           # the register kernel walks its tiles from the last one back, where the producer's
           # last writes may still be in L2 (session 20: 125m fp8_blockwise +1.0-1.3%, 1b
           # level)
@@ -179,10 +183,12 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
         (CONFIG["PROGS_PER_SM_reg"], CONFIG["num_warps_reg"])
     grid = (persistent_grid(n_tiles, x2.device, progs),)
     pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
+    wide = x2.dtype == torch.float32 or (prologue is not None and PROLOGUES[prologue[0]][1] > 1)
+    stages = CONFIG["NUM_STAGES_reg_wide" if wide else "NUM_STAGES_reg"]
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride()[-2:], exp,
                                 in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
-                                CONFIG["NUM_STAGES_reg"], write_row, x2 if y is None else y,
+                                stages, write_row, x2 if y is None else y,
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
                                 tile, src, src is not None, seg or rows,
                                 sc.stride(0) if sc.dim() == 3 else 0, num_warps=warps)
