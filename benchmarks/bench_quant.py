@@ -398,11 +398,6 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (32, 128, 2, 6, 1), (32, 64, 1, 12, 1), (32, 64, 1, 16, 1), (32, 64, 1, 10, 1),
                 (32, 64, 1, 12, 2), (32, 64, 2, 10, 1), (32, 128, 2, 6, 1)]))
           for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
-        # session 44: the scale bytes as words (SCALE_WORDS_reg bits: 1 rows, 2 columns over
-        # 4 row tiles; offline 128 -> 168 registers with column words)
-        *[(quant_mx.CONFIG, name, cfgs(("SCALE_WORDS_reg", "PROGS_PER_SM_reg"), [
-            (0, 6), (1, 6), (2, 6), (3, 6), (3, 5), (3, 4), (0, 6)]))
-          for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(
             ("ROWCOL", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg", "NAN_SEL"), [
                 ("reg", 8, 1, 2, True), ("reg", 8, 1, 2, False), ("reg", 8, 1, 1, False),

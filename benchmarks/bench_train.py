@@ -185,15 +185,11 @@ KERNEL_SETS = {
     # session 43: the MXFP8 pair kernel on [32, 64] tiles with one warp (no cross-warp maxima)
     "mx8-bc64": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 12}},
     "mx8-bc64p16": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 16}},
-    "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},      # (2 the default since call 4)
+    # (2 the default since session 43's call 4, 3 since session 44, where the variants
+    # staging twice the bytes keep NUM_STAGES_reg_wide, 2)
+    "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},
     "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
-    # (since session 44 the variants staging twice the bytes keep NUM_STAGES_reg_wide, 2)
     "fp8-s3": {"quant_fp8": {"NUM_STAGES_reg": 3}},
-    # session 44: the MXFP8 pair kernel's scale bytes one byte a store (as before), row words
-    # alone, column words alone (quant_mx.CONFIG['SCALE_WORDS_reg'], 3 the default)
-    "mx-words0": {"quant_mx": {"SCALE_WORDS_reg": 0}},
-    "mx-words1": {"quant_mx": {"SCALE_WORDS_reg": 1}},
-    "mx-words2": {"quant_mx": {"SCALE_WORDS_reg": 2}},
     # session 43: NVFP4's round-to-nearest column views (the x pairs' RHT'd column view) with
     # the tile loop software-pipelined
     "nv-colrne-s2": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {"BC": 32, "PROGS_PER_SM": 4,

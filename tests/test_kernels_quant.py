@@ -518,20 +518,17 @@ def test_mx_rowcol_reg_exact(shape, dtype, monkeypatch):
         ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
-@pytest.mark.parametrize("br,bc,words", [(64, 128, 3), (32, 128, 3), (32, 64, 3), (128, 128, 3),
-                                         (32, 128, 0), (32, 64, 1), (64, 128, 2)])
-def test_mx_rowcol_reg_tile_rows_exact(br, bc, words, monkeypatch):
+@pytest.mark.parametrize("br,bc", [(64, 128), (32, 128), (32, 64), (128, 128)])
+def test_mx_rowcol_reg_tile_rows_exact(br, bc, monkeypatch):
     """The MXFP8 register pair kernel on [BR, BC] tiles (``quant_mx.CONFIG['BR_reg']``,
-    ``['BC_reg']``), its scale bytes stored as words or one by one (``['SCALE_WORDS_reg']``):
-    codes against the reference, and the views written expanded against the codes decoded,
-    with +-NaN, +-Inf, a wide exponent spread and fewer programs than tiles."""
+    ``['BC_reg']``): codes against the reference, and the views written expanded against the
+    codes decoded, with +-NaN, +-Inf, a wide exponent spread and fewer programs than tiles."""
     from microscale.kernels import quant_mx
     from microscale.ops import quantize_views
     from microscale.tensor import QFormat
     monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "reg")
     monkeypatch.setitem(quant_mx.CONFIG, "BR_reg", br)
     monkeypatch.setitem(quant_mx.CONFIG, "BC_reg", bc)
-    monkeypatch.setitem(quant_mx.CONFIG, "SCALE_WORDS_reg", words)
     monkeypatch.setitem(quant_mx.CONFIG, "num_warps_reg", 4 if br >= 64 else 2 if bc == 128
                         else 1)
     x = sample((256, 384), torch.bfloat16, spread=30, seed=3)
@@ -567,25 +564,20 @@ def test_mx_rowcol_reg_tile_rows_exact(br, bc, words, monkeypatch):
         monkeypatch.setitem(quant_mx.CONFIG, "BC_reg", 32)
         with pytest.raises(ValueError, match="BC_reg"):
             ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
-    if words == 0:
-        monkeypatch.setitem(quant_mx.CONFIG, "SCALE_WORDS_reg", 4)
-        with pytest.raises(ValueError, match="SCALE_WORDS_reg"):
-            ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
 @pytest.mark.parametrize("device", [pytest.param("cpu", marks=pytest.mark.skipif(
     not INTERP, reason="CPU tensors run kernels in the interpreter")),
     pytest.param("cuda", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("n_experts,n,words", [(2, 128, 3), (4, 32, 3), (2, 128, 0)])
-def test_mx_pairs_experts_exact(n_experts, n, words, device, monkeypatch):
-    """Stacked expert weights' MXFP8 W and per-expert Wᵀ from one register-kernel call, with
-    the scale bytes as words (expert rows whole 128s) or byte by byte (32-row experts, or
-    ``SCALE_WORDS_reg`` off): each expert's views equal its own reference quantization."""
+@pytest.mark.parametrize("n_experts,n", [(2, 128), (4, 32)])
+def test_mx_pairs_experts_exact(n_experts, n, device, monkeypatch):
+    """Stacked expert weights' MXFP8 W and per-expert Wᵀ from one register-kernel call (the
+    column view per expert segment): each expert's views equal its own reference
+    quantization."""
     from microscale.kernels import quant_mx
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     monkeypatch.setitem(quant_mx.CONFIG, "ROWCOL", "reg")
-    monkeypatch.setitem(quant_mx.CONFIG, "SCALE_WORDS_reg", words)
     w = sample((n_experts * n, 256), torch.bfloat16, spread=20, seed=4)
     nf = {"check_finite": False}
     (wd, ws), (td, ts) = quant_mx.mx_pairs_experts(w.to(device), n_experts,
@@ -1063,8 +1055,7 @@ def test_gpu_rowcol_reg_exact(which, nan_sel, dtype, monkeypatch):
 
 _REG_LOOPS = [("fp8_block", {"NUM_STAGES_reg": s}) for s in (1, 2, 3)] + \
     [("mxfp8", {"NUM_STAGES_reg": s}) for s in (1, 2, 3)] + \
-    [("mxfp8", {"BC_reg": 64, "num_warps_reg": w, "PROGS_PER_SM_reg": 12}) for w in (1, 2)] + \
-    [("mxfp8", {"SCALE_WORDS_reg": w}) for w in (0, 1, 2)]
+    [("mxfp8", {"BC_reg": 64, "num_warps_reg": w, "PROGS_PER_SM_reg": 12}) for w in (1, 2)]
 
 
 @pytest.mark.gpu

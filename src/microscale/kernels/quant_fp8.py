@@ -64,11 +64,13 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           # graph-replayed, same bits): 16384 x 768 / 2048 / 3072 / 4096 / 8192 / 14336
           # 26.9 / 56.9 / 82.0 / 105.7 / 199.5 / 345.1 -> 26.9 / 51.8 / 72.6 / 90.8 / 170.0 /
           # 288.5 µs (65% -> 78% of the copy rate at 14336); training, one process each (call
-          # 4): 125m fp8_blockwise 0.904 -> 0.908x, 1b 1.183 -> 1.194x (calls 1-2: level)
-          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 2, "NAN_SEL": False,
+          # 4): 125m fp8_blockwise 0.904 -> 0.908x, 1b 1.183 -> 1.194x (calls 1-2: level).
+          # Session 44: 3 stages (80 KB), every variant but those below without spills
+          # (offline SASS); 125m fp8_blockwise 0.902 -> 0.913x in one process (call 1)
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 3, "NAN_SEL": False,
           # the stages where a tile stages twice the bytes (fp32 input: 144 KB of shared
           # memory at 3 stages; a two-input prologue, mul or relu²'s backward: 3 stages spill
-          # 512-520 bytes a thread); every other variant has no spill at 3 (offline SASS)
+          # 512-520 bytes a thread)
           "NUM_STAGES_reg_wide": 2,
           # the register kernel walks its tiles from the last one back, where the producer's
           # last writes may still be in L2 (session 20: 125m fp8_blockwise +1.0-1.3%, 1b

@@ -89,13 +89,11 @@ CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 
           # NUM_STAGES_reg 2 (the tile loop software-pipelined through shared memory, as
           # quant_fp8's since session 43) ran level here: x pair 97.3-98.3 -> 98.7 µs at
           # 16384x3072 (H200, session 43); this kernel is not waiting on its loads alone
+          # (session 44, tried and removed: the scale bytes stored as words, a row's 4 bytes
+          # of a tile and a column's 4 bytes of 4 row tiles run one after another, 4x fewer
+          # partial-sector stores; 128 -> 168 registers. H200, 16384x3072: x pair 98.0 ->
+          # 98.2 µs, dy 116.5 -> 113.8; 125m mxfp8 0.824x -> 0.803x, rows alone 0.818x)
           "num_warps_reg": 2, "PROGS_PER_SM_reg": 6, "NUM_STAGES_reg": 1, "NAN_SEL": False,
-          # SCALE_WORDS_reg (bits): the scale bytes stored as words instead of one byte a
-          # store, each byte its own partial 32-byte sector (1.39 L1 store sectors a byte
-          # written, session 43's Nsight Compute tables): 1, a row's 4 bytes of a tile; 2, a
-          # column's 4 bytes of 4 row tiles run one after another (offline SASS, Triton 3.6:
-          # 128 -> 168 registers at [32, 128] and 2 warps, 6 programs an SM still fit)
-          "SCALE_WORDS_reg": 3,
           "EXPAND": True, "COL_REG": True,
           # the register pair kernel walks its tiles from the last one back, where the
           # producer's last writes may still be in L2 (session 20: 125m mxfp8 +1.2%, 1b level)
@@ -264,10 +262,9 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
     bc = CONFIG["BC_reg"]
     if bc not in (64, 128):
         raise ValueError(f"quant_mx.CONFIG['BC_reg'] must be 64 or 128, got {bc!r}")
-    r, c = row or col, col or row           # a missing view's arguments: the other's, unused
-    words = _scale_words(r, c, seg or rows)
-    n_tc, n_tiles = cols // bc, (rows // (128 if words & 2 else br)) * (cols // bc)
+    n_tc, n_tiles = cols // bc, (rows // br) * (cols // bc)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
+    r, c = row or col, col or row           # a missing view's arguments: the other's, unused
     mx8_rowcol_reg_kernel[grid](x2, amax, r.out, r.scale, c.out, c.scale, rows,
                                 cols, n_tc, n_tiles, _ELEM[r.fmt], r.scale_rounding == "ceil",
                                 _ELEM[c.fmt], c.scale_rounding == "ceil", CONFIG["NAN_SEL"],
@@ -276,21 +273,8 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
                                 x2 if prologue is None or prologue[1] is None else prologue[1],
                                 0 if prologue is None else PROLOGUES[prologue[0]][2],
                                 IN_DTYPE_CODE[x2.dtype], seg or rows, row is not None,
-                                col is not None, BC=bc, WORDS=words,
-                                num_warps=CONFIG["num_warps_reg"])
+                                col is not None, BC=bc, num_warps=CONFIG["num_warps_reg"])
     return amax
-
-
-def _scale_words(r: _View, c: _View, seg: int) -> int:
-    """The register pair kernel's ``WORDS`` bits (scale bytes stored as words; the layouts
-    are the same either way): ``CONFIG['SCALE_WORDS_reg']``, bit 1 (column words) only for
-    column segments of whole 128 rows, none unless the scale tensors are word-aligned."""
-    words = int(CONFIG["SCALE_WORDS_reg"])
-    if words not in range(4):
-        raise ValueError(f"quant_mx.CONFIG['SCALE_WORDS_reg'] must be 0-3, got {words!r}")
-    if r.scale.data_ptr() % 4 or c.scale.data_ptr() % 4:
-        return 0
-    return words if seg % 128 == 0 else words & 1
 
 
 def mx_pairs_experts(w2: torch.Tensor, n_experts: int, row, col, expand_row: bool):

@@ -320,7 +320,7 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
                           seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True,
-                          BC: tl.constexpr = 128, WORDS: tl.constexpr = 0):
+                          BC: tl.constexpr = 128):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, BC]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
@@ -334,105 +334,52 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     view is written per expert, ``[E, cols, seg]`` (scales ``[E, cols, seg/32]``): every
     expert weight's transpose (as ``fp8_rowcol_reg_kernel``'s ``seg``). ``WRITE_ROW=False`` /
     ``WRITE_COL=False``: that view is neither computed nor written (its pointers unused), e.g.
-    a recomputed input's column view alone (``nn.recompute``), expanded and from a prologue.
-
-    ``WORDS`` (bits): scale bytes stored as words instead of one byte a store (each byte its
-    own partially written 32-byte sector): bit 0, a row's ``BC/32`` bytes of a tile as one
-    uint32 (BC 128) or uint16 (64); bit 1, a column's 4 bytes of 128 rows as one uint32,
-    from ``128/BR`` row tiles run one after another by the same program (the tiles n_tiles
-    counts are then ``[128, BC]``; seg a multiple of 128)."""
-    G: tl.constexpr = 4
-    NI: tl.constexpr = BR // G
-    SUB: tl.constexpr = 128 // BR if WORDS & 2 else 1   # row tiles a loop step
-    acc = tl.zeros((NI, G), dtype=tl.float32)
-    kc_words = tl.zeros((BC,), dtype=tl.uint32)
-    pid, n_prog = tl.program_id(0), tl.num_programs(0)
-    # this program's [BR·SUB, BC] tiles pid, pid + n_prog, ..., each as SUB steps of BR rows
-    n_steps = tl.cdiv(n_tiles - pid, n_prog) * SUB
-    for j in tl.range(0, n_steps, num_stages=NUM_STAGES):
-        t = pid + (j // SUB) * n_prog
-        s = j % SUB
-        if REVERSE:
-            t = n_tiles - 1 - t
-        r_sub, c0 = tile_coords(t, n_tc, BR * SUB, BC)
-        acc, kc_words = _mx8_tile(
-            x_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, r_sub + s * BR, c0, cols, seg, acc,
-            kc_words, s, ROW_ELEM, ROW_CEIL, COL_ELEM, COL_CEIL, NAN_SEL, ROW_EXP, COL_EXP, BR,
-            y_ptr, PRO, IN_DTYPE, WRITE_ROW, WRITE_COL, BC, WORDS)
-        if WORDS & 2 and WRITE_COL and s == SUB - 1:    # a column's 4 bytes of 128 rows
-            e = r_sub // seg
-            r_e = r_sub - e * seg
-            widx = ((c0 + tl.arange(0, BC)) * (seg // 32) + r_e // 32) // 4
-            tl.store(sc_ptr.to(tl.pointer_type(tl.uint32)) + e * cols * (seg // 128) + widx,
-                     kc_words)
-            kc_words = tl.zeros((BC,), dtype=tl.uint32)
-    amax = tl.max(tl.max(acc, axis=1), axis=0)
-    tl.atomic_max(amax_ptr, amax)
-    tl.atomic_max(amax_ptr + 1, amax)
-
-
-@triton.jit
-def _mx8_tile(x_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, r0, c0, cols, seg, acc, kc_words, s,
-              ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr, COL_ELEM: tl.constexpr,
-              COL_CEIL: tl.constexpr, NAN_SEL: tl.constexpr, ROW_EXP: tl.constexpr,
-              COL_EXP: tl.constexpr, BR: tl.constexpr, y_ptr, PRO: tl.constexpr,
-              IN_DTYPE: tl.constexpr, WRITE_ROW: tl.constexpr, WRITE_COL: tl.constexpr,
-              BC: tl.constexpr, WORDS: tl.constexpr):
-    """One ``[BR, BC]`` tile of :func:`mx8_rowcol_reg_kernel` at rows ``r0``: both views and
-    their scales written, except that with ``WORDS`` bit 1 the column scales are ORed into
-    ``kc_words`` (``[BC]`` uint32) as bytes ``s·CB ..`` of each column's word; returns the
-    amax accumulator and the words."""
+    a recomputed input's column view alone (``nn.recompute``), expanded and from a prologue."""
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
     CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
     RB: tl.constexpr = BC // 32                 # and 32-column row blocks
-    x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR, BC=BC)
-    a = tl.abs(x)
-    if WRITE_ROW:               # row view: [NI, G, RB blocks, 32]
-        rmax = tl.max(tl.reshape(a, (NI, G, RB, 32)), axis=3)                 # [NI, G, RB]
-        acc = tl.maximum(acc, tl.max(rmax, axis=2))
-        k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
-        y = tl.reshape(tl.reshape(x, (NI, G, RB, 32)) * exp2_int(-k)[:, :, :, None],
-                       (NI, G, BC))
-        qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
-        if ROW_EXP:
-            qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, RB, 32)),
-                                         k[:, :, :, None], ROW_ELEM == 1), (NI, G, BC))
-        tl.store(qr_ptr + offs, qr)
-        rows2 = r0 + G * tl.arange(0, NI)[:, None] + tl.arange(0, G)[None, :]     # [NI, G]
-        if WORDS & 1:           # a row's RB bytes of the tile as one little-endian word
-            shift = (8 * tl.arange(0, RB)).to(tl.uint32)[None, None, :]
-            words = tl.sum((k + 127).to(tl.uint32) << shift, axis=2)             # [NI, G]
-            widx = (rows2 * (cols // 32) + c0 // 32) // RB
-            if RB == 4:
-                tl.store(sr_ptr.to(tl.pointer_type(tl.uint32)) + widx, words)
-            else:
-                tl.store(sr_ptr.to(tl.pointer_type(tl.uint16)) + widx, words.to(tl.uint16))
-        else:
+    acc = tl.zeros((NI, G), dtype=tl.float32)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        if REVERSE:
+            t = n_tiles - 1 - t
+        r0, c0 = tile_coords(t, n_tc, BR, BC)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR, BC=BC)
+        a = tl.abs(x)
+        if WRITE_ROW:           # row view: [NI, G, RB blocks, 32]
+            rmax = tl.max(tl.reshape(a, (NI, G, RB, 32)), axis=3)             # [NI, G, RB]
+            acc = tl.maximum(acc, tl.max(rmax, axis=2))
+            k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
+            y = tl.reshape(tl.reshape(x, (NI, G, RB, 32)) * exp2_int(-k)[:, :, :, None],
+                           (NI, G, BC))
+            qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
+            if ROW_EXP:
+                qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, RB, 32)),
+                                             k[:, :, :, None], ROW_ELEM == 1), (NI, G, BC))
+            tl.store(qr_ptr + offs, qr)
+            rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
             sblk = c0 // 32 + tl.arange(0, RB)[None, None, :]
-            tl.store(sr_ptr + rows2[:, :, None] * (cols // 32) + sblk, (k + 127).to(tl.uint8))
-    else:
-        acc = tl.maximum(acc, tl.max(a, axis=2))
-    if WRITE_COL:               # column view: [CB blocks, 8 i, G, BC]: rows 32g .. 32g+31
-        cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, BC)), axis=2), axis=1)       # [CB, BC]
-        kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
-        yc = tl.reshape(tl.reshape(x, (CB, 8, G, BC)) * exp2_int(-kc)[:, None, None, :],
-                        (NI, G, BC))
-        qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
-        e = r0 // seg                       # the expert (0 for one matrix) and its rows
-        r_e = r0 - e * seg
-        if COL_EXP:
-            qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, BC)), kc[:, None, None, :],
-                              COL_ELEM == 1)
-            _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, BC)), r_e, c0,
-                            seg, NI, G, BC)
+            tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
         else:
-            _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR, BC)
-        if WORDS & 2:
-            shift = (8 * (s * CB + tl.arange(0, CB))).to(tl.uint32)[:, None]
-            kc_words = kc_words | tl.sum((kc + 127).to(tl.uint32) << shift, axis=0)
-        else:
+            acc = tl.maximum(acc, tl.max(a, axis=2))
+        if WRITE_COL:           # column view: [CB blocks, 8 i, G, BC]: rows 32g .. 32g+31
+            cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, BC)), axis=2), axis=1)   # [CB, BC]
+            kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
+            yc = tl.reshape(tl.reshape(x, (CB, 8, G, BC)) * exp2_int(-kc)[:, None, None, :],
+                            (NI, G, BC))
+            qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
+            e = r0 // seg                   # the expert (0 for one matrix) and its rows
+            r_e = r0 - e * seg
+            if COL_EXP:
+                qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, BC)), kc[:, None, None, :],
+                                  COL_ELEM == 1)
+                _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, BC)), r_e, c0,
+                                seg, NI, G, BC)
+            else:
+                _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR, BC)
             cidx = (c0 + tl.arange(0, BC))[None, :] * (seg // 32) + r_e // 32 \
                 + tl.arange(0, CB)[:, None]
             tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
-    return acc, kc_words
+    amax = tl.max(tl.max(acc, axis=1), axis=0)
+    tl.atomic_max(amax_ptr, amax)
+    tl.atomic_max(amax_ptr + 1, amax)
