@@ -196,6 +196,13 @@ def run_variant(name: str, x: torch.Tensor, backend: str, copy_gbs: float,
             "%copy@1read_graph": 100 * ideal / (g_ms * 1e-3) / 1e9 / copy_gbs if g_ms else None}
 
 
+def _keys_match(with_key: str, opt: dict) -> bool:
+    """``--sweep-with``: one key the config sets, or ``A+B+...``: exactly these keys in this
+    order (a plan's key order tells plans over the same keys apart)."""
+    keys = with_key.split("+")
+    return keys == list(opt) if len(keys) > 1 else with_key in opt
+
+
 def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") -> list[dict]:
     """Try tile shapes / warps of each kernel family on ``x``; restore the defaults after.
     ``only``: variant name prefixes; ``with_key``: only the plans whose configs set that key."""
@@ -398,6 +405,16 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (32, 128, 2, 6, 1), (32, 64, 1, 12, 1), (32, 64, 1, 16, 1), (32, 64, 1, 10, 1),
                 (32, 64, 1, 12, 2), (32, 64, 2, 10, 1), (32, 128, 2, 6, 1)]))
           for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
+        # session 44: taller tiles with the loop software-pipelined (what gave the FP8 pair
+        # its 3 stages' gain). Offline SASS (Triton 3.6), registers / shared memory: [128,
+        # 128] 8 warps 128 / 40 KB at 2 stages (170-244 at 3); [64, 128] 4 warps 128 / 20 KB
+        # at 2 (168 at 3); [128, 128] 4 warps 255 and spills at 2 (keys in this order for
+        # --sweep-with NUM_STAGES_reg+BR_reg+num_warps_reg+PROGS_PER_SM_reg)
+        *[(quant_mx.CONFIG, name, cfgs(
+            ("NUM_STAGES_reg", "BR_reg", "num_warps_reg", "PROGS_PER_SM_reg"), [
+                (1, 32, 2, 6), (2, 128, 8, 2), (1, 128, 8, 2), (3, 128, 8, 1), (2, 64, 4, 4),
+                (2, 64, 4, 3), (3, 64, 4, 2), (1, 64, 4, 4), (1, 32, 2, 6)]))
+          for name in ("mxfp8/rowcol_x", "mxfp8/rowcol_dy")],
         (quant_mx.CONFIG, "mxfp8_e4m3/rowcol", cfgs(
             ("ROWCOL", "num_warps_reg", "PROGS_PER_SM_reg", "NUM_STAGES_reg", "NAN_SEL"), [
                 ("reg", 8, 1, 2, True), ("reg", 8, 1, 2, False), ("reg", 8, 1, 1, False),
@@ -441,7 +458,7 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
     for cfg, name, options in plans:
         if only and not name.startswith(tuple(only.split(","))):
             continue
-        if with_key and not any(with_key in opt for opt in options):
+        if with_key and not any(_keys_match(with_key, opt) for opt in options):
             continue
         if name.startswith("nvfp4") and (cfg is quant_nvfp4.CONFIG) != (
                 quant_nvfp4.CONFIG["PASS"] != "reg"):
@@ -470,7 +487,8 @@ def main() -> None:
     ap.add_argument("--sweep-shapes", default="8192x8192", help="shapes of the tile sweep")
     ap.add_argument("--sweep-only", default="", help="variant prefixes for the tile sweep")
     ap.add_argument("--sweep-with", default="",
-                    help="only the sweep plans whose configs set this key (e.g. NAN_TILE)")
+                    help="only the sweep plans whose configs set this key (e.g. NAN_TILE), "
+                         "or exactly these keys in this order (A+B+...)")
     ap.add_argument("--only", default="", help="comma-separated variant name prefixes")
     ap.add_argument("--shapes", default=None, help="e.g. 16384x768,8192x8192 (default: SHAPES)")
     ap.add_argument("--passes", default=None,
