@@ -8,7 +8,8 @@ The variants are the ones a quantized linear layer runs (amax given, so only the
 pass launches): ``dy`` rows SR + columns RHT+SR, ``x`` rows RNE + columns RHT, ``w`` 16x16
 rows + columns, ``row`` / ``row_sr`` a 1x16 RNE / SR row view alone written as codes (the row
 kernel, ``quant_nvfp4_row``); ``mx8_x`` / ``mx8_dy`` the MXFP8 pairs a layer asks for (x: the
-row view expanded; dy: both): ``bench_quant``'s ``mxfp8/rowcol_x`` / ``mxfp8/rowcol_dy``.
+row view expanded; dy: both): ``bench_quant``'s ``mxfp8/rowcol_x`` / ``mxfp8/rowcol_dy``;
+``fp8_pair`` the FP8 1x128 pair (``fp8_block/1x128_rowcol``), the MXFP8 pairs' yardstick.
 Each runs twice (the first call compiles).
 ``--sass`` reads the compiled kernels back from Triton's cache and writes, per kernel,
 registers per thread, spills and a histogram of SASS opcodes (cuobjdump), so instructions
@@ -45,8 +46,10 @@ def variants(amax: torch.Tensor) -> dict:
     }
 
 
-# the MXFP8 pairs, as bench_quant times them (views written expanded go through the op layer)
-MX8 = {"mx8_x": "mxfp8/rowcol_x", "mx8_dy": "mxfp8/rowcol_dy"}
+# the MXFP8 pairs and the FP8 pair, as bench_quant times them (views written expanded go
+# through the op layer)
+BENCH = {"mx8_x": "mxfp8/rowcol_x", "mx8_dy": "mxfp8/rowcol_dy",
+         "fp8_pair": "fp8_block/1x128_rowcol"}
 
 
 def sass_stats(out: Path) -> None:
@@ -91,7 +94,7 @@ def main() -> None:
         if name in args.only.split(","):
             for _ in range(2):
                 ms.quantize_rowcol(x, row, col, backend="triton")
-    for name, bench_name in MX8.items():
+    for name, bench_name in BENCH.items():
         if name in args.only.split(","):
             from bench_quant import VARIANTS
             for _ in range(2):
