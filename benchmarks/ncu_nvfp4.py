@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import json
 import os
 import re
@@ -86,7 +87,16 @@ def main() -> None:
     ap.add_argument("--amax-pass", action="store_true",
                     help="no amax given: the amax pass runs before each quantize pass")
     ap.add_argument("--dtype", default="bfloat16", help="input dtype (float32: a master weight)")
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.KEY=INT",
+                    help="a kernel CONFIG entry for this run, e.g. quant_mx.NUM_STAGES_reg=2")
     args = ap.parse_args()
+    for item in args.set:
+        target, _, value = item.partition("=")
+        module, _, key = target.partition(".")
+        config = importlib.import_module(f"microscale.kernels.{module}").CONFIG
+        if key not in config:
+            raise SystemExit(f"--set: {module}.CONFIG has no key {key!r}")
+        config[key] = int(value)
     rows, cols = (int(v) for v in args.shape.split("x"))
     x = torch.randn(rows, cols, device="cuda", dtype=getattr(torch, args.dtype))
     amax = None if args.amax_pass else x.float().abs().amax()
