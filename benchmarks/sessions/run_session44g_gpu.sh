@@ -17,6 +17,9 @@ for s in 2 3; do
   "$NCU_BIN" -i "$OUT/mx_x_s$s.ncu-rep" --page details > "$OUT/ncu_details_s$s.txt" 2>&1
   "$NCU_BIN" -i "$OUT/mx_x_s$s.ncu-rep" --page source --csv --print-source sass \
     > "$OUT/ncu_source_s$s.txt" 2>&1
+  python3 benchmarks/ncu_stalls.py "$OUT/ncu_source_s$s.txt" --top 8 | tee "$OUT/stalls_s$s.txt" \
+    | cut -c1-160
+  gzip -f "$OUT/ncu_source_s$s.txt"; rm -f "$OUT/mx_x_s$s.ncu-rep"
   grep -E "Duration|No Eligible|Active Warps Per Scheduler|Eligible Warps|Warp Cycles Per Issued|DRAM Throughput" \
     "$OUT/ncu_details_s$s.txt"
 done
