@@ -4,12 +4,12 @@
 # samples; the FP8 pair at 3 stages 15%); the same source counters with the tile loop staged
 # through shared memory (NUM_STAGES_reg 2 and 3), which session 43 timed level: where do the
 # stalls go?
-#     run: OUT=$OUT timeout 200 bash benchmarks/sessions/run_session44g_gpu.sh
+#     run: OUT=$OUT timeout 230 bash benchmarks/sessions/run_session44g_gpu.sh
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 NCU_BIN=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-for s in 2 3; do
+for s in 1 2 3; do
   TAIL=3 step 80 ncu_run_s$s.txt "$NCU_BIN" --clock-control none -k regex:mx8_rowcol_reg \
     --launch-skip 1 -c 1 --section SpeedOfLight --section WarpStateStats \
     --section SourceCounters --section Occupancy --import-source no -o "$OUT/mx_x_s$s" \
