@@ -566,6 +566,20 @@ def test_mx_rowcol_reg_tile_rows_exact(br, bc, monkeypatch):
             ms.quantize_rowcol(x, ("mxfp8_e4m3", nf), ("mxfp8_e4m3", nf), backend="triton")
 
 
+def test_fp8_pair_stages_by_variant():
+    """The FP8 pair kernel pipelines 3 stages deep except where a tile stages twice the bytes
+    (an fp32 input, a two-input prologue), where a third stage spills (offline SASS)."""
+    from microscale.kernels import quant_fp8
+    narrow, wide = quant_fp8.CONFIG["NUM_STAGES_reg"], quant_fp8.CONFIG["NUM_STAGES_reg_wide"]
+    assert (narrow, wide) == (3, 2)
+    assert quant_fp8.reg_stages(torch.bfloat16) == narrow
+    assert quant_fp8.reg_stages(torch.float16, ("relu_square", None)) == narrow
+    assert quant_fp8.reg_stages(torch.bfloat16, ("square", None)) == narrow
+    assert quant_fp8.reg_stages(torch.float32) == wide
+    assert quant_fp8.reg_stages(torch.bfloat16, ("relu_square_grad", None)) == wide
+    assert quant_fp8.reg_stages(torch.bfloat16, ("mul", None)) == wide
+
+
 @pytest.mark.parametrize("device", [pytest.param("cpu", marks=pytest.mark.skipif(
     not INTERP, reason="CPU tensors run kernels in the interpreter")),
     pytest.param("cuda", marks=pytest.mark.gpu)])

@@ -170,6 +170,14 @@ def _rowcol_mode() -> str:
     return mode
 
 
+def reg_stages(dtype: torch.dtype, prologue=None) -> int:
+    """The register pair kernel's pipeline stages: ``NUM_STAGES_reg``, or
+    ``NUM_STAGES_reg_wide`` where a tile stages twice the bytes (an fp32 input, or a prologue
+    of two inputs), which more stages would spill or fit fewer programs an SM."""
+    wide = dtype == torch.float32 or (prologue is not None and PROLOGUES[prologue[0]][1] > 1)
+    return CONFIG["NUM_STAGES_reg_wide" if wide else "NUM_STAGES_reg"]
+
+
 def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
                 prologue=None, write_col: bool = True, tile: bool = False, seg: int = 0,
                 src=None, bound: int = 0):
@@ -185,12 +193,10 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
         (CONFIG["PROGS_PER_SM_reg"], CONFIG["num_warps_reg"])
     grid = (persistent_grid(n_tiles, x2.device, progs),)
     pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
-    wide = x2.dtype == torch.float32 or (prologue is not None and PROLOGUES[prologue[0]][1] > 1)
-    stages = CONFIG["NUM_STAGES_reg_wide" if wide else "NUM_STAGES_reg"]
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride()[-2:], exp,
                                 in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
-                                stages, write_row, x2 if y is None else y,
+                                reg_stages(x2.dtype, prologue), write_row, x2 if y is None else y,
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
                                 tile, src, src is not None, seg or rows,
                                 sc.stride(0) if sc.dim() == 3 else 0, num_warps=warps)
