@@ -185,13 +185,13 @@ KERNEL_SETS = {
     # session 43: the MXFP8 pair kernel on [32, 64] tiles with one warp (no cross-warp maxima)
     "mx8-bc64": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 12}},
     "mx8-bc64p16": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 16}},
-    # (2 the default since session 43's call 4, 3 since session 44, where the variants
-    # staging twice the bytes keep NUM_STAGES_reg_wide, 2)
     # session 44: the MXFP8 pair kernel on taller tiles, software-pipelined
     "mx8-128w8s2": {"quant_mx": {"BR_reg": 128, "num_warps_reg": 8, "PROGS_PER_SM_reg": 2,
                                  "NUM_STAGES_reg": 2}},
     "mx8-64w4s2": {"quant_mx": {"BR_reg": 64, "num_warps_reg": 4, "PROGS_PER_SM_reg": 4,
                                 "NUM_STAGES_reg": 2}},
+    # the FP8 pair's stages (2 the default since session 43's call 4, 3 since session 44,
+    # where the variants staging twice the bytes keep NUM_STAGES_reg_wide, 2)
     "fp8-s1": {"quant_fp8": {"NUM_STAGES_reg": 1}},
     "fp8-s2": {"quant_fp8": {"NUM_STAGES_reg": 2}},
     "fp8-s3": {"quant_fp8": {"NUM_STAGES_reg": 3}},

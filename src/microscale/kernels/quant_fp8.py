@@ -66,7 +66,8 @@ CONFIG = {"BR_1x128": 32, "BR_1x128_rowcol": 128, "BC": 128, "num_warps": 8, "PR
           # 288.5 µs (65% -> 78% of the copy rate at 14336); training, one process each (call
           # 4): 125m fp8_blockwise 0.904 -> 0.908x, 1b 1.183 -> 1.194x (calls 1-2: level).
           # Session 44: 3 stages (80 KB), every variant but those below without spills
-          # (offline SASS); 125m fp8_blockwise 0.902 -> 0.913x in one process (call 1)
+          # (offline SASS); one process each, 125m fp8_blockwise 0.901 -> 0.910x, 1b 1.196
+          # -> 1.206-1.208x (call 2)
           "num_warps_reg": 4, "PROGS_PER_SM_reg": 2, "NUM_STAGES_reg": 3, "NAN_SEL": False,
           # the stages where a tile stages twice the bytes (fp32 input: 144 KB of shared
           # memory at 3 stages; a two-input prologue, mul or relu²'s backward: 3 stages spill
