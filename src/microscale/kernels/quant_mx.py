@@ -88,11 +88,11 @@ CONFIG = {"BR": 32, "BC": 128, "num_warps": 4, "PROGS_PER_SM": 8, "NUM_STAGES": 
           "BC_reg": 128,
           # NUM_STAGES_reg 2 (the tile loop software-pipelined through shared memory, as
           # quant_fp8's since session 43) ran level here: x pair 97.3-98.3 -> 98.7 µs at
-          # 16384x3072 (H200, session 43); this kernel is not waiting on its loads alone
-          # (session 44, tried and removed: the scale bytes stored as words, a row's 4 bytes
-          # of a tile and a column's 4 bytes of 4 row tiles run one after another, 4x fewer
-          # partial-sector stores; 128 -> 168 registers. H200, 16384x3072: x pair 98.0 ->
-          # 98.2 µs, dy 116.5 -> 113.8; 125m mxfp8 0.824x -> 0.803x, rows alone 0.818x)
+          # 16384x3072 (H200, session 43); this kernel is not waiting on its loads alone.
+          # Session 44, tried and removed: the scale bytes stored as words (a row's 4 bytes
+          # of a tile, a column's 4 bytes of 4 row tiles run one after another: 4x fewer
+          # partial-sector stores; 128 -> 168 registers). H200, 16384x3072: x pair 98.0 ->
+          # 98.2 µs, dy 116.5 -> 113.8; 125m mxfp8 0.824x -> 0.803x, rows alone 0.818x.
           "num_warps_reg": 2, "PROGS_PER_SM_reg": 6, "NUM_STAGES_reg": 1, "NAN_SEL": False,
           "EXPAND": True, "COL_REG": True,
           # the register pair kernel walks its tiles from the last one back, where the
