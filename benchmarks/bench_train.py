@@ -181,7 +181,9 @@ KERNEL_SETS = {
                               "NUM_STAGES_reg": 1}},
     # session 43: the register pair kernels' tile loop software-pipelined (the next tile's
     # loads in flight as cp.async into shared memory while this one is quantized)
+    "mx8-s1": {"quant_mx": {"NUM_STAGES_reg": 1}},      # (1, the default)
     "mx8-s2": {"quant_mx": {"NUM_STAGES_reg": 2}},
+    "mx8-s3": {"quant_mx": {"NUM_STAGES_reg": 3}},
     # session 43: the MXFP8 pair kernel on [32, 64] tiles with one warp (no cross-warp maxima)
     "mx8-bc64": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 12}},
     "mx8-bc64p16": {"quant_mx": {"BC_reg": 64, "num_warps_reg": 1, "PROGS_PER_SM_reg": 16}},

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib
 import json
 import os
 import re
@@ -87,16 +86,19 @@ def main() -> None:
     ap.add_argument("--amax-pass", action="store_true",
                     help="no amax given: the amax pass runs before each quantize pass")
     ap.add_argument("--dtype", default="bfloat16", help="input dtype (float32: a master weight)")
-    ap.add_argument("--set", action="append", default=[], metavar="MODULE.KEY=INT",
-                    help="a kernel CONFIG entry for this run, e.g. quant_mx.NUM_STAGES_reg=2")
+    ap.add_argument("--kernels", default="",
+                    help="kernel settings for this run: a name of bench_train.KERNEL_SETS "
+                         "(e.g. mx8-s2)")
     args = ap.parse_args()
-    for item in args.set:
-        target, _, value = item.partition("=")
-        module, _, key = target.partition(".")
-        config = importlib.import_module(f"microscale.kernels.{module}").CONFIG
-        if key not in config:
-            raise SystemExit(f"--set: {module}.CONFIG has no key {key!r}")
-        config[key] = int(value)
+    from bench_train import kernel_settings
+    with kernel_settings(f"@{args.kernels}" if args.kernels else ""):
+        run(args)
+    if args.sass:
+        sass_stats(Path(args.sass))
+
+
+def run(args) -> None:
+    """Each variant asked for by ``--only``, twice, on one random ``--shape`` tensor."""
     rows, cols = (int(v) for v in args.shape.split("x"))
     x = torch.randn(rows, cols, device="cuda", dtype=getattr(torch, args.dtype))
     amax = None if args.amax_pass else x.float().abs().amax()
@@ -110,8 +112,6 @@ def main() -> None:
             for _ in range(2):
                 VARIANTS[bench_name][0](x, "triton")
     torch.cuda.synchronize()
-    if args.sass:
-        sass_stats(Path(args.sass))
 
 
 if __name__ == "__main__":

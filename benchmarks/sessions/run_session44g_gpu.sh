@@ -13,7 +13,7 @@ for s in 1 2 3; do
   TAIL=3 step 80 ncu_run_s$s.txt "$NCU_BIN" --clock-control none -k regex:mx8_rowcol_reg \
     --launch-skip 1 -c 1 --section SpeedOfLight --section WarpStateStats \
     --section SourceCounters --section Occupancy --import-source no -o "$OUT/mx_x_s$s" \
-    python3 benchmarks/ncu_nvfp4.py --shape 16384x3072 --only mx8_x --set quant_mx.NUM_STAGES_reg=$s
+    python3 benchmarks/ncu_nvfp4.py --shape 16384x3072 --only mx8_x --kernels mx8-s$s
   "$NCU_BIN" -i "$OUT/mx_x_s$s.ncu-rep" --page details > "$OUT/ncu_details_s$s.txt" 2>&1
   "$NCU_BIN" -i "$OUT/mx_x_s$s.ncu-rep" --page source --csv --print-source sass \
     > "$OUT/ncu_source_s$s.txt" 2>&1
