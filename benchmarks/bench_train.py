@@ -205,6 +205,9 @@ KERNEL_SETS = {
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},
+    # session 45: grouped MXFP8 weights (ms.weight_cache, one launch) cached as codes, which
+    # both GEMMs then decode per call, instead of expanded (nn.weight_cache.CONFIG)
+    "mx8-w-codes": {"nn.weight_cache": {"EXPAND_MXFP8": False}},
     # session 25: wgrad's xᵀ kept expanded where its GEMM decodes it (MXFP8, FP4: bf16, no
     # decode pass in backward; 2 bytes an element kept instead of 1 or 0.56)
     "xt-expanded": {"nn.function": {"EXPAND_XT": True}},

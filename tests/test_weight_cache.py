@@ -135,7 +135,7 @@ def _fp8_model(backend: str):
     recipe = dataclasses.replace(ms.Recipe.parse("fp8_blockwise"), backend=backend)
     return torch.nn.Sequential(ms.Linear(256, 384, bias=False, recipe=recipe), torch.nn.GELU(),
                                ms.Linear(384, 128, bias=False, recipe=recipe),
-                               ms.Linear(128, 256, bias=False,     # quantized on its own
+                               ms.Linear(128, 256, bias=False,     # a group of its own
                                          recipe=dataclasses.replace(recipe, name="mxfp8",
                                                                     **_mx8_configs())))
 

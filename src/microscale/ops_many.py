@@ -21,6 +21,10 @@ launches per weight:
   Hopper GEMMs read), and the column outputs are empty; two launches, the amaxes then the
   views (:mod:`microscale.kernels.quant_many_nvfp4`). :func:`quantize_views_many` returns
   ``(W, Wᵀ)`` as that view and its transpose.
+* MXFP8 weights (``mxfp8``): W's row view and its column view (Wᵀ, 1×32 blocks along N) in
+  one launch, as codes, or both expanded with the views' ``expand`` option (bf16 ``value ·
+  2^k``, what the Hopper GEMMs would decode them to)
+  (:mod:`microscale.kernels.quant_many_mx`).
 
 The reference is ``quantize_rowcol`` tensor by tensor; :func:`many_supported` says which
 views it takes.
@@ -55,7 +59,8 @@ def flat_offsets(shapes, block: tuple[int, int]) -> tuple[list[int], list[int], 
 def many_supported(row, col, shape) -> bool:
     """Whether ``(row, col)`` views of a ``shape`` tensor can go through the many-tensor op:
     FP8 128×128 both ways, or NVFP4 16×16 round-to-nearest both ways (one view serves), with
-    the same options, whole tiles, the amax measured."""
+    the same options, whole tiles, the amax measured; or MXFP8 both ways with the same
+    options (codes or both expanded), whole 128×128 tiles."""
     if row is None or col is None or row != col or len(shape) != 2:
         return False
     opts = row[1]
@@ -63,6 +68,9 @@ def many_supported(row, col, shape) -> bool:
         return False
     if row[0] == QFormat.NVFP4:
         return _nvfp4_one_view(row) and shape[0] % 16 == 0 and shape[1] % 16 == 0
+    if row[0].is_mx8:
+        return set(opts) <= {"scale_rounding", "check_finite", "expand"} \
+            and shape[0] % 128 == 0 and shape[1] % 128 == 0
     return row[0] == QFormat.FP8_BLOCK and tuple(opts.get("block", (1, 128))) == (128, 128) \
         and shape[0] % 128 == 0 and shape[1] % 128 == 0
 
@@ -77,17 +85,21 @@ def _nvfp4_one_view(view) -> bool:
 
 def _block_of(view) -> tuple[int, int]:
     """The flat outputs' scale granularity: one per 128×128 tile (FP8), one per row and 16
-    columns (NVFP4's ``[rows, cols/16]`` scale bytes, a tile's byte on its 16 rows)."""
-    return (1, 16) if view[0] == QFormat.NVFP4 else (128, 128)
+    columns (NVFP4's ``[rows, cols/16]`` scale bytes, a tile's byte on its 16 rows), one per
+    1×32 block (MXFP8, either view)."""
+    if view[0] == QFormat.NVFP4:
+        return (1, 16)
+    return (1, 32) if view[0].is_mx8 else (128, 128)
 
 
 def rowcol_many_reference(xs: list[Tensor], row, col) -> list[Tensor]:
     """The spec: ``quantize_rowcol`` per tensor, flattened and concatenated (an absent column
     view: empty outputs; a view asked expanded: decoded to it, as ``quantize_rowcol`` does)."""
-    base = (row[0], {k: v for k, v in row[1].items() if k != "expand"})
-    pairs = [rowcol_reference(x, base, col) for x in xs]
-    if row[1].get("expand"):
-        pairs = [(q[0].expand(), q[1]) for q in pairs]
+    base = [None if v is None else (v[0], {k: o for k, o in v[1].items() if k != "expand"})
+            for v in (row, col)]
+    pairs = [rowcol_reference(x, *base) for x in xs]
+    expand = [v is not None and bool(v[1].get("expand")) for v in (row, col)]
+    pairs = [tuple(q.expand() if e else q for q, e in zip(pair, expand)) for pair in pairs]
     out = []
     for v in (0, 1):
         for name in ("data", "scale"):
@@ -116,6 +128,11 @@ def _(xs, row, col, backend):
         return [x0.new_empty(nq, dtype=torch.bfloat16),
                 x0.new_empty(ns, dtype=torch.float8_e4m3fn),
                 x0.new_empty(0, dtype=torch.uint8), x0.new_empty(0, dtype=torch.uint8), amax]
+    if fmt.is_mx8:
+        codes = torch.bfloat16 if opts.get("expand") else (
+            torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2)
+        return [x0.new_empty(nq, dtype=codes), x0.new_empty(ns, dtype=torch.uint8),
+                x0.new_empty(nq, dtype=codes), x0.new_empty(ns, dtype=torch.uint8), amax]
     fp8 = opts.get("fp8_dtype", torch.float8_e4m3fn)
     return [x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32),
             x0.new_empty(nq, dtype=fp8), x0.new_empty(ns, dtype=torch.float32), amax]
@@ -124,27 +141,34 @@ def _(xs, row, col, backend):
 def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
     """``[(q_row, q_col)]`` of every tensor (each as ``quantize_views(x, row, col)``) from one
     op call; every shape must pass :func:`many_supported`. NVFP4 16×16: ``q_row`` expanded
-    and ``q_col`` its transpose (the same bits as quantizing Wᵀ, SPEC §3)."""
+    and ``q_col`` its transpose (the same bits as quantizing Wᵀ, SPEC §3). MXFP8: the row and
+    the column view, both expanded where the views' options say ``expand``."""
     for x in xs:
         if not many_supported(row, col, x.shape):
             raise ValueError(f"quantize_views_many: views {row[0].value} / {col[0].value} of a "
-                             f"{tuple(x.shape)} tensor are not supported (FP8 128x128 pairs or "
-                             "NVFP4 16x16 round-to-nearest views of whole tiles only)")
+                             f"{tuple(x.shape)} tensor are not supported (FP8 128x128 pairs, "
+                             "NVFP4 16x16 round-to-nearest views of whole tiles, or MXFP8 "
+                             "pairs of whole 128x128 tiles only)")
     if row[0] == QFormat.NVFP4:
         return _nvfp4_views_many(xs, row, backend)
     qr, sr, qc, sc, amax = torch.ops.microscale.quantize_rowcol_many(
         [x.detach() for x in xs], view_spec(*row), view_spec(*col), backend)
-    q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], (128, 128))
+    block = _block_of(row)
+    q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], block)
     out = []
     for i, (x, q_at, s_at) in enumerate(zip(xs, q_offs, s_offs)):
         rows, cols = x.shape
-        nq, ns = rows * cols, (rows // 128) * (cols // 128)
+        nq, ns = rows * cols, (rows // block[0]) * (cols // block[1])
+        # scale shapes: 128x128 tiles [rows/128, cols/128] and their transpose, or MXFP8's
+        # [rows, cols/32] and [cols, rows/32]
+        sr_shape = (rows // block[0], cols // block[1])
+        sc_shape = (cols // 128, rows // 128) if block == (128, 128) else (cols, rows // 32)
         a = amax[i]
         q_row = _pack(row[0], row[1], (qr[q_at:q_at + nq].view(rows, cols),
-                                       sr[s_at:s_at + ns].view(rows // 128, cols // 128), a),
+                                       sr[s_at:s_at + ns].view(sr_shape), a),
                       torch.Size((rows, cols)), x.dtype)
         q_col = _pack(col[0], col[1], (qc[q_at:q_at + nq].view(cols, rows),
-                                       sc[s_at:s_at + ns].view(cols // 128, rows // 128), a),
+                                       sc[s_at:s_at + ns].view(sc_shape), a),
                       torch.Size((cols, rows)), x.dtype)
         out.append((q_row, q_col))
     return out

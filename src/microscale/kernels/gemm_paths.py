@@ -31,7 +31,9 @@ Expanded operands: where the chosen path is ``dequant``, the GEMM decodes both o
 ``value · block_scale`` first. :func:`takes_expanded` tells the layer so before it quantizes, and
 the layer then asks the quantizer for that form directly (``expand``, ``tensor.py``) for the
 operands it consumes at once (x for fprop, dy for dgrad and wgrad): no codes written, read back
-and decoded in a pass of their own. Operands saved for backward (xᵀ) and weights stay codes.
+and decoded in a pass of their own. Operands saved for backward (xᵀ) and weights quantized per
+layer stay codes; MXFP8 weights quantized together by ``ms.weight_cache`` are written expanded
+where :func:`dequant_at_every_m` says both GEMMs decode them (``nn.weight_cache``).
 The NVFP4 passes are ALU-bound, so their extra bf16 stores cost less than the dequantize pass
 they replace (125m step, H100: dequantize 6.8 → 2.2 ms, quantize 22.4 → 24.9 ms, 0.546x →
 0.563x of bf16); the MXFP4 kernel likewise since session 14 (125m mxfp4 0.489x → 0.547x, 1b
@@ -62,7 +64,8 @@ import os
 import torch
 
 __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table",
-           "takes_expanded", "factor_in_epilogue", "alpha_epilogue", "output_tiles", "EPILOGUE"]
+           "takes_expanded", "dequant_at_every_m", "factor_in_epilogue", "alpha_epilogue",
+           "output_tiles", "EPILOGUE"]
 
 FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
@@ -193,6 +196,27 @@ def _takes_expanded_cuda(family: str, m: int, n: int, k: int, device: str) -> bo
         return False
     return choose_path(family, m, k=k, n=n, fp8_tensor_cores=has_fp8_tensor_cores(dev))[0] \
         == "dequant"
+
+
+def dequant_at_every_m(fmt_a: str, fmt_b: str, n: int, k: int, device: torch.device) -> bool:
+    """Whether :func:`takes_expanded` holds for every ``m`` at this ``(n, k)``: an MXFP8 GEMM
+    (whose default path is ``dequant`` at every shape) on a device without native block-scaled
+    GEMMs, and no rule of the active table covering ``(n, k)`` sends it elsewhere. What a weight
+    quantized before the token count is known (``ms.weight_cache``) asks before it is written
+    expanded. False for other families (FP4's default depends on ``m``)."""
+    if family_of(fmt_a, fmt_b) != "mxfp8":
+        return False
+    from .blackwell import has_native_block_scaling
+    from .gemm_mxfp8 import has_fp8_tensor_cores
+    dev = torch.device(device)
+    if dev.type == "cuda" and has_native_block_scaling(dev):
+        return False
+    fp8_ok = dev.type == "cuda" and has_fp8_tensor_cores(dev)
+    return not any(
+        rule["family"] == "mxfp8" and rule["path"] != "dequant"
+        and (rule["path"] != "fp8" or fp8_ok)
+        and all(_inside(v, rule.get(d, [None, None])) for v, d in ((n, "n"), (k, "k")))
+        for rule in table())
 
 
 def alpha_epilogue(out_dtype: torch.dtype, device, m=None, n=None) -> bool:

@@ -22,7 +22,7 @@ against it and the reference. Rows and columns must be multiples of 16 (whole ti
 Measured (H100, session 26, a 125m step profiled): the two launches take 0.67 ms for the 102
 weights (fp32 masters: ~1.5 TB/s) against 1.0 ms one by one. The step did not gain (0.5%
 slower, twice), so the harness groups NVFP4 weights only where ``ms.weight_cache`` is on for
-gradient accumulation (``nn.weight_cache.GROUP_FORMATS``).
+gradient accumulation (``nn.weight_cache.CONFIG["GROUP_FORMATS"]``).
 """
 
 from __future__ import annotations

@@ -65,8 +65,8 @@ from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, m
                      round_to_input_dtype, tile_coords)
 
 __all__ = ["fp8_byte", "fp8_value", "mx8_expanded", "pow2_scale", "prologue_of",
-           "prologue_value", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "pow2_exponents",
-           "tile_rows"]
+           "prologue_value", "fp8_rowcol_reg_kernel", "mx8_rowcol_reg_kernel", "mx8_tile",
+           "pow2_exponents", "tile_rows"]
 
 
 def pow2_exponents(fp8_max: float, in_max: float) -> tuple[int, int]:
@@ -312,6 +312,58 @@ def _store_col_bf16(qc_ptr, v, r0, c0, rows, NI: tl.constexpr, G: tl.constexpr,
 
 
 @triton.jit
+def mx8_tile(x, nan, offs, acc, r0, c0, cols, seg, qr_ptr, sr_ptr, qc_ptr, sc_ptr,
+             ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr, COL_ELEM: tl.constexpr,
+             COL_CEIL: tl.constexpr, NAN_SEL: tl.constexpr, ROW_EXP: tl.constexpr,
+             COL_EXP: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
+             WRITE_ROW: tl.constexpr, WRITE_COL: tl.constexpr):
+    """One tile of :func:`mx8_rowcol_reg_kernel` (also ``quant_many_mx``'s): the views of the
+    loaded ``x`` ``[BR/4, 4, BC]`` (:func:`_load_tile`, ``offs`` its offsets in a
+    ``[rows, cols]`` matrix) at tile (r0, c0), written as that kernel's arguments say;
+    returns ``acc`` (the running per-register maxima) updated with the tile's."""
+    G: tl.constexpr = 4
+    NI: tl.constexpr = BR // G
+    CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
+    RB: tl.constexpr = BC // 32                 # and 32-column row blocks
+    a = tl.abs(x)
+    if WRITE_ROW:           # row view: [NI, G, RB blocks, 32]
+        rmax = tl.max(tl.reshape(a, (NI, G, RB, 32)), axis=3)             # [NI, G, RB]
+        acc = tl.maximum(acc, tl.max(rmax, axis=2))
+        k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
+        y = tl.reshape(tl.reshape(x, (NI, G, RB, 32)) * exp2_int(-k)[:, :, :, None],
+                       (NI, G, BC))
+        qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
+        if ROW_EXP:
+            qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, RB, 32)),
+                                         k[:, :, :, None], ROW_ELEM == 1), (NI, G, BC))
+        tl.store(qr_ptr + offs, qr)
+        rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
+        sblk = c0 // 32 + tl.arange(0, RB)[None, None, :]
+        tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
+    else:
+        acc = tl.maximum(acc, tl.max(a, axis=2))
+    if WRITE_COL:           # column view: [CB blocks, 8 i, G, BC]: rows 32g .. 32g+31
+        cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, BC)), axis=2), axis=1)   # [CB, BC]
+        kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
+        yc = tl.reshape(tl.reshape(x, (CB, 8, G, BC)) * exp2_int(-kc)[:, None, None, :],
+                        (NI, G, BC))
+        qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
+        e = r0 // seg                   # the expert (0 for one matrix) and its rows
+        r_e = r0 - e * seg
+        if COL_EXP:
+            qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, BC)), kc[:, None, None, :],
+                              COL_ELEM == 1)
+            _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, BC)), r_e, c0,
+                            seg, NI, G, BC)
+        else:
+            _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR, BC)
+        cidx = (c0 + tl.arange(0, BC))[None, :] * (seg // 32) + r_e // 32 \
+            + tl.arange(0, CB)[:, None]
+        tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
+    return acc
+
+
+@triton.jit
 def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
                           n_tiles, ROW_ELEM: tl.constexpr, ROW_CEIL: tl.constexpr,
                           COL_ELEM: tl.constexpr, COL_CEIL: tl.constexpr,
@@ -336,50 +388,15 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     ``WRITE_COL=False``: that view is neither computed nor written (its pointers unused), e.g.
     a recomputed input's column view alone (``nn.recompute``), expanded and from a prologue."""
     G: tl.constexpr = 4
-    NI: tl.constexpr = BR // G
-    CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
-    RB: tl.constexpr = BC // 32                 # and 32-column row blocks
-    acc = tl.zeros((NI, G), dtype=tl.float32)
+    acc = tl.zeros((BR // G, G), dtype=tl.float32)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
         if REVERSE:
             t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, BR, BC)
         x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, y_ptr, PRO, IN_DTYPE, BR, BC=BC)
-        a = tl.abs(x)
-        if WRITE_ROW:           # row view: [NI, G, RB blocks, 32]
-            rmax = tl.max(tl.reshape(a, (NI, G, RB, 32)), axis=3)             # [NI, G, RB]
-            acc = tl.maximum(acc, tl.max(rmax, axis=2))
-            k = mx_exponent(rmax, ROW_ELEM, ROW_CEIL)
-            y = tl.reshape(tl.reshape(x, (NI, G, RB, 32)) * exp2_int(-k)[:, :, :, None],
-                           (NI, G, BC))
-            qr = fp8_byte(y, ROW_ELEM == 1, nan, NAN_SEL)
-            if ROW_EXP:
-                qr = tl.reshape(mx8_expanded(tl.reshape(qr, (NI, G, RB, 32)),
-                                             k[:, :, :, None], ROW_ELEM == 1), (NI, G, BC))
-            tl.store(qr_ptr + offs, qr)
-            rows3 = r0 + G * tl.arange(0, NI)[:, None, None] + tl.arange(0, G)[None, :, None]
-            sblk = c0 // 32 + tl.arange(0, RB)[None, None, :]
-            tl.store(sr_ptr + rows3 * (cols // 32) + sblk, (k + 127).to(tl.uint8))
-        else:
-            acc = tl.maximum(acc, tl.max(a, axis=2))
-        if WRITE_COL:           # column view: [CB blocks, 8 i, G, BC]: rows 32g .. 32g+31
-            cmax = tl.max(tl.max(tl.reshape(a, (CB, 8, G, BC)), axis=2), axis=1)   # [CB, BC]
-            kc = mx_exponent(cmax, COL_ELEM, COL_CEIL)
-            yc = tl.reshape(tl.reshape(x, (CB, 8, G, BC)) * exp2_int(-kc)[:, None, None, :],
-                            (NI, G, BC))
-            qc = fp8_byte(yc, COL_ELEM == 1, nan, NAN_SEL)
-            e = r0 // seg                   # the expert (0 for one matrix) and its rows
-            r_e = r0 - e * seg
-            if COL_EXP:
-                qc = mx8_expanded(tl.reshape(qc, (CB, 8, G, BC)), kc[:, None, None, :],
-                                  COL_ELEM == 1)
-                _store_col_bf16(qc_ptr + e * cols * seg, tl.reshape(qc, (NI, G, BC)), r_e, c0,
-                                seg, NI, G, BC)
-            else:
-                _store_col_words(qc_ptr + e * cols * seg, qc, r_e, c0, seg, G, BR, BC)
-            cidx = (c0 + tl.arange(0, BC))[None, :] * (seg // 32) + r_e // 32 \
-                + tl.arange(0, CB)[:, None]
-            tl.store(sc_ptr + e * cols * (seg // 32) + cidx, (kc + 127).to(tl.uint8))
+        acc = mx8_tile(x, nan, offs, acc, r0, c0, cols, seg, qr_ptr, sr_ptr, qc_ptr, sc_ptr,
+                       ROW_ELEM, ROW_CEIL, COL_ELEM, COL_CEIL, NAN_SEL, ROW_EXP, COL_EXP, BR,
+                       BC, WRITE_ROW, WRITE_COL)
     amax = tl.max(tl.max(acc, axis=1), axis=0)
     tl.atomic_max(amax_ptr, amax)
     tl.atomic_max(amax_ptr + 1, amax)

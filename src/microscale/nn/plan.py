@@ -35,7 +35,8 @@ from ..backend import triton_available
 from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
-__all__ = ["CONFIG", "N_SEEDS", "ROLES", "Plan", "alpha_gemm", "cacheable_one_view",
+__all__ = ["CONFIG", "N_SEEDS", "ROLES", "Plan", "alpha_gemm", "cacheable_expanded_mx8",
+           "cacheable_one_view",
            "decodes_b", "mx8_expands", "same_tiled_weight", "weight_pair_views"]
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
@@ -124,6 +125,24 @@ def cacheable_one_view(plan: Plan, device: torch.device) -> bool:
         return True
     from ..kernels.blackwell import has_native_block_scaling
     return not has_native_block_scaling(device)
+
+
+def cacheable_expanded_mx8(plan: Plan, shape, device: torch.device) -> bool:
+    """Whether :func:`microscale.weight_cache` may hold an MXFP8 W ``[N, K]`` and its Wᵀ
+    expanded (bf16 ``value · 2^k``): both GEMMs that read them (fprop ``x · Wᵀ``, dgrad ``dy ·
+    W``) MXFP8 x MXFP8 with ``CONFIG["EXPAND_MXFP8"]`` on, and decoding their operands at any
+    token count (``gemm_paths.dequant_at_every_m``; the reference GEMM off CUDA reads them as
+    ``value · block_scale`` either way)."""
+    fa, fb = plan.operand("fprop.a").format, plan.operand("fprop.b").format
+    da, db = plan.operand("dgrad.a").format, plan.operand("dgrad.b").format
+    if not (mx8_expands(fa, fb) and mx8_expands(da, db)):
+        return False
+    if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
+        return True
+    from ..kernels.gemm_paths import dequant_at_every_m
+    n, k = shape
+    return dequant_at_every_m(fa.value, fb.value, n, k, device) \
+        and dequant_at_every_m(da.value, db.value, k, n, device)
 
 
 def weight_pair_views(plan: Plan):

@@ -22,7 +22,8 @@ What it changes and what it does not:
 * A layer whose precision (plan) changes inside the block falls back to quantizing per call.
 * The cache holds both views of every quantized weight for the duration of the block (FP8:
   2 bytes per parameter; NVFP4 16×16 weights: 2.06, W expanded in bf16 and its tile
-  scales, the view both GEMMs read; other NVFP4 weights: about 1.1).
+  scales, the view both GEMMs read; MXFP8 weights quantized together: 4.06, W and Wᵀ
+  expanded, what the Hopper GEMMs read, else 2.06; other NVFP4 weights: about 1.1).
 * The weights must not change inside the block: leaving it checks each weight's version
   counter and raises (naming the layers) if one was modified in place, because the cached
   views would then have been stale.
@@ -30,7 +31,10 @@ What it changes and what it does not:
   (:mod:`microscale.ops_many`): a 125m model's 120 weights cost ~2.2 ms a step one by one on
   an H100, mostly launch and tail. NVFP4 16×16 weights (``nvfp4``, ``nvfp4_no_sr``) all in
   two (their amaxes, then each W once, expanded: both GEMMs read it, dgrad as its transpose,
-  so no GEMM decodes W per micro-batch). The others are quantized layer by layer.
+  so no GEMM decodes W per micro-batch). MXFP8 weights (``mxfp8``) all in one, W and Wᵀ
+  written expanded where both GEMMs would decode them (``CONFIG["EXPAND_MXFP8"]``,
+  :func:`~microscale.nn.plan.cacheable_expanded_mx8`; Hopper), so neither GEMM runs a
+  dequantize pass. The others are quantized layer by layer.
 * FSDP2-sharded weights are gathered per forward; their quantized all-gather
   (:mod:`microscale.distributed.allgather`) is the equivalent there, so they are refused.
 
@@ -46,9 +50,9 @@ import torch
 
 from ..distributed.gathered import is_gathered
 from ..tensor import QFormat
-from .plan import cacheable_one_view
+from .plan import cacheable_expanded_mx8, cacheable_one_view
 
-__all__ = ["weight_cache", "groups_weights", "GROUP_MAX_MEAN_NUMEL"]
+__all__ = ["weight_cache", "groups_weights", "GROUP_MAX_MEAN_NUMEL", "CONFIG"]
 
 
 def _cached_layers(model: torch.nn.Module) -> list:
@@ -68,8 +72,8 @@ def _is_sharded(weight: torch.Tensor) -> bool:
 
 def _fill(layers: list) -> list[int]:
     """Fill every layer's cache; returns the weights' version counters. Layers whose W / Wᵀ
-    pairs the many-tensor op takes (FP8 128×128 or NVFP4 16×16 both ways, same options, dtype,
-    device and backend) are quantized together, one op call per group
+    pairs the many-tensor op takes (FP8 128×128, NVFP4 16×16 or MXFP8 both ways, same options,
+    dtype, device and backend) are quantized together, one op call per group
     (:mod:`microscale.ops_many`); the rest one layer at a time."""
     from ..ops_many import quantize_views_many
     versions: dict[int, int] = {}
@@ -96,13 +100,18 @@ def _fill(layers: list) -> list[int]:
 # 1b (1-17M) no gain (1.124x either way) for ~1 GB more peak memory (both views of every weight
 # held through the step).
 GROUP_MAX_MEAN_NUMEL = 4 << 20
-# The formats whose grouping pays without gradient accumulation (groups_weights). Not NVFP4:
-# at 125m its two launches take 0.67 ms against 1.0 ms for the weights one by one, yet the
-# step ran 0.5% slower grouped, twice (H100, session 26 calls 1-2, both orders: 0.703x /
-# 0.707x, 0.710x / 0.715x of bf16; profiled, the GEMMs and Inductor's kernels each ~0.3 ms
-# slower with the cached views as graph inputs). Under gradient accumulation ms.weight_cache
-# still quantizes NVFP4 weights all at once (once a step instead of once a micro-batch).
-GROUP_FORMATS = frozenset({QFormat.FP8_BLOCK})
+# GROUP_FORMATS: the formats whose grouping pays without gradient accumulation
+# (groups_weights). Not NVFP4: at 125m its two launches take 0.67 ms against 1.0 ms for the
+# weights one by one, yet the step ran 0.5% slower grouped, twice (H100, session 26 calls 1-2,
+# both orders: 0.703x / 0.707x, 0.710x / 0.715x of bf16; profiled, the GEMMs and Inductor's
+# kernels each ~0.3 ms slower with the cached views as graph inputs). Under gradient
+# accumulation ms.weight_cache still quantizes NVFP4 weights all at once (once a step instead
+# of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took ~1.0 ms a
+# step one by one and the GEMMs ~0.5 ms more decoding them (H100, session 29's profile).
+# EXPAND_MXFP8: grouped MXFP8 weights written expanded (cacheable_expanded_mx8).
+CONFIG = {"GROUP_FORMATS": frozenset({QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3,
+                                      QFormat.MXFP8_E5M2}),
+          "EXPAND_MXFP8": True}
 
 
 def groups_weights(model: torch.nn.Module) -> bool:
@@ -116,7 +125,7 @@ def groups_weights(model: torch.nn.Module) -> bool:
     except ValueError:                                   # sharded: gathered per forward
         return False
     keyed = [(k[0], layer.gemm_weight().numel()) for layer in layers
-             if (k := _many_key(layer)) is not None and k[1][1][0] in GROUP_FORMATS]
+             if (k := _many_key(layer)) is not None and k[1][1][0] in CONFIG["GROUP_FORMATS"]]
     keys = [k for k, _ in keyed]
     small = bool(keyed) and sum(n for _, n in keyed) / len(keyed) <= GROUP_MAX_MEAN_NUMEL
     return small and any(keys.count(k) > 1 for k in set(keys))
@@ -132,7 +141,11 @@ def _many_key(layer):
     plan, row, col = views
     if row[0] == QFormat.NVFP4 and not cacheable_one_view(plan, w.device):
         return None
-    return (view_key(row), view_key(col), w.dtype, w.device, plan.recipe.backend), views
+    if row[0].is_mx8 and CONFIG["EXPAND_MXFP8"] and cacheable_expanded_mx8(plan, w.shape,
+                                                                           w.device):
+        row, col = ((v[0], {**v[1], "expand": True}) for v in (row, col))
+    return (view_key(row), view_key(col), w.dtype, w.device, plan.recipe.backend), \
+        (plan, row, col)
 
 
 def view_key(view: tuple) -> tuple:
