@@ -30,13 +30,30 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t.view(torch.uint8)
 
 
-def _same(q, r) -> bool:
-    """Equal data (bf16 NaN where NaN: the reference's expanded NaN is another payload),
-    scale bytes and amax."""
+def _diff(q, r) -> str:
+    """What differs between two MXFP8 views ("" if nothing): the form, the data (bf16 NaN where
+    NaN: the reference's expanded NaN is another payload), the scale bytes, the amax."""
+    if q.expanded != r.expanded:
+        return f"expanded {q.expanded} / {r.expanded}"
     nan = q.data.float().isnan()
-    return q.expanded == r.expanded and torch.equal(nan, r.data.float().isnan()) \
-        and torch.equal(_bits(q.data)[~nan], _bits(r.data)[~nan]) \
-        and torch.equal(q.scale, r.scale) and torch.equal(q.amax, r.amax)
+    out = []
+    if not torch.equal(nan, r.data.float().isnan()):
+        out.append(f"NaN at {(nan != r.data.float().isnan()).nonzero()[:4].tolist()}")
+    else:
+        bad = (_bits(q.data) != _bits(r.data)) & ~nan
+        if bad.any():
+            at = bad.nonzero()[:4].tolist()
+            out.append(f"data at {at}: {[q.data[i, j].item() for i, j in at]} / "
+                       f"{[r.data[i, j].item() for i, j in at]}")
+    if not torch.equal(q.scale, r.scale):
+        out.append(f"scale at {(q.scale != r.scale).nonzero()[:4].tolist()}")
+    if not torch.equal(q.amax, r.amax):
+        out.append(f"amax {q.amax.item()} / {r.amax.item()}")
+    return "; ".join(out)
+
+
+def _same(q, r) -> bool:
+    return not _diff(q, r)
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])
@@ -137,5 +154,6 @@ def test_gpu_mx8_many_kernel_matches_per_tensor_kernels():
         for x, pair in zip(xs, quantize_views_many(xs, view, view, "triton")):
             for be in ("triton", "reference"):
                 ref = ms.quantize_rowcol(x, base, base, backend=be)
-                for q, r in zip(pair, ref):
-                    assert _same(q, r.expand() if opts.get("expand") else r)
+                for v, q, r in zip(("row", "col"), pair, ref):
+                    diff = _diff(q, r.expand() if opts.get("expand") else r)
+                    assert not diff, f"{tuple(x.shape)} {v} {opts} against {be}: {diff}"
