@@ -211,6 +211,8 @@ KERNEL_SETS = {
     # session 25: wgrad's xᵀ kept expanded where its GEMM decodes it (MXFP8, FP4: bf16, no
     # decode pass in backward; 2 bytes an element kept instead of 1 or 0.56)
     "xt-expanded": {"nn.function": {"EXPAND_XT": True}},
+    # session 45: xᵀ kept as codes in every layer (before "auto", the default since then)
+    "xt-codes": {"nn.function": {"EXPAND_XT": False}},
     # session 27: wgrad's kept xᵀ decoded inside its GEMM, not by the expand op (one decode
     # per GEMM; with the op, q/k/v's shared xᵀ is decoded once)
     "no-decode-op": {"nn.function": {"DECODE_XT_OP": False}},

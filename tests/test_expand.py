@@ -492,7 +492,9 @@ def test_shared_xt_decoded_once_under_compile(recipe, monkeypatch):
     """``CONFIG["DECODE_XT_OP"]``: wgrad's kept xᵀ (codes) is decoded by the ``expand`` op, so
     q, k and v, which share x, decode it once in a compiled backward (the compiler's CSE merges
     the three identical calls), and every gradient keeps its bits: compiled against eager,
-    and against the GEMM decoding xᵀ itself."""
+    and against the GEMM decoding xᵀ itself (xᵀ kept as codes: EXPAND_XT off, which a 64-wide
+    input would otherwise keep expanded)."""
+    monkeypatch.setitem(function.CONFIG, "EXPAND_XT", False)
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = _SharedInput()

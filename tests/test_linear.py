@@ -370,8 +370,13 @@ def test_fullgraph_compile_with_sr_and_delayed_state():
     assert torch.isfinite(xg.grad).all()
 
 
-def test_saved_activations_are_quantized():
-    """The tensors autograd keeps are the packed xᵀ (+ constant weight state), not x."""
+@pytest.mark.parametrize("xt", ["auto", False])
+def test_saved_activations_are_quantized(xt, monkeypatch):
+    """The tensors autograd keeps are xᵀ's quantized view (+ constant weight state), not x:
+    packed codes, or with EXPAND_XT "auto" (the default) in a layer this narrow the bf16
+    expanded view (the block values the wgrad GEMM decodes to); the accounting agrees."""
+    from microscale.nn import function
+    monkeypatch.setitem(function.CONFIG, "EXPAND_XT", xt)
     layer = ms.Linear(64, 64, recipe="nvfp4")
     sizes = {}
     for tokens in (64, 128):
@@ -385,7 +390,11 @@ def test_saved_activations_are_quantized():
             layer(x)
         sizes[tokens] = sum(saved)
     per_token = (sizes[128] - sizes[64]) / 64
-    assert per_token == saved_activation_bytes("nvfp4", 64, 128) / 128 - 4 / 128 == 64 * 0.5625
+    element = 2 if xt else 0.5                       # bf16 expanded, or two codes a byte
+    assert per_token == saved_activation_bytes("nvfp4", 64, 128) / 128 - 4 / 128 \
+        == 64 * (element + 1 / 16)
+    assert saved_activation_bytes("nvfp4", 64, 128, expanded=False) / 128 - 4 / 128 \
+        == 64 * 0.5625
     assert saved_activation_bytes("bf16", 4096, 1) == 8192
     assert saved_activation_bytes("nvfp4", 4096, 16) / 16 == pytest.approx(2304 + 0.25)
 

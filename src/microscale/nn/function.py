@@ -73,7 +73,7 @@ from ..quant.fp8 import FP8_MAX
 from ..recipe import Rounding
 from ..tensor import QFormat, QuantizedTensor
 from .plan import (_TRITON, CONFIG, N_SEEDS, ROLES, Plan, alpha_gemm,  # noqa: F401 (re-exported)
-                   decodes_b, mx8_expands, same_tiled_weight, weight_pair_views)
+                   decodes_b, keeps_xt_expanded, mx8_expands, same_tiled_weight, weight_pair_views)
 from .saved import save_for_grads, saved_activation_bytes, saved_for_grads
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
@@ -272,7 +272,7 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         prologue = None
     expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
                                      x_pad.shape[1], x2d.device)
-    expand_xt = want_xt and CONFIG["EXPAND_XT"] and _expand_a(
+    expand_xt = want_xt and keeps_xt_expanded(x_pad.shape[1]) and _expand_a(
         plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt or measure_xt else None,

@@ -37,7 +37,7 @@ from ..tensor import QFormat, QuantizedTensor
 
 __all__ = ["CONFIG", "N_SEEDS", "ROLES", "Plan", "alpha_gemm", "cacheable_expanded_mx8",
            "cacheable_one_view",
-           "decodes_b", "mx8_expands", "same_tiled_weight", "weight_pair_views"]
+           "decodes_b", "keeps_xt_expanded", "mx8_expands", "same_tiled_weight", "weight_pair_views"]
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
 # EXPAND_MXFP8: MXFP8 A operands (x for fprop, dy for dgrad and wgrad) quantized straight into
@@ -45,13 +45,20 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # pair kernel writes them so (quant_mx), saving the GEMM's dequantize pass of each (session 19).
 # EXPAND_XT: wgrad's xᵀ, kept for backward, written expanded too where that GEMM decodes it
 # (MXFP8: 2 bytes an element kept instead of 1 + 1/32; FP4: 2 instead of 0.56), so backward
-# runs no decode pass: a speed-for-memory trade, off by default (bench_train's "@xt-expanded").
+# runs no decode pass: a speed-for-memory trade. True / False everywhere, or "auto" (the
+# default since session 45): in layers whose input is at most EXPAND_XT_MAX_IN wide, where the
+# bytes kept are fewest and the decode pass weighs most against the layer's GEMMs (H200,
+# session 45: 125m mxfp8 0.846x -> ..., peak memory 0.866x -> ... of bf16; the 1b model's
+# inputs are 2048 and 8192 wide, so nothing changes there). MICROSCALE_EXPAND_XT=0 / 1 /
+# auto; bench_train's "@xt-expanded" / "@xt-codes".
 # DECODE_XT_OP: a kept xᵀ in codes that the wgrad GEMM would decode is decoded first by the
 # ``microscale::expand`` op: the same pass, but identical calls are one node to the compiler,
 # so the xᵀ that q, k and v share is decoded once a step instead of three times (session 27).
 CONFIG = {"ONE_WEIGHT_VIEW": os.environ.get("MICROSCALE_ONE_WEIGHT_VIEW", "1") != "0",
           "EXPAND_MXFP8": os.environ.get("MICROSCALE_EXPAND_MXFP8", "1") != "0",
-          "EXPAND_XT": os.environ.get("MICROSCALE_EXPAND_XT", "0") != "0",
+          "EXPAND_XT": {"0": False, "auto": "auto"}.get(
+              os.environ.get("MICROSCALE_EXPAND_XT", "auto"), True),
+          "EXPAND_XT_MAX_IN": 1024,
           "DECODE_XT_OP": os.environ.get("MICROSCALE_DECODE_XT_OP", "1") != "0"}
 ROLES = ("fprop.a", "fprop.b", "dgrad.a", "dgrad.b", "wgrad.a", "wgrad.b")
 # stochastic rounding draws one seed per quantize_rowcol call (x, W, dy), so no two tensors
@@ -84,6 +91,19 @@ class Plan:
     def stochastic_roles(self) -> tuple[str, ...]:
         return tuple(r for r in ROLES if self.quantized(r.split(".")[0])
                      and self.operand(r).rounding == Rounding.STOCHASTIC)
+
+
+def keeps_xt_expanded(in_features: int) -> bool:
+    """Whether a layer with inputs ``in_features`` wide keeps wgrad's xᵀ expanded where its
+    GEMM decodes it (``CONFIG["EXPAND_XT"]``: True, False, or "auto": at most
+    ``CONFIG["EXPAND_XT_MAX_IN"]`` wide)."""
+    mode = CONFIG["EXPAND_XT"]
+    if mode == "auto":
+        return in_features <= CONFIG["EXPAND_XT_MAX_IN"]
+    if not isinstance(mode, bool):
+        raise ValueError(f"nn.plan.CONFIG['EXPAND_XT'] must be True, False or 'auto', "
+                         f"got {mode!r}")
+    return mode
 
 
 def mx8_expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:

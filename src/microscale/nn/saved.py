@@ -24,6 +24,7 @@ import torch
 
 from ..recipe import Recipe
 from ..tensor import QuantizedTensor
+from .plan import keeps_xt_expanded, mx8_expands
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -74,11 +75,17 @@ def saved_for_grads(ctx) -> tuple:
     return head, q_xt, q_wt, saved, seeds
 
 
-def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) -> int:
+def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int,
+                           expanded: bool | None = None) -> int:
     """Bytes a layer keeps from x for backward at ``tokens`` tokens (weights not counted).
 
     Quantized wgrad: the packed xᵀ ``[in, tokens_padded]`` (codes, block scales, fp32 amax, and
-    for tensorwise FP8 the fp32 ``scale_inv``). High-precision wgrad: x in ``compute_dtype``.
+    for tensorwise FP8 the fp32 ``scale_inv``), or for an FP4 / MXFP8 xᵀ kept expanded (bf16
+    ``value · block_scale`` for the GEMM that would decode it, with its block scales and amax)
+    2 bytes an element in place of the codes. ``expanded`` None: as the layer decides where
+    its wgrad GEMM decodes xᵀ (off CUDA, and on Hopper; ``nn.plan.keeps_xt_expanded``; on
+    Blackwell's native GEMMs xᵀ stays codes: pass False). High-precision wgrad: x in
+    ``compute_dtype``.
     """
     recipe = Recipe.parse(recipe)
     op = recipe.wgrad.b
@@ -88,6 +95,10 @@ def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) 
     t_pad = math.ceil(tokens / mult) * mult
     n = in_features * t_pad
     fmt = op.format.value
+    if expanded is None:
+        fa = recipe.wgrad.a.format
+        expanded = keeps_xt_expanded(in_features) and (
+            (op.format.is_fp4 and fa == op.format) or mx8_expands(fa, op.format))
     if fmt in ("nvfp4", "mxfp4"):
         codes, scales = n // 2, n // op.block_size          # E4M3 or UE8M0: 1 byte each
     elif fmt.startswith("mxfp8"):
@@ -96,4 +107,6 @@ def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int) 
         codes, scales = n, 4 * (n // (op.block[0] * op.block[1]))
     else:  # fp8_tensor: one fp32 scale_inv
         codes, scales = n, 4
+    if expanded and op.format.expandable:
+        codes = 2 * n
     return codes + scales + 4                                     # + fp32 amax
