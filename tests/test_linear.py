@@ -370,14 +370,17 @@ def test_fullgraph_compile_with_sr_and_delayed_state():
     assert torch.isfinite(xg.grad).all()
 
 
-@pytest.mark.parametrize("xt", ["auto", False])
-def test_saved_activations_are_quantized(xt, monkeypatch):
+@pytest.mark.parametrize("recipe, xt, element", [
+    ("nvfp4", "auto", 0.5 + 1 / 16), ("nvfp4", True, 2 + 1 / 16),
+    ("mxfp8", "auto", 2 + 1 / 32), ("mxfp8", False, 1 + 1 / 32)])
+def test_saved_activations_are_quantized(recipe, xt, element, monkeypatch):
     """The tensors autograd keeps are xᵀ's quantized view (+ constant weight state), not x:
-    packed codes, or with EXPAND_XT "auto" (the default) in a layer this narrow the bf16
-    expanded view (the block values the wgrad GEMM decodes to); the accounting agrees."""
+    codes and block scales, or the bf16 expanded view (the block values the wgrad GEMM decodes
+    to) where EXPAND_XT says so ("auto", the default: MXFP8 in layers this narrow); the
+    accounting agrees, bytes per token of a 64-wide input."""
     from microscale.nn import function
     monkeypatch.setitem(function.CONFIG, "EXPAND_XT", xt)
-    layer = ms.Linear(64, 64, recipe="nvfp4")
+    layer = ms.Linear(64, 64, recipe=recipe)
     sizes = {}
     for tokens in (64, 128):
         saved = []
@@ -390,13 +393,13 @@ def test_saved_activations_are_quantized(xt, monkeypatch):
             layer(x)
         sizes[tokens] = sum(saved)
     per_token = (sizes[128] - sizes[64]) / 64
-    element = 2 if xt else 0.5                       # bf16 expanded, or two codes a byte
-    assert per_token == saved_activation_bytes("nvfp4", 64, 128) / 128 - 4 / 128 \
-        == 64 * (element + 1 / 16)
+    assert per_token == saved_activation_bytes(recipe, 64, 128) / 128 - 4 / 128 \
+        == 64 * element
     assert saved_activation_bytes("nvfp4", 64, 128, expanded=False) / 128 - 4 / 128 \
         == 64 * 0.5625
     assert saved_activation_bytes("bf16", 4096, 1) == 8192
-    assert saved_activation_bytes("nvfp4", 4096, 16) / 16 == pytest.approx(2304 + 0.25)
+    assert saved_activation_bytes("nvfp4", 4096, 16, expanded=False) / 16 == \
+        pytest.approx(2304 + 0.25)
 
 
 @pytest.mark.parametrize("args, match", [

@@ -272,8 +272,8 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
         prologue = None
     expand_x = fprop_q and _expand_a(plan, "fprop", x_pad.shape[0], weight.shape[0],
                                      x_pad.shape[1], x2d.device)
-    expand_xt = want_xt and keeps_xt_expanded(x_pad.shape[1]) and _expand_a(
-        plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
+    expand_xt = want_xt and keeps_xt_expanded(plan.operand("wgrad.b").format, x_pad.shape[1]) \
+        and _expand_a(plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
                        "wgrad.b" if want_xt or measure_xt else None,
                        None if seeds is None else seeds[0:1], per_rank=True,

@@ -46,11 +46,14 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # EXPAND_XT: wgrad's xᵀ, kept for backward, written expanded too where that GEMM decodes it
 # (MXFP8: 2 bytes an element kept instead of 1 + 1/32; FP4: 2 instead of 0.56), so backward
 # runs no decode pass: a speed-for-memory trade. True / False everywhere, or "auto" (the
-# default since session 45): in layers whose input is at most EXPAND_XT_MAX_IN wide, where the
-# bytes kept are fewest and the decode pass weighs most against the layer's GEMMs (H200,
-# session 45: 125m mxfp8 0.846x -> ..., peak memory 0.866x -> ... of bf16; the 1b model's
-# inputs are 2048 and 8192 wide, so nothing changes there). MICROSCALE_EXPAND_XT=0 / 1 /
-# auto; bench_train's "@xt-expanded" / "@xt-codes".
+# default since session 45): an MXFP8 xᵀ in layers whose input is at most EXPAND_XT_MAX_IN
+# wide, where the bytes kept are fewest. H200, session 45 call 4, one process, 125m (inputs
+# 768 and 3072 wide), xᵀ codes -> auto: mxfp8 0.848x -> 0.859x of bf16's speed for 0.865x ->
+# 0.934x of its peak memory; the same rule for FP4 (2 bytes kept instead of 0.56) paid less
+# for more: mxfp4 0.733x -> 0.740x for 0.783x -> 0.873x, nvfp4 0.776x -> 0.781x and
+# nvfp4_no_sr 0.786x -> 0.787x for 0.757x -> 0.845x, so FP4 keeps codes. The 1b model's
+# inputs are 2048 and 8192 wide: nothing changes there. MICROSCALE_EXPAND_XT=0 / 1 / auto;
+# bench_train's "@xt-expanded" / "@xt-codes".
 # DECODE_XT_OP: a kept xᵀ in codes that the wgrad GEMM would decode is decoded first by the
 # ``microscale::expand`` op: the same pass, but identical calls are one node to the compiler,
 # so the xᵀ that q, k and v share is decoded once a step instead of three times (session 27).
@@ -93,13 +96,13 @@ class Plan:
                      and self.operand(r).rounding == Rounding.STOCHASTIC)
 
 
-def keeps_xt_expanded(in_features: int) -> bool:
-    """Whether a layer with inputs ``in_features`` wide keeps wgrad's xᵀ expanded where its
-    GEMM decodes it (``CONFIG["EXPAND_XT"]``: True, False, or "auto": at most
-    ``CONFIG["EXPAND_XT_MAX_IN"]`` wide)."""
+def keeps_xt_expanded(fmt: QFormat, in_features: int) -> bool:
+    """Whether a layer whose wgrad xᵀ is ``fmt``, with inputs ``in_features`` wide, keeps that
+    xᵀ expanded where its GEMM decodes it (``CONFIG["EXPAND_XT"]``: True, False, or "auto":
+    MXFP8 at most ``CONFIG["EXPAND_XT_MAX_IN"]`` wide)."""
     mode = CONFIG["EXPAND_XT"]
     if mode == "auto":
-        return in_features <= CONFIG["EXPAND_XT_MAX_IN"]
+        return fmt.is_mx8 and in_features <= CONFIG["EXPAND_XT_MAX_IN"]
     if not isinstance(mode, bool):
         raise ValueError(f"nn.plan.CONFIG['EXPAND_XT'] must be True, False or 'auto', "
                          f"got {mode!r}")

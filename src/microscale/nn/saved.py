@@ -97,7 +97,7 @@ def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int,
     fmt = op.format.value
     if expanded is None:
         fa = recipe.wgrad.a.format
-        expanded = keeps_xt_expanded(in_features) and (
+        expanded = keeps_xt_expanded(op.format, in_features) and (
             (op.format.is_fp4 and fa == op.format) or mx8_expands(fa, op.format))
     if fmt in ("nvfp4", "mxfp4"):
         codes, scales = n // 2, n // op.block_size          # E4M3 or UE8M0: 1 byte each
