@@ -106,8 +106,9 @@ GROUP_MAX_MEAN_NUMEL = 4 << 20
 # both orders: 0.703x / 0.707x, 0.710x / 0.715x of bf16; profiled, the GEMMs and Inductor's
 # kernels each ~0.3 ms slower with the cached views as graph inputs). Under gradient
 # accumulation ms.weight_cache still quantizes NVFP4 weights all at once (once a step instead
-# of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took ~1.0 ms a
-# step one by one and the GEMMs ~0.5 ms more decoding them (H100, session 29's profile).
+# of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took 0.84 ms a
+# step one by one and the GEMMs 0.55 ms more decoding them; grouped and expanded, 0.31 ms and
+# none: 125m mxfp8 0.826-0.831x -> 0.843-0.847x of bf16 (H200, session 45 calls 1-3).
 # EXPAND_MXFP8: grouped MXFP8 weights written expanded (cacheable_expanded_mx8).
 CONFIG = {"GROUP_FORMATS": frozenset({QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3,
                                       QFormat.MXFP8_E5M2}),
