@@ -22,8 +22,9 @@ What it changes and what it does not:
 * A layer whose precision (plan) changes inside the block falls back to quantizing per call.
 * The cache holds both views of every quantized weight for the duration of the block (FP8:
   2 bytes per parameter; NVFP4 16×16 weights: 2.06, W expanded in bf16 and its tile
-  scales, the view both GEMMs read; MXFP8 weights quantized together: 4.06, W and Wᵀ
-  expanded, what the Hopper GEMMs read, else 2.06; other NVFP4 weights: about 1.1).
+  scales, the view both GEMMs read; MXFP8 weights: 4.06, W and Wᵀ expanded, what the
+  Hopper GEMMs read, where the model's weights are small (mean ≤ ``GROUP_MAX_MEAN_NUMEL``),
+  else codes, 2.06; other NVFP4 weights: about 1.1).
 * The weights must not change inside the block: leaving it checks each weight's version
   counter and raises (naming the layers) if one was modified in place, because the cached
   views would then have been stale.
@@ -33,8 +34,8 @@ What it changes and what it does not:
   two (their amaxes, then each W once, expanded: both GEMMs read it, dgrad as its transpose,
   so no GEMM decodes W per micro-batch). MXFP8 weights (``mxfp8``) all in one, W and Wᵀ
   written expanded where both GEMMs would decode them (``CONFIG["EXPAND_MXFP8"]``,
-  :func:`~microscale.nn.plan.cacheable_expanded_mx8`; Hopper), so neither GEMM runs a
-  dequantize pass. The others are quantized layer by layer.
+  :func:`~microscale.nn.plan.cacheable_expanded_mx8`; Hopper) and the weights are small, so
+  neither GEMM runs a dequantize pass. The others are quantized layer by layer.
 * FSDP2-sharded weights are gathered per forward; their quantized all-gather
   (:mod:`microscale.distributed.allgather`) is the equivalent there, so they are refused.
 
@@ -78,8 +79,9 @@ def _fill(layers: list) -> list[int]:
     from ..ops_many import quantize_views_many
     versions: dict[int, int] = {}
     groups: dict[tuple, list] = {}
+    small = _small(layers)
     for i, layer in enumerate(layers):
-        keyed = _many_key(layer)
+        keyed = _many_key(layer, small)
         if keyed is None:
             versions[i] = layer.fill_weight_cache()
             continue
@@ -126,15 +128,27 @@ def groups_weights(model: torch.nn.Module) -> bool:
     except ValueError:                                   # sharded: gathered per forward
         return False
     keyed = [(k[0], layer.gemm_weight().numel()) for layer in layers
-             if (k := _many_key(layer)) is not None and k[1][1][0] in CONFIG["GROUP_FORMATS"]]
+             if (k := _many_key(layer, True)) is not None
+             and k[1][1][0] in CONFIG["GROUP_FORMATS"]]
     keys = [k for k, _ in keyed]
     small = bool(keyed) and sum(n for _, n in keyed) / len(keyed) <= GROUP_MAX_MEAN_NUMEL
     return small and any(keys.count(k) > 1 for k in set(keys))
 
 
-def _many_key(layer):
+def _small(layers: list) -> bool:
+    """Whether the layers' weights average at most ``GROUP_MAX_MEAN_NUMEL`` parameters: where
+    the cache holds MXFP8 weights expanded (4 bytes a parameter through the step, no decode per
+    GEMM) rather than as codes (2.06 bytes; a 1b model under gradient accumulation keeps ~1.8 GB
+    less so, for a decode of W and Wᵀ per micro-batch)."""
+    sizes = [layer.gemm_weight().numel() for layer in layers]
+    return bool(sizes) and sum(sizes) / len(sizes) <= GROUP_MAX_MEAN_NUMEL
+
+
+def _many_key(layer, small: bool):
     """``(group key, (plan, row view, column view))`` when the many-tensor op takes this
-    layer's W / Wᵀ pair; layers with equal keys are quantized in one call. Else None."""
+    layer's W / Wᵀ pair; layers with equal keys are quantized in one call. Else None. MXFP8
+    views are asked expanded where the model's weights are ``small`` (:func:`_small`) and
+    both GEMMs would decode them."""
     from ..ops_many import many_supported
     views, w = layer.weight_cache_views(), layer.gemm_weight()
     if views is None or not w.is_contiguous() or not many_supported(*views[1:], w.shape):
@@ -142,8 +156,8 @@ def _many_key(layer):
     plan, row, col = views
     if row[0] == QFormat.NVFP4 and not cacheable_one_view(plan, w.device):
         return None
-    if row[0].is_mx8 and CONFIG["EXPAND_MXFP8"] and cacheable_expanded_mx8(plan, w.shape,
-                                                                           w.device):
+    if row[0].is_mx8 and small and CONFIG["EXPAND_MXFP8"] \
+            and cacheable_expanded_mx8(plan, w.shape, w.device):
         row, col = ((v[0], {**v[1], "expand": True}) for v in (row, col))
     return (view_key(row), view_key(col), w.dtype, w.device, plan.recipe.backend), \
         (plan, row, col)
