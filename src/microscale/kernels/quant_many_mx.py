@@ -18,7 +18,14 @@ W's data ``[N, K]`` and scale bytes ``[N, K/32]``, Wᵀ's data ``[K, N]`` and sc
 ``[K, N/32]``, ``amax[n]``. The data are E4M3/E5M2 codes, or with the views' ``expand``
 option bf16 ``value · 2^k`` (``mx8_expanded``: what the Hopper GEMMs would decode them to, so
 neither GEMM runs a dequantize pass; 2 bytes an element each instead of 1 + 1/32). Rows and
-columns must be multiples of 128 (the pair kernel's shapes); other weights go one by one.
+columns must be multiples of 128 (the pair kernel's shapes) and inputs 16-byte aligned; other
+weights go one by one.
+
+Measured (H200, session 45, graph-replayed 125m steps): 0.31 ms for the model's 120 pairs,
+expanded, against 0.84 ms of per-layer pair kernels and 0.55 ms of GEMM-side decodes; 125m
+mxfp8 0.826-0.831x -> 0.843-0.847x of bf16. Without the kernel's alignment statements (see
+:func:`mx8_many_kernel`) Triton chose another register layout: 2.25 ms, and on the GPU other
+bits than the per-tensor kernel for a weight holding a NaN.
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
 __all__ = ["CONFIG", "N_SEEDS", "ROLES", "Plan", "alpha_gemm", "cacheable_expanded_mx8",
-           "cacheable_one_view",
-           "decodes_b", "keeps_xt_expanded", "mx8_expands", "same_tiled_weight", "weight_pair_views"]
+           "cacheable_one_view", "decodes_b", "keeps_xt_expanded", "mx8_expands",
+           "same_tiled_weight", "weight_pair_views"]
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
 # EXPAND_MXFP8: MXFP8 A operands (x for fprop, dy for dgrad and wgrad) quantized straight into
