@@ -317,10 +317,9 @@ def mx8_tile(x, nan, offs, acc, r0, c0, cols, seg, qr_ptr, sr_ptr, qc_ptr, sc_pt
              COL_CEIL: tl.constexpr, NAN_SEL: tl.constexpr, ROW_EXP: tl.constexpr,
              COL_EXP: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr,
              WRITE_ROW: tl.constexpr, WRITE_COL: tl.constexpr):
-    """One tile of :func:`mx8_rowcol_reg_kernel` (also ``quant_many_mx``'s): the views of the
-    loaded ``x`` ``[BR/4, 4, BC]`` (:func:`_load_tile`, ``offs`` its offsets in a
-    ``[rows, cols]`` matrix) at tile (r0, c0), written as that kernel's arguments say;
-    returns ``acc`` (the running per-register maxima) updated with the tile's."""
+    """One tile of :func:`mx8_rowcol_reg_kernel` (and ``quant_many_mx``'s): the views of the
+    loaded ``x`` ``[BR/4, 4, BC]`` at (r0, c0) (:func:`_load_tile`; ``offs`` its offsets),
+    written as that kernel's arguments say; returns ``acc``, the running maxima, updated."""
     G: tl.constexpr = 4
     NI: tl.constexpr = BR // G
     CB: tl.constexpr = BR // 32                 # the tile's 32-row column blocks
@@ -379,8 +378,7 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
     thread; BC 128 or 64, a multiple of the row blocks' 32); the amax of each view goes to
     ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for E4M3 elements, 1
     for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP: that view written expanded instead
-    of as codes (bf16 ``[rows, cols]`` / ``[cols, rows]``,
-    :func:`mx8_expanded`; the scale bytes are written either way). ``REVERSE`` and ``PRO``
+    of as codes (bf16, :func:`mx8_expanded`; the scale bytes either way). ``REVERSE`` and ``PRO``
     (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`. ``seg`` (a multiple of
     BR; ``rows`` for one matrix): x's rows are stacked experts of ``seg`` rows and the column
     view is written per expert, ``[E, cols, seg]`` (scales ``[E, cols, seg/32]``): every
