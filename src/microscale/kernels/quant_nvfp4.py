@@ -48,7 +48,7 @@ from ..tensor import QFormat, QuantizedTensor
 from .quant_nvfp4_config import CONFIG
 from .quant_nvfp4_passes import choose_pass, row_exp_code, row_kernel_takes
 from .quant_nvfp4_reg import RHT_SIGN_MASK, nvfp4_amax_reg_kernel, nvfp4_rowcol_reg_kernel
-from .quant_nvfp4_row import launch_row
+from .quant_nvfp4_row import nvfp4_row_kernel
 from .quant_nvfp4_rows import nvfp4_rows_kernel
 from .quant_nvfp4_v3 import nvfp4_amax_kernel, nvfp4_v3_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
@@ -208,6 +208,32 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         FAST_E2M1=CONFIG["FAST_E2M1"], PREFETCH=cfg.get("PREFETCH", False),
         PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
         num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
+
+
+def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
+               pro=(None, 0), parts=(), rht: bool = False) -> None:
+    """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
+    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with
+    ``cfg["RNE_CODES"]``'s or ``cfg["SR_CODES"]``'s keys over those) and switches
+    (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first,
+    ``PHILOX_WIDE``: Philox's products as wide multiplies); ``out``:
+    ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
+    ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
+    maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
+    if exp_code == 0:
+        cfg = {**cfg, **cfg.get("SR_CODES" if sr_mode else "RNE_CODES", {})}
+    rows, cols = x2.shape
+    n_tc = cdiv(cols // 16, cfg["NB"])
+    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
+    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
+    nvfp4_row_kernel[grid](
+        x2, amax_buf, seed, *out, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
+        cfg["BR"], cfg["NB"], sr_mode, exp_code,
+        rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
+        *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
+        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
+        num_warps=cfg["num_warps"],
+        **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
 def _launch_rows(x2: torch.Tensor, amax_buf, m, seed, views, row: _View | None,

@@ -75,13 +75,12 @@ import triton.language as tl
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
 from ._philox import philox_words
 from ._rht import rht_butterfly
-from ._utils import (IN_DTYPE_CODE, bf16_pair, cdiv, max_keep_nan, nvfp4_amax_of,
-                     nvfp4_block_scales, nvfp4_scales_of, persistent_grid, rotated_block_max,
-                     split_nan, store_amaxes, tile_coords)
+from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
+                     nvfp4_scales_of, rotated_block_max, split_nan, store_amaxes, tile_coords)
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import _prologue_words, _word_half
 
-__all__ = ["launch_row", "nvfp4_row_kernel"]
+__all__ = ["nvfp4_row_kernel"]
 
 _SIGNS = tl.constexpr(RHT_SIGN_MASK)          # the d = 16 RHT's sign vector (SPEC §4), as bits
 
@@ -372,8 +371,8 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
     s_enc6, s_dec = nvfp4_scales_of(amax)
     seed = tl.load(seed_ptr) if SR == 2 else 0
     if PREFETCH:       # the next tile's words load while this one's are quantized
-        # (the grid never exceeds the tiles, launch_row; the clamp keeps the first load
-        # inside x whatever the grid)
+        # (the grid never exceeds the tiles, quant_nvfp4.launch_row; the clamp keeps the
+        # first load inside x whatever the grid)
         r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB)
         x0, x1, y0, y1 = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
         for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=1):
@@ -399,28 +398,3 @@ def _tile(t, n_tc, BR: tl.constexpr, NB: tl.constexpr):
     r0, b0 = tile_coords(t, n_tc, BR, NB)
     return r0 + tl.arange(0, BR)[:, None], b0 + tl.arange(0, NB)[None, :]
 
-
-def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg: dict,
-               pro=(None, 0), parts=(), rht: bool = False) -> None:
-    """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
-    ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with
-    ``cfg["RNE_CODES"]``'s or ``cfg["SR_CODES"]``'s keys over those) and switches
-    (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first,
-    ``PHILOX_WIDE``: Philox's products as wide multiplies); ``out``:
-    ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
-    ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
-    maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
-    if exp_code == 0:
-        cfg = {**cfg, **cfg.get("SR_CODES" if sr_mode else "RNE_CODES", {})}
-    rows, cols = x2.shape
-    n_tc = cdiv(cols // 16, cfg["NB"])
-    n_tiles = cdiv(rows, cfg["BR"]) * n_tc
-    grid = (persistent_grid(n_tiles, x2.device, cfg["PROGS_PER_SM"]),)
-    nvfp4_row_kernel[grid](
-        x2, amax_buf, seed, *out, rows, cols, n_tc, n_tiles, IN_DTYPE_CODE[x2.dtype],
-        cfg["BR"], cfg["NB"], sr_mode, exp_code,
-        rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
-        *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
-        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
-        num_warps=cfg["num_warps"],
-        **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
