@@ -97,20 +97,8 @@ __all__ = ["view_spec", "parse_view_spec", "operand_spec", "quantize_view", "qua
            "rowcol_reference", "expand"]
 
 from .op_specs import (  # noqa: F401  (re-exported: ops_grouped, ops_many, kernels, tests)
-    _layout,
-    _meta,
-    _operand,
-    _rows_cols,
-    amax_only_reference,
-    amax_only_view,
-    apply_prologue,
-    check_prologue,
-    col_major_like,
-    operand_spec,
-    parse_view_spec,
-    scale_col_major,
-    view_spec,
-)
+    _layout, _meta, _operand, _rows_cols, amax_only_reference, amax_only_view, apply_prologue,
+    check_prologue, col_major_like, operand_spec, parse_view_spec, scale_col_major, view_spec)
 
 
 # ============================================================================ references
