@@ -11,6 +11,8 @@ layer without it (outputs and gradients).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -377,6 +379,25 @@ def test_layer_with_kept_xt_expanded_equals_layer_without(recipe, monkeypatch):
     assert kept_on and not kept_off
     for a, b in zip(on, off):
         assert torch.equal(a, b)
+
+
+def test_kept_xt_expansion_modes(monkeypatch):
+    """``CONFIG["EXPAND_XT"]``: "auto" (the default) keeps an MXFP8 xᵀ expanded at inputs up to
+    ``EXPAND_XT_MAX_IN`` wide and FP4 ones as codes; True / False everywhere; anything else is
+    refused by name."""
+    from microscale.nn.plan import keeps_xt_expanded
+    mx8, nv = ms.QFormat.MXFP8_E4M3, ms.QFormat.NVFP4
+    if "MICROSCALE_EXPAND_XT" not in os.environ:
+        assert function.CONFIG["EXPAND_XT"] == "auto"
+    monkeypatch.setitem(function.CONFIG, "EXPAND_XT", "auto")
+    assert keeps_xt_expanded(mx8, 1024) and not keeps_xt_expanded(mx8, 1025)
+    assert not keeps_xt_expanded(nv, 64)
+    for mode in (True, False):
+        monkeypatch.setitem(function.CONFIG, "EXPAND_XT", mode)
+        assert keeps_xt_expanded(mx8, 8192) is mode and keeps_xt_expanded(nv, 64) is mode
+    monkeypatch.setitem(function.CONFIG, "EXPAND_XT", "on")
+    with pytest.raises(ValueError, match="EXPAND_XT"):
+        keeps_xt_expanded(mx8, 64)
 
 
 def test_expand_decision(monkeypatch):
