@@ -159,10 +159,9 @@ def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
     for i, (x, q_at, s_at) in enumerate(zip(xs, q_offs, s_offs)):
         rows, cols = x.shape
         nq, ns = rows * cols, (rows // block[0]) * (cols // block[1])
-        # scale shapes: 128x128 tiles [rows/128, cols/128] and their transpose, or MXFP8's
-        # [rows, cols/32] and [cols, rows/32]
+        # the column view quantizes Wᵀ [cols, rows] with the same block
         sr_shape = (rows // block[0], cols // block[1])
-        sc_shape = (cols // 128, rows // 128) if block == (128, 128) else (cols, rows // 32)
+        sc_shape = (cols // block[0], rows // block[1])
         a = amax[i]
         q_row = _pack(row[0], row[1], (qr[q_at:q_at + nq].view(rows, cols),
                                        sr[s_at:s_at + ns].view(sr_shape), a),

@@ -73,7 +73,7 @@ from ..quant.fp8 import FP8_MAX
 from ..recipe import Rounding
 from ..tensor import QFormat, QuantizedTensor
 from .plan import (_TRITON, CONFIG, N_SEEDS, ROLES, Plan, alpha_gemm,  # noqa: F401 (re-exported)
-                   decodes_b, keeps_xt_expanded, mx8_expands, same_tiled_weight, weight_pair_views)
+                   decodes_b, expands_pair, keeps_xt_expanded, same_tiled_weight, weight_pair_views)
 from .saved import save_for_grads, saved_activation_bytes, saved_for_grads
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
@@ -87,7 +87,7 @@ def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.devic
     ``CONFIG["EXPAND_MXFP8"]``, where that GEMM decodes them to it anyway
     (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
     fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
-    if not ((fmt_a.is_fp4 and fmt_b == fmt_a) or mx8_expands(fmt_a, fmt_b)):
+    if not expands_pair(fmt_a, fmt_b):
         return False
     if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
         return True

@@ -36,7 +36,7 @@ from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
 __all__ = ["CONFIG", "N_SEEDS", "ROLES", "Plan", "alpha_gemm", "cacheable_expanded_mx8",
-           "cacheable_one_view", "decodes_b", "keeps_xt_expanded", "mx8_expands",
+           "cacheable_one_view", "decodes_b", "expands_pair", "keeps_xt_expanded", "mx8_expands",
            "same_tiled_weight", "weight_pair_views"]
 
 _TRITON = triton_available()      # asked once: a traced step must not call importlib
@@ -107,6 +107,13 @@ def keeps_xt_expanded(fmt: QFormat, in_features: int) -> bool:
         raise ValueError(f"nn.plan.CONFIG['EXPAND_XT'] must be True, False or 'auto', "
                          f"got {mode!r}")
     return mode
+
+
+def expands_pair(fmt_a: QFormat, fmt_b: QFormat) -> bool:
+    """Whether an ``fmt_a`` x ``fmt_b`` GEMM's operands may be held expanded where it decodes
+    them (the layer's A operands, a kept xᵀ, ``saved_activation_bytes``'s accounting): FP4 of
+    one format, or MXFP8 x MXFP8 under :func:`mx8_expands`."""
+    return (fmt_a.is_fp4 and fmt_b == fmt_a) or mx8_expands(fmt_a, fmt_b)
 
 
 def mx8_expands(fmt_a: QFormat, fmt_b: QFormat) -> bool:

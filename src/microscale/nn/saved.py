@@ -24,7 +24,7 @@ import torch
 
 from ..recipe import Recipe
 from ..tensor import QuantizedTensor
-from .plan import keeps_xt_expanded, mx8_expands
+from .plan import expands_pair, keeps_xt_expanded
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -96,9 +96,8 @@ def saved_activation_bytes(recipe: str | Recipe, in_features: int, tokens: int,
     n = in_features * t_pad
     fmt = op.format.value
     if expanded is None:
-        fa = recipe.wgrad.a.format
-        expanded = keeps_xt_expanded(op.format, in_features) and (
-            (op.format.is_fp4 and fa == op.format) or mx8_expands(fa, op.format))
+        expanded = keeps_xt_expanded(op.format, in_features) \
+            and expands_pair(recipe.wgrad.a.format, op.format)
     if fmt in ("nvfp4", "mxfp4"):
         codes, scales = n // 2, n // op.block_size          # E4M3 or UE8M0: 1 byte each
     elif fmt.startswith("mxfp8"):

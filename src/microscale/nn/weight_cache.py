@@ -79,7 +79,7 @@ def _fill(layers: list) -> list[int]:
     from ..ops_many import quantize_views_many
     versions: dict[int, int] = {}
     groups: dict[tuple, list] = {}
-    small = _small(layers)
+    small = _small([layer.gemm_weight().numel() for layer in layers])
     for i, layer in enumerate(layers):
         keyed = _many_key(layer, small)
         if keyed is None:
@@ -131,16 +131,15 @@ def groups_weights(model: torch.nn.Module) -> bool:
              if (k := _many_key(layer, True)) is not None
              and k[1][1][0] in CONFIG["GROUP_FORMATS"]]
     keys = [k for k, _ in keyed]
-    small = bool(keyed) and sum(n for _, n in keyed) / len(keyed) <= GROUP_MAX_MEAN_NUMEL
-    return small and any(keys.count(k) > 1 for k in set(keys))
+    return _small([n for _, n in keyed]) and any(keys.count(k) > 1 for k in set(keys))
 
 
-def _small(layers: list) -> bool:
-    """Whether the layers' weights average at most ``GROUP_MAX_MEAN_NUMEL`` parameters: where
-    the cache holds MXFP8 weights expanded (4 bytes a parameter through the step, no decode per
-    GEMM) rather than as codes (2.06 bytes; a 1b model under gradient accumulation keeps ~1.8 GB
-    less so, for a decode of W and Wᵀ per micro-batch)."""
-    sizes = [layer.gemm_weight().numel() for layer in layers]
+def _small(sizes: list[int]) -> bool:
+    """Whether weights of these sizes average at most ``GROUP_MAX_MEAN_NUMEL`` parameters: where
+    grouping pays (:func:`groups_weights`) and the cache holds MXFP8 weights expanded (4 bytes a
+    parameter through the step, no decode per GEMM) rather than as codes (2.06 bytes; a 1b
+    model under gradient accumulation keeps ~1.8 GB less so, for a decode of W and Wᵀ per
+    micro-batch)."""
     return bool(sizes) and sum(sizes) / len(sizes) <= GROUP_MAX_MEAN_NUMEL
 
 
