@@ -554,14 +554,21 @@ def _free(device):
 # (kind, name fragments), first match wins: microscale's own kernels, then Inductor's fused
 # kernels (named after the ops they fuse, quantize_rowcol included), attention before GEMMs
 # (cuDNN's flash kernels carry "sm90" too), then library GEMMs and the rest.
-_KINDS = (("quantize", ("nvfp4_rows_kernel", "_nvfp4_quant_kernel", "_nvfp4_amax_kernel",
+# Every Triton kernel of microscale.kernels has its kind here (tests/test_bench_moe.py scans
+# the package: a new kernel missing from this table fails it, instead of landing in "other"
+# as the NVFP4 row kernel did from session 31 to 45).
+_KINDS = (("quantize", ("nvfp4_rows_kernel", "nvfp4_row_kernel", "nvfp4_v3_kernel",
+                        "_nvfp4_quant_kernel", "_nvfp4_amax_kernel",
                         "_mx_kernel", "_fp8_block_kernel", "_cast_kernel", "_amax_kernel",
                         "rowcol_reg_kernel", "_fp8_rowcol_sub_kernel", "amax_reg_kernel",
                         "_many_kernel", "_quant_kernel", "_sr_bytes_kernel",
                         "_grouped_reg_kernel")),
           ("dequantize", ("_dequant_kernel", "_scale_inplace")),
-          # the grouped (MoE) GEMM's kernels and padded layout, before "reduce_kernel" below
-          ("gemm", ("_tokens_kernel", "_reduce_kernel", "_alpha_mm")),
+          # the grouped (MoE) GEMM's kernels and padded layout, before "reduce_kernel" below;
+          # MXFP8 on FP8 tensor cores with its scale-preparing pass
+          ("gemm", ("_tokens_kernel", "_tokens_tma_kernel", "_reduce_kernel",
+                    "_reduce_tma_kernel", "_alpha_mm", "_mxfp8_kernel", "_mxfp8_wgmma_kernel",
+                    "_prepare_kernel")),
           ("moe layout", ("_pad_rows_kernel", "_tables_kernel")),
           ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
                                 "cat", "fill", "index")),
