@@ -572,7 +572,7 @@ _KINDS = (("quantize", ("nvfp4_rows_kernel", "nvfp4_row_kernel", "nvfp4_v3_kerne
           ("moe layout", ("_pad_rows_kernel", "_tables_kernel")),
           ("norm+elementwise", ("triton_", "elementwise", "reduce_kernel", "vectorized", "copy",
                                 "cat", "fill", "index")),
-          ("attention", ("flash", "fmha", "attention", "sdpa")),
+          ("attention", ("flash", "fmha", "attention", "sdpa", "cudnn::fusion")),
           ("gemm", ("gemm", "sm90", "nvjet", "cutlass", "matmul", "_mainloop", "xmma",
                     "scaled_mm", "_fp8_scaled_kernel")),
           ("optimizer", ("adam", "multi_tensor", "foreach")))
