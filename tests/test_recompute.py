@@ -305,10 +305,19 @@ def test_compiled_zoo_model_same_with_and_without_recompute_on_cuda(recipe):
         loss.backward()
         out[recompute] = {"loss": loss.detach()} | {n: p.grad for n, p in
                                                     model.named_parameters() if p.grad is not None}
-    # the embedding's gradient is a scatter-add whose order varies run to run (atomics): close
-    emb = out[True].pop("tok_emb.weight"), out[False].pop("tok_emb.weight")
-    assert torch.allclose(*emb, rtol=0, atol=1e-6)
+    # Close, not equal: the parameters whose gradient Inductor computes around the quantized
+    # layers. Recompute changes what the compiled graph saves, so the RMSNorm backward (the
+    # weight's sum over tokens, and dx, which reaches the embedding) is fused and ordered
+    # differently: fp32 rounding differences (H200, session 46: blocks.0.attn_norm.weight; on
+    # CPU the embedding's gradient moves ~1e-7 relative), and the embedding's scatter-add uses
+    # atomics on the GPU. Every quantized layer's weight gradient and the loss: bit for bit.
     assert out[True].keys() == out[False].keys()
+    around = [k for k in out[True] if "norm" in k or k == "tok_emb.weight"]
+    for k in around:
+        a, b = out[True].pop(k), out[False].pop(k)
+        tol = 1e-5 * float(b.abs().max())
+        assert torch.allclose(a, b, rtol=0, atol=tol), (k, float((a - b).abs().max()), tol)
+    assert len(out[True]) > 4      # the loss and the quantized blocks' weights at least
     assert all(torch.equal(out[True][k], out[False][k]) for k in out[True]), \
         [k for k in out[True] if not torch.equal(out[True][k], out[False][k])]
 
