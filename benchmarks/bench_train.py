@@ -679,10 +679,34 @@ def add_ratios(rows: list[dict]) -> None:
             r["target"] = target if base_recipe not in ("bf16", *TORCHAO) else None
 
 
+def baseline_notes(rows: list[dict], spread_max: float = 0.02) -> list[str]:
+    """Warnings about the bf16 baseline of each model: a single bf16 run (one slow run inflates
+    every ratio: session 44's 1b row read fp8_blockwise 1.265x against a bf16 run at 86,925
+    tok/s, where five other processes ran bf16 at 91,900-94,600 and it reads 1.18-1.21x), or
+    bf16 runs of one process further apart than ``spread_max``. Run bf16 first and last."""
+    notes = []
+    for model in sorted({r["model"] for r in rows}):
+        runs = [r for r in rows if r["model"] == model and r["recipe"] == "bf16"]
+        if not runs:
+            continue
+        best = max(runs, key=lambda r: r["tok_s"])          # the baseline, and its settings
+        tok = [r["tok_s"] for r in runs
+               if (r.get("compile"), r.get("graph")) == (best.get("compile"), best.get("graph"))]
+        if len(tok) == 1:
+            notes.append(f"{model}: one bf16 run; ratios rest on it alone (run bf16 first and "
+                         "last, e.g. --recipes bf16,...,bf16)")
+        elif len(tok) > 1 and max(tok) / min(tok) - 1 > spread_max:
+            notes.append(f"{model}: the bf16 runs differ by {max(tok) / min(tok) - 1:.1%} "
+                         f"({min(tok):,.0f}-{max(tok):,.0f} tok/s): the machine's speed moved "
+                         "within the process; ratios use the faster run")
+    return notes
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default="125m")
-    p.add_argument("--recipes", default=",".join(RECIPES))
+    p.add_argument("--recipes", default=",".join(RECIPES + ("bf16",)),
+                   help="comma-separated; bf16 first and last by default (baseline_notes)")
     p.add_argument("--torchao", action="store_true", help="add torchao float8 tensorwise + rowwise")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=1024)
@@ -738,7 +762,11 @@ def main(argv=None) -> None:
     for r in rows:
         if "error" in r:
             print(f"FAILED {r['model']} {r['recipe']}: {r['error']}")
-    payload = {"bench": "train", "argv": sys.argv[1:], "rows": rows, "profiles": profiles}
+    notes = baseline_notes(ok)
+    for note in notes:
+        print(f"BASELINE {note}")
+    payload = {"bench": "train", "argv": sys.argv[1:], "rows": rows, "profiles": profiles,
+               "baseline_notes": notes}
     if args.out:
         Path(args.out).write_text(json.dumps({"env": common.env_info(), **payload}, indent=1, default=str))
     common.json_line(payload)

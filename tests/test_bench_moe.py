@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -113,48 +112,3 @@ def test_torchao_moe_probe_raises_when_the_hook_never_runs(monkeypatch):
             m.grouped_mm = _torch_grouped_mm                       # the hook bypassed
     with pytest.raises(RuntimeError, match="never ran"):
         bench._probe_torchao_moe(model, torch.device("cpu"))
-
-
-def test_profile_kinds_of_the_grouped_kernels():
-    """The profile's kernel kinds: the grouped GEMM's Triton kernels count as GEMM (not as the
-    elementwise ``reduce_kernel`` their name contains), the grouped quantizer's passes as
-    quantize, the padded layout as its own kind."""
-    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
-    bt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bt)
-    want = {"_tokens_kernel": "gemm", "_reduce_kernel": "gemm", "_quant_kernel": "quantize",
-            "_amax_kernel": "quantize", "_sr_bytes_kernel": "quantize",
-            "_pad_rows_kernel": "moe layout", "_alpha_mm_tma_kernel": "gemm",
-            "void at::native::reduce_kernel<512, 1>": "norm+elementwise",
-            # cuDNN's attention backward runs these beside its flash kernel
-            "void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*": "attention",
-            "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*": "attention"}
-    assert {name: bt._kind(name) for name in want} == want
-
-
-def _kernel_names() -> list[tuple[str, str]]:
-    """(module, name) of every Triton or Gluon kernel in ``microscale.kernels``, from the source
-    (a ``@triton.jit`` / ``@gluon.jit`` function whose name ends in ``_kernel``)."""
-    root = BENCH.parents[1] / "src" / "microscale" / "kernels"
-    jit = re.compile(r"^\s*@(?:triton|gluon)\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def (\w+_kernel)\(",
-                     re.M)
-    return [(path.stem, name) for path in sorted(root.glob("*.py"))
-            for name in jit.findall(path.read_text())]
-
-
-def test_profile_kinds_of_every_kernel():
-    """Every kernel the package launches has its profile kind: a quantizer's as quantize, a
-    GEMM's as GEMM, the dequantize and α passes as dequantize, the MoE layout as its own; none
-    falls to "other" (the NVFP4 row kernel did, sessions 31-45, so the profiles of those
-    sessions under-counted NVFP4's quantize time by that kernel's share)."""
-    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
-    bt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bt)
-    special = {"_dequant_kernel": "dequantize", "_scale_inplace_kernel": "dequantize",
-               "_tables_kernel": "moe layout", "_pad_rows_kernel": "moe layout"}
-    names = _kernel_names()
-    assert len(names) >= 36 and ("quant_nvfp4_row", "nvfp4_row_kernel") in names
-    got = {(mod, n): bt._kind(n) for mod, n in names}
-    want = {(mod, n): special.get(n, "quantize" if mod.startswith(("quant_", "sr_bytes"))
-                                  else "gemm") for mod, n in names}
-    assert got == want

@@ -1,0 +1,78 @@
+"""benchmarks/bench_train.py's pure parts: the profile's kernel kinds and the baseline checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train.py"
+
+
+def _bench_train():
+    spec = importlib.util.spec_from_file_location("bench_train", BENCH)
+    bt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bt)
+    return bt
+
+
+def test_profile_kinds_of_the_grouped_kernels():
+    """The profile's kernel kinds: the grouped GEMM's Triton kernels count as GEMM (not as the
+    elementwise ``reduce_kernel`` their name contains), the grouped quantizer's passes as
+    quantize, the padded layout as its own kind."""
+    bt = _bench_train()
+    want = {"_tokens_kernel": "gemm", "_reduce_kernel": "gemm", "_quant_kernel": "quantize",
+            "_amax_kernel": "quantize", "_sr_bytes_kernel": "quantize",
+            "_pad_rows_kernel": "moe layout", "_alpha_mm_tma_kernel": "gemm",
+            "void at::native::reduce_kernel<512, 1>": "norm+elementwise",
+            # cuDNN's attention backward runs these beside its flash kernel
+            "void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*": "attention",
+            "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*": "attention"}
+    assert {name: bt._kind(name) for name in want} == want
+
+
+def _kernel_names() -> list[tuple[str, str]]:
+    """(module, name) of every Triton or Gluon kernel in ``microscale.kernels``, from the source
+    (a ``@triton.jit`` / ``@gluon.jit`` function whose name ends in ``_kernel``)."""
+    root = BENCH.parents[1] / "src" / "microscale" / "kernels"
+    jit = re.compile(r"^\s*@(?:triton|gluon)\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def (\w+_kernel)\(",
+                     re.M)
+    return [(path.stem, name) for path in sorted(root.glob("*.py"))
+            for name in jit.findall(path.read_text())]
+
+
+def test_profile_kinds_of_every_kernel():
+    """Every kernel the package launches has its profile kind: a quantizer's as quantize, a
+    GEMM's as GEMM, the dequantize and α passes as dequantize, the MoE layout as its own; none
+    falls to "other" (the NVFP4 row kernel did, sessions 31-45, so the profiles of those
+    sessions under-counted NVFP4's quantize time by that kernel's share)."""
+    bt = _bench_train()
+    special = {"_dequant_kernel": "dequantize", "_scale_inplace_kernel": "dequantize",
+               "_tables_kernel": "moe layout", "_pad_rows_kernel": "moe layout"}
+    names = _kernel_names()
+    assert len(names) >= 36 and ("quant_nvfp4_row", "nvfp4_row_kernel") in names
+    got = {(mod, n): bt._kind(n) for mod, n in names}
+    want = {(mod, n): special.get(n, "quantize" if mod.startswith(("quant_", "sr_bytes"))
+                                  else "gemm") for mod, n in names}
+    assert got == want
+
+
+def _row(recipe: str, tok_s: float, model: str = "1b", compile_: str = "blocks") -> dict:
+    return {"model": model, "recipe": recipe, "tok_s": tok_s, "compile": compile_,
+            "graph": "step"}
+
+
+def test_baseline_notes():
+    """One bf16 run, or bf16 runs of one process more than 2% apart, are named; bf16 runs
+    under other compile settings (``--bf16-also``) are not compared with the baseline's."""
+    notes = _bench_train().baseline_notes
+    one = [_row("bf16", 86925.0), _row("nvfp4", 80131.0)]
+    assert len(notes(one)) == 1 and "one bf16 run" in notes(one)[0]
+    agree = [_row("bf16", 94605.0), _row("nvfp4", 83553.0), _row("bf16", 94431.0)]
+    assert notes(agree) == []
+    apart = [_row("bf16", 93000.0), _row("bf16", 88050.0), _row("bf16", 60000.0, compile_="none")]
+    (note,) = notes(apart)
+    assert "5.6%" in note and "88,050-93,000" in note
+    two_models = one + [_row("bf16", 4e5, "125m"), _row("bf16", 3.8e5, "125m")]
+    assert [n.split(":")[0] for n in notes(two_models)] == ["125m", "1b"]
+    assert notes([_row("nvfp4", 1.0)]) == []
