@@ -4,7 +4,8 @@
     python benchmarks/bench_many.py --models 125m --sweep   # + kernel configs of the one launch
     python benchmarks/bench_many.py --device cpu --models micro  # smoke (TRITON_INTERPRET=1)
 
-What ``ms.weight_cache`` does once per step for ``fp8_blockwise`` (``kernels/quant_many.py``),
+What ``ms.weight_cache`` does once per step for ``fp8_blockwise`` (``kernels/quant_many.py``:
+its register tile and, as a second row, the old tile code),
 against ``quantize_rowcol`` per weight as the layers do without it: both views (W and its
 transpose), fp32 masters, graph-replayed (no host time). The copy rate of the same bytes (fp32
 read once, both FP8 views and their scales written) is the roof. Prints a table, ends with one
@@ -28,7 +29,12 @@ from microscale.ops_many import quantize_views_many  # noqa: E402
 from microscale.train.model import MODEL_CONFIGS  # noqa: E402
 
 VIEW = (ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False})
-SWEEP = [{"num_warps": w, "PROGS_PER_SM": p} for w in (4, 8) for p in (1, 2, 4)]
+# the one launch's configs: the register tile (KERNEL "reg", the default since session 46) and
+# the old 128x128 tile code ("tile") at its warps and programs an SM
+SWEEP = [{"KERNEL": "reg", "num_warps_reg": w, "PROGS_PER_SM_reg": p} for w in (4, 8)
+         for p in (1, 2)] + [{"KERNEL": "tile", "num_warps": w, "PROGS_PER_SM": p}
+                             for w in (4, 8) for p in (1, 2, 4)]
+KEYS = {"reg": ("num_warps_reg", "PROGS_PER_SM_reg"), "tile": ("num_warps", "PROGS_PER_SM")}
 
 
 def weights(model: str, device) -> list[torch.Tensor]:
@@ -53,13 +59,14 @@ def run(model: str, device, sweep: bool) -> list[dict]:
     rate = common.copy_bandwidth_gbs(device) if device.type == "cuda" else None
     per_layer = _time(lambda: [ms.quantize_rowcol(w, VIEW, VIEW) for w in ws], device)
     rows = [{"model": model, "variant": "per weight", "ms": per_layer}]
-    configs = SWEEP if sweep else [dict(quant_many.CONFIG)]
+    configs = SWEEP if sweep else [{"KERNEL": "reg"}, {"KERNEL": "tile"}]
     saved = dict(quant_many.CONFIG)
     try:
         for cfg in configs:
             quant_many.CONFIG.update(cfg)
             t = _time(lambda: quantize_views_many(ws, VIEW, VIEW, "auto"), device)
-            shown = {k: quant_many.CONFIG[k] for k in ("num_warps", "PROGS_PER_SM")}
+            kind = quant_many.CONFIG["KERNEL"]
+            shown = {k: quant_many.CONFIG[k] for k in ("KERNEL", *KEYS[kind])}
             rows.append({"model": model, "variant": f"one launch {shown}", "ms": t})
     finally:
         quant_many.CONFIG.clear()

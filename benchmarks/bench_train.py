@@ -103,6 +103,8 @@ KERNEL_SETS = {
     # today's PHILOX_WIDE; bit 2 was dropped)
     "philox-mulhilo": {"quant_nvfp4:CONFIG.ROW1": {"PHILOX_WIDE": False}},
     "nogroup": {},
+    # session 46: FP8 128x128 weights in one launch through the old tile code, as before
+    "many-tile": {"quant_many": {"KERNEL": "tile"}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
     # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there

@@ -17,10 +17,20 @@ the 128×128 tiles of *all* the weights:
   codes ``[rows, cols]`` and scales ``[rows/128, cols/128]`` of W, codes ``[cols, rows]`` and
   scales ``[cols/128, rows/128]`` of Wᵀ; plus ``amax[n]``.
 
-Each tile is quantized by ``quant_fp8._quant_128x128``, the per-tensor kernel's own tile code,
-so the bytes are those of ``quantize_rowcol`` tensor by tensor (tested against it and the
-reference). Rows and columns must be multiples of 128 (whole tiles); the caller quantizes any
-other weight on its own.
+Each tile is quantized by the per-tensor kernels' own tile code, so the bytes are those of
+``quantize_rowcol`` tensor by tensor (tested against it and the reference): with power-of-two
+scales (every preset) the register pair kernel's ``TILE`` arithmetic
+(``quant_rowcol_reg.fp8_rowcol_reg_kernel``: 4 rows a thread, Wᵀ's bytes joined into words
+in-thread, :func:`fp8_w128_many_kernel`), else ``quant_fp8._quant_128x128``. Rows and
+columns must be multiples of 128 (whole tiles), inputs 16-byte aligned; the caller quantizes
+any other weight on its own.
+
+Measured (H200, session 46, ``bench_many.py``, the 1b weight set, 881M fp32 parameters,
+graph-replayed): ``_quant_128x128`` in one launch 4.85 ms (26% of the copy rate), slower than
+one register-kernel launch per weight (2.69 ms, 46%): its tile code is the slower one, and an
+address cast from the table's integers carries no alignment, so its loads do not vectorize
+(the lesson of ``quant_many_mx``). Hence the register tile here, its input addressed from the
+first tensor's pointer and the table's values stated multiples of what the launch checks.
 """
 
 from __future__ import annotations
@@ -34,11 +44,18 @@ from ..ops_many import flat_offsets
 from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take a parameter of that name
 from ._utils import IN_DTYPE_CODE, persistent_grid, split_nan
 from .quant_fp8 import _IN_MAX, _options, _quant_128x128
+from .quant_fp8 import CONFIG as FP8_CONFIG
+from .quant_rowcol_reg import (_load_tile, _store_col_words, fp8_byte, pow2_exponents,
+                               pow2_scale)
 
 __all__ = ["quantize_rowcol_many_fp8_block_triton", "tables", "table_tile", "check_inputs",
-           "CONFIG"]
+           "fp8_w128_many_kernel", "CONFIG"]
 
-CONFIG = {"num_warps": 8, "PROGS_PER_SM": 2, "TABLES_CACHED": 16}
+# KERNEL "reg": power-of-two scales through fp8_w128_many_kernel (the register tile, 4 warps and
+# 2 programs an SM as quant_fp8's w128 launch); "tile": every call through
+# fp8_block_many_kernel (8 warps, 2 programs an SM), as before session 46
+CONFIG = {"num_warps": 8, "PROGS_PER_SM": 2, "TABLES_CACHED": 16, "KERNEL": "reg",
+          "num_warps_reg": 4, "PROGS_PER_SM_reg": 2}
 _TABLES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
 
@@ -84,6 +101,45 @@ def fp8_block_many_kernel(tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, ama
                               sc_ptr + s_off, offs_r, offs_c, r0, c0, rows, cols, mask, 128, 128,
                               FP8_MAX, IN_MAX, POW2, E5M2, True)
         tl.atomic_max(amax_ptr + i, tl.max(tl.max(tmax, axis=1), axis=0))
+
+
+@triton.jit
+def fp8_w128_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr,
+                         amax_ptr, n_tiles, FP8_EXP: tl.constexpr, IN_EXP: tl.constexpr,
+                         E5M2: tl.constexpr, NAN_SEL: tl.constexpr, IN_DTYPE: tl.constexpr,
+                         X_BYTES: tl.constexpr):
+    """128×128 tiles of many tensors, power-of-two scales: the register pair kernel's ``TILE``
+    arithmetic (each element's scale the tile's, written as the 1x128 views' row and column
+    maxima raised to the tile max, both views converted from x), W's codes row-major, Wᵀ's
+    as words of 4 rows, the scales ``[rows/128, cols/128]`` / ``[cols/128, rows/128]``, each
+    tensor's amax by atomic max. Inputs addressed as in ``quant_many_mx.mx8_many_kernel``."""
+    G: tl.constexpr = 4
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+        i = tl.load(tile_ptr + 3 * t)
+        r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), 128)
+        c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), 128)
+        x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
+        rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 128)
+        cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 128)
+        q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 16384)
+        s_off = tl.load(tab_ptr + 5 * i + 4)
+        x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, None, 0, IN_DTYPE)
+        a = tl.abs(x)
+        rmax = tl.max(a, axis=2)                                  # [NI, G]
+        cmax = tl.max(tl.max(a, axis=1), axis=0)                  # [128]
+        tmax = tl.max(cmax, axis=0)
+        rmax = tl.maximum(rmax, tmax)
+        cmax = tl.maximum(cmax, tmax)
+        _, tinv = pow2_scale(tmax, FP8_EXP, IN_EXP)
+        rscale, _ = pow2_scale(rmax, FP8_EXP, IN_EXP)
+        tl.store(qr_ptr + q_off + offs, fp8_byte(x * rscale[:, :, None], E5M2, nan, NAN_SEL))
+        tl.store(sr_ptr + s_off + (r0 // 128) * (cols // 128) + c0 // 128, tinv)
+        cscale, _ = pow2_scale(cmax, FP8_EXP, IN_EXP)
+        qcol = fp8_byte(x * cscale[None, None, :], E5M2, nan, NAN_SEL)
+        _store_col_words(qc_ptr + q_off, qcol, r0, c0, rows, G)
+        tl.store(sc_ptr + s_off + (c0 // 128) * (rows // 128) + r0 // 128, tinv)
+        # relaxed: read only after the kernel, no fence a tile
+        tl.atomic_max(amax_ptr + i, tmax, sem="relaxed")
 
 
 def tables(xs: list[torch.Tensor], tile: tuple[int, int],
@@ -145,6 +201,16 @@ def quantize_rowcol_many_fp8_block_triton(xs: list[torch.Tensor], row, col) -> l
     sr, sc = (torch.empty(ns, dtype=torch.float32, device=dev) for _ in range(2))
     amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)
     n_tiles = tiles.shape[0]
+    if pow2 and CONFIG["KERNEL"] == "reg" and all(x.data_ptr() % 16 == 0 for x in xs):
+        x0, fp8_max = xs[0], FP8_MAX_OF[fp8_dtype]
+        exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x0.dtype]])
+        grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM_reg"]),)
+        fp8_w128_many_kernel[grid](x0, x0.data_ptr(), tab, tiles, qr.view(torch.uint8), sr,
+                                   qc.view(torch.uint8), sc, amax, n_tiles, exp, in_exp,
+                                   fp8_dtype == torch.float8_e5m2, FP8_CONFIG["NAN_SEL"],
+                                   IN_DTYPE_CODE[x0.dtype], x0.element_size(),
+                                   num_warps=CONFIG["num_warps_reg"])
+        return [qr, sr, qc, sc, amax]
     grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM"]),)
     fp8_block_many_kernel[grid](tab, tiles, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 amax, n_tiles, IN_DTYPE_CODE[xs[0].dtype],
