@@ -105,6 +105,8 @@ KERNEL_SETS = {
     "nogroup": {},
     # session 46: FP8 128x128 weights in one launch through the old tile code, as before
     "many-tile": {"quant_many": {"KERNEL": "tile"}},
+    # session 46: weights grouped at any size (1b's too; MXFP8's then cached expanded)
+    "group-all": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
     # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there

@@ -225,7 +225,7 @@ def test_groups_weights_decides_where_one_launch_pays(monkeypatch):
     wc = importlib.import_module("microscale.nn.weight_cache")   # (ms.nn.weight_cache: the fn)
     model = _fp8_model("reference")
     assert wc.groups_weights(model)
-    monkeypatch.setattr(wc, "GROUP_MAX_MEAN_NUMEL", 1000)
+    monkeypatch.setitem(wc.CONFIG, "GROUP_MAX_MEAN_NUMEL", 1000)
     assert not wc.groups_weights(model)                  # large weights: per layer as before
     monkeypatch.undo()
     nv = torch.nn.Sequential(ms.Linear(128, 128, recipe="nvfp4"),

@@ -117,7 +117,7 @@ def test_mx8_many_op_schema_and_fake(backend):
 def test_mxfp8_grouping_and_expansion_rules(monkeypatch):
     """The harness groups small MXFP8 weights (CONFIG["GROUP_FORMATS"]); they are cached as
     codes where CONFIG["EXPAND_MXFP8"] is off, where the model's weights are large (mean over
-    GROUP_MAX_MEAN_NUMEL), and where a GEMM path rule sends MXFP8 away from the dequantize
+    CONFIG["GROUP_MAX_MEAN_NUMEL"]), and where a GEMM path rule sends MXFP8 away from the dequantize
     path at their (n, k) (gemm_paths.dequant_at_every_m)."""
     from microscale.kernels import gemm_paths
     model = _mx8_model("reference")
@@ -137,10 +137,7 @@ def test_mxfp8_grouping_and_expansion_rules(monkeypatch):
     for knob, value in (("EXPAND_MXFP8", False), ("GROUP_MAX_MEAN_NUMEL", 1000)):
         # switched off, or large weights (as 1b's under gradient accumulation): codes, held
         # through the block at about half the bytes
-        if knob == "EXPAND_MXFP8":
-            monkeypatch.setitem(wc.CONFIG, knob, value)
-        else:
-            monkeypatch.setattr(wc, knob, value)
+        monkeypatch.setitem(wc.CONFIG, knob, value)
         with ms.weight_cache(model):
             q_w, q_wt = model[0]._weight_cache[1:]
             assert not q_w.expanded and not q_wt.expanded

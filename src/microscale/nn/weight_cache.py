@@ -23,7 +23,8 @@ What it changes and what it does not:
 * The cache holds both views of every quantized weight for the duration of the block (FP8:
   2 bytes per parameter; NVFP4 16×16 weights: 2.06, W expanded in bf16 and its tile
   scales, the view both GEMMs read; MXFP8 weights: 4.06, W and Wᵀ expanded, what the
-  Hopper GEMMs read, where the model's weights are small (mean ≤ ``GROUP_MAX_MEAN_NUMEL``),
+  Hopper GEMMs read, where the model's weights are small (mean ≤
+  ``CONFIG["GROUP_MAX_MEAN_NUMEL"]``),
   else codes, 2.06; other NVFP4 weights: about 1.1).
 * The weights must not change inside the block: leaving it checks each weight's version
   counter and raises (naming the layers) if one was modified in place, because the cached
@@ -53,7 +54,7 @@ from ..distributed.gathered import is_gathered
 from ..tensor import QFormat
 from .plan import cacheable_expanded_mx8, cacheable_one_view
 
-__all__ = ["weight_cache", "groups_weights", "GROUP_MAX_MEAN_NUMEL", "CONFIG"]
+__all__ = ["weight_cache", "groups_weights", "CONFIG"]
 
 
 def _cached_layers(model: torch.nn.Module) -> list:
@@ -97,11 +98,10 @@ def _fill(layers: list) -> list[int]:
     return [versions[i] for i in range(len(layers))]
 
 
-# Grouping pays where launches and tails dominate: small weights. Measured on an H100 (session
-# 8): 125m (0.2-2.4M parameters a weight) fp8_blockwise 0.876x -> 0.904x of bf16 with grouping;
-# 1b (1-17M) no gain (1.124x either way) for ~1 GB more peak memory (both views of every weight
-# held through the step).
-GROUP_MAX_MEAN_NUMEL = 4 << 20
+# GROUP_MAX_MEAN_NUMEL: grouping pays where launches and tails dominate, small weights. Measured
+# on an H100 (session 8): 125m (0.2-2.4M parameters a weight) fp8_blockwise 0.876x -> 0.904x of
+# bf16 with grouping; 1b (1-17M) no gain (1.124x either way) for ~1 GB more peak memory (both
+# views of every weight held through the step).
 # GROUP_FORMATS: the formats whose grouping pays without gradient accumulation
 # (groups_weights). Not NVFP4: at 125m its two launches take 0.67 ms against 1.0 ms for the
 # weights one by one, yet the step ran 0.5% slower grouped, twice (H100, session 26 calls 1-2,
@@ -112,16 +112,21 @@ GROUP_MAX_MEAN_NUMEL = 4 << 20
 # step one by one and the GEMMs 0.55 ms more decoding them; grouped and expanded, 0.31 ms and
 # none: 125m mxfp8 0.826-0.831x -> 0.843-0.847x of bf16 (H200, session 45 calls 1-3).
 # EXPAND_MXFP8: grouped MXFP8 weights written expanded (cacheable_expanded_mx8).
+# Session 46 (H200, bench_many): the FP8 many kernel now runs the register tile
+# (quant_many.fp8_w128_many_kernel): 125m's weights 0.72 -> 0.21 ms (85% of the copy rate),
+# 125m fp8_blockwise 0.912 -> 0.928x (call 6); 1b's 1.41 ms in one launch (88%) against 2.68 ms
+# one weight at a time, not yet timed in a 1b step (~0.9 GB more peak memory), so the bound
+# stays (bench_train's @group-all lifts it).
 CONFIG = {"GROUP_FORMATS": frozenset({QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3,
                                       QFormat.MXFP8_E5M2}),
-          "EXPAND_MXFP8": True}
+          "EXPAND_MXFP8": True, "GROUP_MAX_MEAN_NUMEL": 4 << 20}
 
 
 def groups_weights(model: torch.nn.Module) -> bool:
     """Whether to run a training step inside :func:`weight_cache` without gradient
     accumulation: it would quantize two or more of ``model``'s weights in one call, in a format
     where that pays (``GROUP_FORMATS``: FP8 128×128 weights, one launch instead of one per
-    layer), and they are small enough (mean size ≤ ``GROUP_MAX_MEAN_NUMEL``). False for
+    layer), and they are small enough (mean size ≤ ``CONFIG["GROUP_MAX_MEAN_NUMEL"]``). False for
     FSDP2-sharded models."""
     try:
         layers = _cached_layers(model)
@@ -135,12 +140,12 @@ def groups_weights(model: torch.nn.Module) -> bool:
 
 
 def _small(sizes: list[int]) -> bool:
-    """Whether weights of these sizes average at most ``GROUP_MAX_MEAN_NUMEL`` parameters: where
+    """Whether weights of these sizes average at most ``CONFIG["GROUP_MAX_MEAN_NUMEL"]``: where
     grouping pays (:func:`groups_weights`) and the cache holds MXFP8 weights expanded (4 bytes a
     parameter through the step, no decode per GEMM) rather than as codes (2.06 bytes; a 1b
     model under gradient accumulation keeps ~1.8 GB less so, for a decode of W and Wᵀ per
     micro-batch)."""
-    return bool(sizes) and sum(sizes) / len(sizes) <= GROUP_MAX_MEAN_NUMEL
+    return bool(sizes) and sum(sizes) / len(sizes) <= CONFIG["GROUP_MAX_MEAN_NUMEL"]
 
 
 def _many_key(layer, small: bool):
