@@ -110,7 +110,7 @@ def test_grouped_weight_step_no_sync_and_graphed(recipe, compiled):
     torch._dynamo.reset()
     _grouped_step_test(compiled, recipe)
     many = "fp8_block|fp8_block" if recipe == "fp8_blockwise" else "nvfp4|none"
-    assert ms.explain()[("quantize_rowcol_many", many)] == "triton"
+    assert ms.explain()[("quantize_rowcol_many", many)].startswith("triton")
 
 
 def _grouped_step_test(compiled: bool, recipe: str = "fp8_blockwise") -> None:

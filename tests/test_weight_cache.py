@@ -175,7 +175,8 @@ def test_fp8_weights_quantized_together_give_the_same_bits(backend):
     _cached_equals_plain(lambda: _fp8_model(backend), torch.randn(96, 256, dtype=torch.bfloat16),
                          check)
     if backend == "triton":
-        assert ms.explain()[("quantize_rowcol_many", "fp8_block|fp8_block")] == "triton"
+        assert ms.explain()[("quantize_rowcol_many", "fp8_block|fp8_block")] == \
+            "triton (one launch, the register pair kernel's 128x128 tile)"
 
 
 def test_many_kernel_matches_the_reference_on_edges():
@@ -325,3 +326,26 @@ def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels():
             assert _same_values(q_w.data, r_w.data)
             assert torch.equal(q_w.scale.view(torch.uint8), r_w.scale.view(torch.uint8))
             assert torch.equal(q_w.amax, r_w.amax)
+
+
+def test_many_kernel_says_which_tile_code_ran(monkeypatch):
+    """The FP8 many op's path names the tile code it ran, and why the slower one (the same bits
+    from both)."""
+    from microscale.kernels import quant_many
+    from microscale.ops_many import quantize_views_many
+    view = (ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False})
+    xs = [torch.randn(128, 256), torch.randn(256, 128)]
+    key = ("quantize_rowcol_many", "fp8_block|fp8_block")
+    reg = quantize_views_many(xs, view, view, "triton")
+    assert ms.explain()[key] == "triton (one launch, the register pair kernel's 128x128 tile)"
+    monkeypatch.setitem(quant_many.CONFIG, "KERNEL", "tile")
+    tile = quantize_views_many(xs, view, view, "triton")
+    assert "the 128x128 tile code: quant_many.CONFIG['KERNEL'] = 'tile'" in ms.explain()[key]
+    monkeypatch.undo()
+    not_pow2 = (ms.QFormat.FP8_BLOCK, view[1] | {"pow2_scales": False})
+    quantize_views_many(xs, not_pow2, not_pow2, "triton")
+    assert "power-of-two scales only" in ms.explain()[key]
+    for a, b in zip(reg, tile, strict=True):
+        for qa, qb in zip(a, b, strict=True):
+            assert torch.equal(qa.data.view(torch.uint8), qb.data.view(torch.uint8))
+            assert torch.equal(qa.scale, qb.scale) and torch.equal(qa.amax, qb.amax)

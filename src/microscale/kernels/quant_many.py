@@ -21,9 +21,9 @@ Each tile is quantized by the per-tensor kernels' own tile code, so the bytes ar
 ``quantize_rowcol`` tensor by tensor (tested against it and the reference): with power-of-two
 scales (every preset) the register pair kernel's ``TILE`` arithmetic
 (``quant_rowcol_reg.fp8_rowcol_reg_kernel``: 4 rows a thread, Wᵀ's bytes joined into words
-in-thread, :func:`fp8_w128_many_kernel`), else ``quant_fp8._quant_128x128``. Rows and
-columns must be multiples of 128 (whole tiles), inputs 16-byte aligned; the caller quantizes
-any other weight on its own.
+in-thread, :func:`fp8_w128_many_kernel`; inputs 16-byte aligned), else
+``quant_fp8._quant_128x128`` (``ms.explain()`` says which, and why). Rows and columns must be
+multiples of 128 (whole tiles); the caller quantizes any other weight on its own.
 
 Measured (H200, session 46, ``bench_many.py``, the 1b weight set, 881M fp32 parameters,
 graph-replayed): ``_quant_128x128`` in one launch 4.85 ms (26% of the copy rate), slower than
@@ -39,7 +39,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..backend import KernelUnsupported, register_kernel
+from ..backend import KernelUnsupported, note_path, register_kernel
 from ..ops_many import flat_offsets
 from ..quant.fp8 import FP8_MAX as FP8_MAX_OF   # not FP8_MAX: the kernels take a parameter of that name
 from ._utils import IN_DTYPE_CODE, persistent_grid, split_nan
@@ -190,6 +190,21 @@ def check_inputs(xs: list[torch.Tensor], tile: int) -> None:
             raise KernelUnsupported(f"dtype {x.dtype}")
 
 
+_REG = "the register pair kernel's 128x128 tile"
+
+
+def _not_reg(xs: list[torch.Tensor], pow2: bool) -> str | None:
+    """Why a call runs the old tile code (``_quant_128x128``, ~3.5x slower at 125m and 1b)
+    instead of the register tile; None when it does not (``ms.explain()`` says which)."""
+    if CONFIG["KERNEL"] != "reg":
+        return f"the 128x128 tile code: quant_many.CONFIG['KERNEL'] = {CONFIG['KERNEL']!r}"
+    if not pow2:
+        return "the 128x128 tile code: the register tile takes power-of-two scales only"
+    if any(x.data_ptr() % 16 for x in xs):
+        return "the 128x128 tile code: an input not 16-byte aligned"
+    return None
+
+
 def quantize_rowcol_many_fp8_block_triton(xs: list[torch.Tensor], row, col) -> list[torch.Tensor]:
     """Kernel twin of ``ops.rowcol_many_reference`` for FP8 128×128 pairs: the flat outputs
     ``[codes W, scales W, codes Wᵀ, scales Wᵀ, amax]``."""
@@ -201,7 +216,10 @@ def quantize_rowcol_many_fp8_block_triton(xs: list[torch.Tensor], row, col) -> l
     sr, sc = (torch.empty(ns, dtype=torch.float32, device=dev) for _ in range(2))
     amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)
     n_tiles = tiles.shape[0]
-    if pow2 and CONFIG["KERNEL"] == "reg" and all(x.data_ptr() % 16 == 0 for x in xs):
+    why = _not_reg(xs, pow2)
+    note_path("quantize_rowcol_many", "fp8_block|fp8_block",
+              f"triton (one launch, {_REG})" if why is None else f"triton (one launch, {why})")
+    if why is None:
         x0, fp8_max = xs[0], FP8_MAX_OF[fp8_dtype]
         exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x0.dtype]])
         grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM_reg"]),)
