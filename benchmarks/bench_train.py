@@ -107,6 +107,9 @@ KERNEL_SETS = {
     "many-tile": {"quant_many": {"KERNEL": "tile"}},
     # session 46: weights grouped at any size (1b's too; MXFP8's then cached expanded)
     "group-all": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40}},
+    # the same with MXFP8 weights cached as codes (2.06 bytes a parameter, not 4.06)
+    "group-all-codes": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40,
+                                            "EXPAND_MXFP8": False}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
     # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there
