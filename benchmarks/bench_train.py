@@ -561,7 +561,7 @@ def _free(device):
 # (kind, name fragments), first match wins: microscale's own kernels, then Inductor's fused
 # kernels (named after the ops they fuse, quantize_rowcol included), attention before GEMMs
 # (cuDNN's flash kernels carry "sm90" too), then library GEMMs and the rest.
-# Every Triton kernel of microscale.kernels has its kind here (tests/test_bench_moe.py scans
+# Every Triton kernel of microscale.kernels has its kind here (tests/test_bench_train.py scans
 # the package: a new kernel missing from this table fails it, instead of landing in "other"
 # as the NVFP4 row kernel did from session 31 to 45).
 _KINDS = (("quantize", ("nvfp4_rows_kernel", "nvfp4_row_kernel", "nvfp4_v3_kernel",
