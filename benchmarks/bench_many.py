@@ -1,7 +1,9 @@
-"""Every FP8 128×128 weight of a zoo model quantized in one launch vs one launch per weight.
+"""Every weight of a zoo model quantized in one launch vs one launch per weight (FP8 128×128,
+MXFP8).
 
     python benchmarks/bench_many.py                      # 125m and 1b weight sets, H100/H200
     python benchmarks/bench_many.py --models 125m --sweep   # + kernel configs of the one launch
+    python benchmarks/bench_many.py --fmt fp8_block,mxfp8,mxfp8_expanded   # MXFP8's too
     python benchmarks/bench_many.py --device cpu --models micro  # smoke (TRITON_INTERPRET=1)
 
 What ``ms.weight_cache`` does once per step for ``fp8_blockwise`` (``kernels/quant_many.py``:
@@ -28,7 +30,15 @@ from microscale.kernels import quant_many  # noqa: E402
 from microscale.ops_many import quantize_views_many  # noqa: E402
 from microscale.train.model import MODEL_CONFIGS  # noqa: E402
 
-VIEW = (ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False})
+# --fmt: the weights' views and the bytes an element writes (both views, their scales per
+# element): FP8 128x128 (the default), MXFP8 as codes, MXFP8 written expanded (bf16, as the
+# weight cache holds small models' weights; one launch only)
+VIEWS = {"fp8_block": ((ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finite": False}),
+                       2 + 8 / 16384),
+         "mxfp8": ((ms.QFormat.MXFP8_E4M3, {"check_finite": False}), 2 + 2 / 32),
+         "mxfp8_expanded": ((ms.QFormat.MXFP8_E4M3, {"check_finite": False, "expand": True}),
+                            4 + 2 / 32)}
+VIEW = VIEWS["fp8_block"][0]
 # the one launch's configs: the register tile (KERNEL "reg", the default since session 46) and
 # the old 128x128 tile code ("tile") at its warps and programs an SM
 SWEEP = [{"KERNEL": "reg", "num_warps_reg": w, "PROGS_PER_SM_reg": p} for w in (4, 8)
@@ -53,21 +63,27 @@ def _time(fn, device) -> float:
     return common.bench_ms(fn)
 
 
-def run(model: str, device, sweep: bool) -> list[dict]:
+def run(model: str, device, sweep: bool, fmt: str = "fp8_block") -> list[dict]:
     ws = weights(model, device)
-    nbytes = sum(w.numel() * (4 + 2) + 2 * 4 * (w.numel() // 16384) for w in ws)
+    view, written = VIEWS[fmt]
+    nbytes = sum(w.numel() * (4 + written) for w in ws)
     rate = common.copy_bandwidth_gbs(device) if device.type == "cuda" else None
-    per_layer = _time(lambda: [ms.quantize_rowcol(w, VIEW, VIEW) for w in ws], device)
-    rows = [{"model": model, "variant": "per weight", "ms": per_layer}]
-    configs = SWEEP if sweep else [{"KERNEL": "reg"}, {"KERNEL": "tile"}]
+    rows = []
+    if not view[1].get("expand"):       # (an internal option of the many op: no per-weight row)
+        per_layer = _time(lambda: [ms.quantize_rowcol(w, view, view) for w in ws], device)
+        rows.append({"model": model, "fmt": fmt, "variant": "per weight", "ms": per_layer})
+    configs = [{}] if fmt != "fp8_block" else SWEEP if sweep else \
+        [{"KERNEL": "reg"}, {"KERNEL": "tile"}]
     saved = dict(quant_many.CONFIG)
     try:
         for cfg in configs:
             quant_many.CONFIG.update(cfg)
-            t = _time(lambda: quantize_views_many(ws, VIEW, VIEW, "auto"), device)
+            t = _time(lambda: quantize_views_many(ws, view, view, "auto"), device)
             kind = quant_many.CONFIG["KERNEL"]
-            shown = {k: quant_many.CONFIG[k] for k in ("KERNEL", *KEYS[kind])}
-            rows.append({"model": model, "variant": f"one launch {shown}", "ms": t})
+            shown = {k: quant_many.CONFIG[k] for k in ("KERNEL", *KEYS[kind])} \
+                if fmt == "fp8_block" else {}
+            rows.append({"model": model, "fmt": fmt, "variant": f"one launch {shown}",
+                         "ms": t})
     finally:
         quant_many.CONFIG.clear()
         quant_many.CONFIG.update(saved)
@@ -82,12 +98,14 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="125m,1b")
     p.add_argument("--sweep", action="store_true", help="time the one launch's configs")
+    p.add_argument("--fmt", default="fp8_block", help=f"comma-separated of {sorted(VIEWS)}")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     print(common.env_header())
-    rows = [r for m in args.models.split(",") for r in run(m, device, args.sweep)]
-    print(common.fmt_table(rows, ["model", "variant", "weights", "params_M", "ms", "GB/s",
+    rows = [r for m in args.models.split(",") for f in args.fmt.split(",")
+            for r in run(m, device, args.sweep, f)]
+    print(common.fmt_table(rows, ["model", "fmt", "variant", "weights", "params_M", "ms", "GB/s",
                                   "%copy"]))
     common.json_line({"bench": "many", "argv": sys.argv[1:], "rows": rows})
 

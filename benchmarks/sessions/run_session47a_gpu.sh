@@ -10,7 +10,9 @@ source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 TAIL=6 step 120 gpu_tests.txt python3 -m pytest -q -m gpu tests/test_weight_cache.py \
   tests/test_weight_cache_mx8.py -p no:benchmark
-TAIL=14 step 430 train_1b.txt python3 benchmarks/bench_train.py --graph step --warmup 2 \
+TAIL=10 step 60 many.txt python3 benchmarks/bench_many.py --models 125m,1b \
+  --fmt fp8_block,mxfp8,mxfp8_expanded
+TAIL=14 step 400 train_1b.txt python3 benchmarks/bench_train.py --graph step --warmup 2 \
   --steps 5 --models 1b --batch 8 --seq 2048 \
   --recipes bf16,fp8_blockwise,fp8_blockwise@group-all,mxfp8,mxfp8@group-all-codes,mxfp8@group-all,bf16 \
   --out "$OUT/train_1b.json"
