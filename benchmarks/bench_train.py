@@ -689,7 +689,7 @@ def add_ratios(rows: list[dict]) -> None:
 def baseline_notes(rows: list[dict], spread_max: float = 0.02) -> list[str]:
     """Warnings about the bf16 baseline of each model: a single bf16 run (one slow run inflates
     every ratio: session 44's 1b row read fp8_blockwise 1.265x against a bf16 run at 86,925
-    tok/s, where five other processes ran bf16 at 91,900-94,600 and it reads 1.18-1.21x), or
+    tok/s; processes whose bf16 ran at 91,900-94,600 read it at 1.18-1.21x), or
     bf16 runs of one process further apart than ``spread_max``. Run bf16 first and last."""
     notes = []
     for model in sorted({r["model"] for r in rows}):
