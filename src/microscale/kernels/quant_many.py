@@ -48,8 +48,8 @@ from .quant_fp8 import CONFIG as FP8_CONFIG
 from .quant_rowcol_reg import (_load_tile, _store_col_words, fp8_byte, pow2_exponents,
                                pow2_scale)
 
-__all__ = ["quantize_rowcol_many_fp8_block_triton", "tables", "table_tile", "check_inputs",
-           "fp8_w128_many_kernel", "CONFIG"]
+__all__ = ["quantize_rowcol_many_fp8_block_triton", "tables", "table_tile", "aligned_tile",
+           "check_inputs", "fp8_w128_many_kernel", "CONFIG"]
 
 # KERNEL "reg": power-of-two scales through fp8_w128_many_kernel (the register tile, 4 warps and
 # 2 programs an SM as quant_fp8's w128 launch); "tile": every call through
@@ -86,6 +86,29 @@ def table_tile(tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, BR: tl.constexpr,
 
 
 @triton.jit
+def aligned_tile(x0_ptr, x0_addr, tab_ptr, tile_ptr, t, X_BYTES: tl.constexpr, BR: tl.constexpr,
+                 S_MULT: tl.constexpr):
+    """Tile ``t`` of the tables as :func:`table_tile`, for inputs the launch checked: 16-byte
+    aligned, whole 128×128 tiles, walked in ``[BR, 128]`` steps, scale offsets multiples of
+    ``S_MULT``. Returns ``(i, x_ptr, rows, cols, q_off, s_off, r0, c0)``, the values stated
+    multiples of what the launch checked and the input addressed at ``x0_ptr`` (the first
+    tensor, ``x0_addr`` its address) plus its own address's distance from it in elements, so
+    loads and stores vectorize (an address cast from the table's integer carries no
+    alignment)."""
+    i = tl.load(tile_ptr + 3 * t)
+    r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), BR)
+    c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), 128)
+    x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
+    rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 128)
+    cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 128)
+    q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 16384)
+    s_off = tl.load(tab_ptr + 5 * i + 4)
+    if S_MULT > 1:
+        s_off = tl.multiple_of(s_off, S_MULT)
+    return i, x_ptr, rows, cols, q_off, s_off, r0, c0
+
+
+@triton.jit
 def fp8_block_many_kernel(tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, amax_ptr, n_tiles,
                           IN_DTYPE: tl.constexpr, FP8_MAX: tl.constexpr, IN_MAX: tl.constexpr,
                           POW2: tl.constexpr, E5M2: tl.constexpr):
@@ -112,17 +135,11 @@ def fp8_w128_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_
     arithmetic (each element's scale the tile's, written as the 1x128 views' row and column
     maxima raised to the tile max, both views converted from x), W's codes row-major, Wᵀ's
     as words of 4 rows, the scales ``[rows/128, cols/128]`` / ``[cols/128, rows/128]``, each
-    tensor's amax by atomic max. Inputs addressed as in ``quant_many_mx.mx8_many_kernel``."""
+    tensor's amax by atomic max. The tables read by :func:`aligned_tile`."""
     G: tl.constexpr = 4
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        i = tl.load(tile_ptr + 3 * t)
-        r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), 128)
-        c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), 128)
-        x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
-        rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 128)
-        cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 128)
-        q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 16384)
-        s_off = tl.load(tab_ptr + 5 * i + 4)
+        i, x_ptr, rows, cols, q_off, s_off, r0, c0 = aligned_tile(
+            x0_ptr, x0_addr, tab_ptr, tile_ptr, t, X_BYTES, 128, 1)
         x, nan, offs = _load_tile(x_ptr, r0, c0, cols, G, None, 0, IN_DTYPE)
         a = tl.abs(x)
         rmax = tl.max(a, axis=2)                                  # [NI, G]

@@ -38,7 +38,7 @@ from ..backend import KernelUnsupported, register_kernel
 from ..ops_many import flat_offsets
 from ..tensor import QFormat
 from ._utils import IN_DTYPE_CODE, check_kernel_input, persistent_grid
-from .quant_many import check_inputs, tables
+from .quant_many import aligned_tile, check_inputs, tables
 from .quant_mx import _ELEM
 from .quant_mx import CONFIG as MX_CONFIG
 from .quant_rowcol_reg import _load_tile, mx8_tile
@@ -56,21 +56,13 @@ def mx8_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, qr_ptr, sr_ptr, qc_ptr, 
                     EXPAND: tl.constexpr, IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr,
                     BR: tl.constexpr):
     """``[BR, 128]`` tiles of many tensors: W's and Wᵀ's MXFP8 views (both codes, or both
-    expanded), each tensor's amax by atomic max. A tensor's input is read at ``x0_ptr`` (the
-    first tensor, ``x0_addr`` its address) plus its own address's distance from it in elements,
-    so the loads inherit the argument's alignment (an address cast from the table's integer
-    carries none, and the loads would not vectorize)."""
+    expanded), each tensor's amax by atomic max. The tables read by ``quant_many.aligned_tile``
+    with what the launch checked (:func:`_check`: 16-byte aligned inputs, whole 128x128
+    tiles; a tensor's scale bytes ``rows · cols / 32``, a multiple of 512), so loads and
+    stores vectorize."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        # the tables (quant_many.tables) with what the launch checked (_check) said of their
-        # values: 16-byte aligned inputs, whole 128x128 tiles, so loads and stores vectorize
-        i = tl.load(tile_ptr + 3 * t)
-        r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), BR)
-        c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), 128)
-        x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
-        rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 128)
-        cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 128)
-        q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 16384)
-        s_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 4), 512)
+        i, x_ptr, rows, cols, q_off, s_off, r0, c0 = aligned_tile(
+            x0_ptr, x0_addr, tab_ptr, tile_ptr, t, X_BYTES, BR, 512)
         x, nan, offs = _load_tile(x_ptr, r0, c0, cols, 4, None, 0, IN_DTYPE, BR)
         acc = mx8_tile(x, nan, offs, tl.zeros((BR // 4, 4), dtype=tl.float32), r0, c0, cols,
                        rows, qr_ptr + q_off, sr_ptr + s_off, qc_ptr + q_off, sc_ptr + s_off,
