@@ -29,7 +29,9 @@ default kernels, so the two rows compare against the same bf16 run.
 
 ``--profile RECIPE`` records one step of that recipe with torch.profiler and splits the GPU
 time into quantize / dequantize / GEMM / attention / norm+elementwise / optimizer kernels, plus
-the idle time (wall minus GPU busy) and the number of kernel launches.
+the idle time (wall minus GPU busy), the number of kernel launches and the gaps between
+kernels (by the kind of kernel that ends each gap). With ``--graph step`` the recorded step is
+one replay of the captured graph, as timed; else the kernels are launched eagerly.
 
 Prints a table per model and ends with one JSON line (``--out`` also writes it to a file).
 """
@@ -602,39 +604,66 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
     model, _ = build(model_name, recipe.partition("@")[0], seq, device)
     apply_suffix(model, recipe)                  # as the timed run of this recipe@setting
     compile_blocks(model, args.mode)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    x = torch.randint(0, 256, (batch, seq), device=device)    # eager launches: kernel times
+    replay = args.graph == "step"
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True, capturable=replay)
+    x = torch.randint(0, 256, (batch, seq), device=device)
     y = torch.roll(x, -1, 1)
     for _ in range(3):
         train_step(model, opt, x, y)
+    # --graph step: one replay of the captured step, as timed (the gaps between its kernels
+    # are the graph's own); else the kernels launched eagerly (gaps include host time)
+    step = make_step(model, opt, x, y, args.graph)
     torch.cuda.synchronize(device)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                  record_shapes=True) as prof:
         t0 = time.perf_counter()
-        train_step(model, opt, x, y)
+        step()
         torch.cuda.synchronize(device)
         wall = time.perf_counter() - t0
-    # device-side events, less the ranges Inductor annotates on the stream ("## Call
-    # CompiledFxGraph ...", torch 2.11): they span kernels and are not kernels themselves
+    # device-side events, less the ranges annotated on the stream (Inductor's "## Call
+    # CompiledFxGraph ...", torch 2.11; the optimizer's "Optimizer.step#AdamW.step"): they span
+    # kernels and are not kernels themselves (before session 47 the optimizer's range counted
+    # as a kernel: "optimizer" read twice its kernel time, GPU busy was right)
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-               and not e.name.startswith("## ")]
+               and not e.name.startswith("## ") and not getattr(e, "is_user_annotation", False)
+               and not e.name.startswith("Optimizer.")]
     by_kind: dict[str, float] = {}
-    spans = []
     for e in kernels:
         by_kind[_kind(e.name)] = by_kind.get(_kind(e.name), 0.0) + e.device_time / 1e3
-        spans.append((e.time_range.start, e.time_range.end))
-    busy = _union_ms(spans)
+    spans = [(e.time_range.start, e.time_range.end, _kind(e.name)) for e in kernels]
+    busy = _union_ms([s[:2] for s in spans])
     top = sorted(((e.name[:70], e.device_time / 1e3) for e in kernels), key=lambda t: -t[1])
     totals: dict[str, float] = {}
     for name, ms_ in top:
         totals[name] = totals.get(name, 0.0) + ms_
-    del model, opt
+    del model, opt, step
     _free(device)
-    return {"model": model_name, "recipe": recipe, "wall_ms": wall * 1e3, "gpu_busy_ms": busy,
-            "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
+    return {"model": model_name, "recipe": recipe, "replay": replay, "wall_ms": wall * 1e3,
+            "gpu_busy_ms": busy, "idle_ms": wall * 1e3 - busy, "launches": len(kernels),
             "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
+            "gaps": kernel_gaps(spans),
             "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30]),
             "microscale_ops": _op_table(prof), "aten_ops": _aten_table(prof)}
+
+
+def kernel_gaps(spans: list[tuple[int, int, str]]) -> dict:
+    """The idle time between consecutive kernels (µs timestamps ``(start, end, kind)``, one
+    stream or several): its total in ms, the number of gaps, and the total by the kind of the
+    kernel that ends the gap (which launches a replay waits on)."""
+    out = {"total_ms": 0.0, "count": 0, "by_next_kind_ms": {}, "launches_by_kind": {}}
+    end = None
+    for s, e, kind in sorted(spans):
+        out["launches_by_kind"][kind] = out["launches_by_kind"].get(kind, 0) + 1
+        if end is not None and s > end:
+            gap = (s - end) / 1e3
+            out["total_ms"] += gap
+            out["count"] += 1
+            out["by_next_kind_ms"][kind] = out["by_next_kind_ms"].get(kind, 0.0) + gap
+        end = e if end is None else max(end, e)
+    out["total_ms"] = round(out["total_ms"], 3)
+    out["by_next_kind_ms"] = {k: round(v, 3) for k, v in sorted(
+        out["by_next_kind_ms"].items(), key=lambda t: -t[1])}
+    return out
 
 
 def _aten_table(prof) -> dict:

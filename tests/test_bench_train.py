@@ -6,6 +6,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train.py"
 
 
@@ -76,3 +78,18 @@ def test_baseline_notes():
     two_models = one + [_row("bf16", 4e5, "125m"), _row("bf16", 3.8e5, "125m")]
     assert [n.split(":")[0] for n in notes(two_models)] == ["125m", "1b"]
     assert notes([_row("nvfp4", 1.0)]) == []
+
+
+def test_kernel_gaps_count_idle_time_between_kernels_by_the_kind_that_follows():
+    """The profile's gaps: idle time between consecutive kernels, overlapping kernels (two
+    streams) not counted as a gap, each gap charged to the kernel that ends it."""
+    bt = _bench_train()
+    spans = [(30, 40, "gemm"), (0, 10, "quantize"), (12, 20, "gemm"), (15, 25, "attention"),
+             (41, 50, "quantize")]
+    got = bt.kernel_gaps(spans)
+    assert got["count"] == 3
+    assert got["total_ms"] == pytest.approx((2 + 5 + 1) / 1e3)
+    assert got["by_next_kind_ms"] == {"gemm": pytest.approx(7e-3), "quantize": pytest.approx(1e-3)}
+    assert got["launches_by_kind"] == {"quantize": 2, "gemm": 2, "attention": 1}
+    assert bt.kernel_gaps([]) == {"total_ms": 0.0, "count": 0, "by_next_kind_ms": {},
+                                  "launches_by_kind": {}}
