@@ -637,8 +637,10 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
     busy = _union_ms([s[:2] for s in spans])
     top = sorted(((e.name[:70], e.device_time / 1e3) for e in kernels), key=lambda t: -t[1])
     totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for name, ms_ in top:
         totals[name] = totals.get(name, 0.0) + ms_
+        counts[name] = counts.get(name, 0) + 1
     del model, opt, step
     _free(device)
     return {"model": model_name, "recipe": recipe, "replay": replay, "wall_ms": wall * 1e3,
@@ -646,6 +648,7 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
             "by_kind_ms": {k: round(v, 3) for k, v in sorted(by_kind.items(), key=lambda t: -t[1])},
             "gaps": kernel_gaps(spans),
             "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30]),
+            "top_launches": dict(sorted(counts.items(), key=lambda t: -t[1])[:30]),
             "microscale_ops": _op_table(prof), "aten_ops": _aten_table(prof)}
 
 

@@ -101,10 +101,10 @@ def test_gpu_last_program_amax_across_streams_and_a_graph(fmt):
     want = [_max_abs(x) for x in xs]
     got = []
     for _ in range(20):
-        for s, x in ((s1, xs[0]), (s2, xs[1]), (s1, xs[2]), (s2, xs[3])):
+        for s, i in ((s1, 0), (s2, 1), (s1, 2), (s2, 3)):
             s.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(s):
-                got.append((_pair(x, fmt)[0].amax, xs.index(x)))
+                got.append((_pair(xs[i], fmt)[0].amax, i))
     torch.cuda.synchronize()
     assert all(a.item() == want[i].item() for a, i in got)
     static = xs[0].clone()
