@@ -112,9 +112,6 @@ KERNEL_SETS = {
     # the same with MXFP8 weights cached as codes (2.06 bytes a parameter, not 4.06)
     "group-all-codes": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40,
                                             "EXPAND_MXFP8": False}},
-    # session 47: the FP8 blockwise / MXFP8 pairs' amax by atomic_max into a zeroed buffer (a
-    # fill launch per pair), as before the last program reduced (kernels._amax)
-    "pair-amax-atomic": {"_amax": {"LAST_PROGRAM": False}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
     # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there

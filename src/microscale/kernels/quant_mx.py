@@ -50,7 +50,6 @@ from ..backend import KernelUnsupported, note_path, register_kernel, rowcol_key
 from ..op_specs import PROLOGUES
 from ..quant.common import check_input
 from ..tensor import QFormat, QuantizedTensor
-from ._amax import amax_buffers, parts_width
 from .quant_mx_col import RHT_SIGN_MASK_32, mx4_col_view_reg
 from .quant_rowcol_reg import mx8_rowcol_reg_kernel
 from ._utils import (IN_DTYPE_CODE, cdiv, check_kernel_input, check_rand_bits, check_views,
@@ -252,6 +251,7 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
     the views of ``op(x2, y)``; ``seg``: x2 stacks experts of ``seg`` rows, the column view
     per expert (0: one matrix)."""
     rows, cols = x2.shape
+    amax = torch.zeros(2, dtype=torch.float32, device=x2.device)
     br, warps = CONFIG["BR_reg"], CONFIG["num_warps_reg"]
     if br not in (32, 64, 128):
         raise ValueError(f"quant_mx.CONFIG['BR_reg'] must be 32, 64 or 128, got {br!r}")
@@ -265,7 +265,6 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
     n_tc, n_tiles = cols // bc, (rows // br) * (cols // bc)
     grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_reg"]),)
     r, c = row or col, col or row           # a missing view's arguments: the other's, unused
-    amax, parts, counter, last = amax_buffers(x2.device, grid[0], slots=2)
     mx8_rowcol_reg_kernel[grid](x2, amax, r.out, r.scale, c.out, c.scale, rows,
                                 cols, n_tc, n_tiles, _ELEM[r.fmt], r.scale_rounding == "ceil",
                                 _ELEM[c.fmt], c.scale_rounding == "ceil", CONFIG["NAN_SEL"],
@@ -274,9 +273,7 @@ def _run_reg(x2: torch.Tensor, row: _View | None, col: _View | None, prologue=No
                                 x2 if prologue is None or prologue[1] is None else prologue[1],
                                 0 if prologue is None else PROLOGUES[prologue[0]][2],
                                 IN_DTYPE_CODE[x2.dtype], seg or rows, row is not None,
-                                col is not None, BC=bc, parts_ptr=parts, count_ptr=counter,
-                                LAST=last, NP=parts_width(grid[0]),
-                                num_warps=CONFIG["num_warps_reg"])
+                                col is not None, BC=bc, num_warps=CONFIG["num_warps_reg"])
     return amax
 
 

@@ -50,9 +50,10 @@ which the conversion turns into 0x7F, the reference's NaN byte, for either sign 
 (``NAN_SEL`` off; on, it costs ~9 SASS instructions per element and 1.2-1.6x the time). The
 interpreter keeps the reference's NaN → 0 and the explicit byte.
 
-Measured (H100, session 6, graph-replayed, 16384x768 / 16384x3072 bf16): FP8 33.0 / 98.3 µs
-(the sub-tiled kernel's 52.2 / 169.2), MXFP8 36.4 / 108.8 µs (52.2 / 163.1); later ones in
-``benchmarks/results/quant_notes.md``. The amax: the last program to finish reduces (``_amax``).
+Measured (H100, graph-replayed, 16384x768 / 16384x3072 bf16, copy rate 3.0 TB/s): FP8 33.0 /
+98.3 µs (``quant_fp8``'s sub-tiled kernel: 52.2 / 169.2), MXFP8 36.4 / 108.8 µs
+(``quant_mx``'s kernel: 52.2 / 163.1); the 125m training step with both pairs: fp8_blockwise
+0.73x -> 0.85x of bf16, mxfp8 0.65x -> 0.70x (benchmarks/results/h100_20261125_session6/).
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._amax import store_amax_last
 from ._utils import (NATIVE_CASTS, e4m3_byte, e4m3_value, e5m2_byte, exp2_int, mx_exponent,
                      round_to_input_dtype, tile_coords)
 
@@ -200,13 +200,13 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
                           WRITE_COL: tl.constexpr = True, REVERSE: tl.constexpr = False,
                           TILE: tl.constexpr = False, src_ptr=None,
-                          GATHER: tl.constexpr = False, seg=0, sc_e=0, parts_ptr=None,
-                          count_ptr=None, LAST: tl.constexpr = False, NP: tl.constexpr = 1024):
-    """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales), the amax folded in
-    (``_amax.store_amax_last``: ``LAST``, ``parts_ptr``, ``count_ptr``, ``NP``). The scales go to
-    ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is column-major, so a
-    tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False`` writes the column
-    view alone (qr/sr untouched), ``WRITE_COL=False`` the row view alone. ``PRO`` > 0: the views of ``op(x, y)`` (:func:`prologue_value`; ``nn.recompute``'s input,
+                          GATHER: tl.constexpr = False, seg=0, sc_e=0):
+    """1x128 row and column views of every ``[128, 128]`` tile (pow2 scales); amax folded in.
+    The scales go to ``sr[r, kb]`` / ``sc[c, kb]`` with the given strides (the op's layout is
+    column-major, so a tile's 128 scales are one contiguous 512-byte run). ``WRITE_ROW=False``
+    writes the column view alone (qr/sr untouched): no transposed copy for a column-only call;
+    ``WRITE_COL=False`` the row view alone (qc/sc untouched).
+    ``PRO`` > 0: the views of ``op(x, y)`` (:func:`prologue_value`; ``nn.recompute``'s input,
     recomputed from what backward keeps), never written out in bf16. ``REVERSE``: the tiles
     from the last one back (the producer's last writes may still be in L2). ``TILE``: one
     scale per 128x128 tile instead (a weight's W and its exact transpose Wᵀ, SPEC §8: the
@@ -268,7 +268,7 @@ def fp8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
             else:
                 _store_col_words(qc_ptr, qcol, r0, c0, rows, G)
                 tl.store(sc_ptr + (c0 + tl.arange(0, 128)) * sc_s0 + (r0 // 128) * sc_s1, cinv)
-    store_amax_last(amax_ptr, parts_ptr, count_ptr, tl.max(tl.max(acc, 1), 0), LAST, 1, NP)
+    tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0))
 
 
 @triton.jit
@@ -371,14 +371,12 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
                           REVERSE: tl.constexpr = False, BR: tl.constexpr = 128,
                           y_ptr=None, PRO: tl.constexpr = 0, IN_DTYPE: tl.constexpr = 1,
                           seg=0, WRITE_ROW: tl.constexpr = True, WRITE_COL: tl.constexpr = True,
-                          BC: tl.constexpr = 128, parts_ptr=None, count_ptr=None,
-                          LAST: tl.constexpr = False, NP: tl.constexpr = 1024):
+                          BC: tl.constexpr = 128):
     """MXFP8 row view (1x32 blocks, UE8M0 bytes ``[rows, cols/32]``) and column view (32x1,
     stored transposed, bytes ``[cols, rows/32]``) of every ``[BR, BC]`` tile (BR 32, 64 or
     128: the column view's 32-row blocks need whole ones; fewer rows hold fewer values a
     thread; BC 128 or 64, a multiple of the row blocks' 32); the amax of each view goes to
-    ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here; ``LAST``, ``parts_ptr``,
-    ``count_ptr``, ``NP``: ``_amax.store_amax_last``). ELEM: 0 for E4M3 elements, 1
+    ``amax_ptr[0]`` / ``[1]`` (the same number: no RHT here). ELEM: 0 for E4M3 elements, 1
     for E5M2 (``quant_mx``'s codes). ROW_EXP / COL_EXP: that view written expanded instead
     of as codes (bf16, :func:`mx8_expanded`; the scale bytes either way). ``REVERSE`` and ``PRO``
     (the views of ``op(x, y)``) as in :func:`fp8_rowcol_reg_kernel`. ``seg`` (a multiple of
@@ -397,4 +395,6 @@ def mx8_rowcol_reg_kernel(x_ptr, amax_ptr, qr_ptr, sr_ptr, qc_ptr, sc_ptr, rows,
         acc = mx8_tile(x, nan, offs, acc, r0, c0, cols, seg, qr_ptr, sr_ptr, qc_ptr, sc_ptr,
                        ROW_ELEM, ROW_CEIL, COL_ELEM, COL_CEIL, NAN_SEL, ROW_EXP, COL_EXP, BR,
                        BC, WRITE_ROW, WRITE_COL)
-    store_amax_last(amax_ptr, parts_ptr, count_ptr, tl.max(tl.max(acc, 1), 0), LAST, 2, NP)
+    amax = tl.max(tl.max(acc, axis=1), axis=0)
+    tl.atomic_max(amax_ptr, amax)
+    tl.atomic_max(amax_ptr + 1, amax)
