@@ -209,7 +209,10 @@ class Attention(nn.Module):
 
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if self.fused:
-            return self.qkv_proj(x).split(self.widths, dim=-1)
+            q, k, v = self.qkv_proj(x).split(self.widths, dim=-1)
+            # attention keeps v for backward: as a view of the fused output it would keep q's
+            # and k's pre-RoPE columns alive with it (+1.7 GB at 1b); a copy of v costs one pass
+            return q, k, v.contiguous()
         return self.q_proj(x), self.k_proj(x), self.v_proj(x)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
