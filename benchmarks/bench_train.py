@@ -627,10 +627,10 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
                and not e.name.startswith("## ") and not getattr(e, "is_user_annotation", False)
                and not e.name.startswith("Optimizer.")]
-    by_kind: dict[str, float] = {}
-    for e in kernels:
-        by_kind[_kind(e.name)] = by_kind.get(_kind(e.name), 0.0) + e.device_time / 1e3
     spans = [(e.time_range.start, e.time_range.end, _kind(e.name)) for e in kernels]
+    by_kind: dict[str, float] = {}
+    for e, (_, _, kind) in zip(kernels, spans):
+        by_kind[kind] = by_kind.get(kind, 0.0) + e.device_time / 1e3
     busy = _union_ms([s[:2] for s in spans])
     top = sorted(((e.name[:70], e.device_time / 1e3) for e in kernels), key=lambda t: -t[1])
     totals: dict[str, float] = {}
