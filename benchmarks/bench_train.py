@@ -105,6 +105,10 @@ KERNEL_SETS = {
     # today's PHILOX_WIDE; bit 2 was dropped)
     "philox-mulhilo": {"quant_nvfp4:CONFIG.ROW1": {"PHILOX_WIDE": False}},
     "nogroup": {},
+    # session 48: q, k and v as three projections (the zoo's layout before session 48) or one
+    # (ModelConfig.fused_qkv), whatever --qkv says for the run's other rows (MODEL_SUFFIXES)
+    "three-qkv": {},
+    "fused-qkv": {},
     # session 46: FP8 128x128 weights in one launch through the old tile code, as before
     "many-tile": {"quant_many": {"KERNEL": "tile"}},
     # session 46: weights grouped at any size (1b's too; MXFP8's then cached expanded)
@@ -342,13 +346,18 @@ def kernel_settings(recipe: str):
             cfg.update(old)
 
 
-MODEL_OPTS: dict = {}        # ModelConfig overrides for every model of the run (--fused-qkv)
+MODEL_OPTS: dict = {}        # ModelConfig overrides for every model of the run (--qkv)
+# ModelConfig overrides of one row, by its recipe's @ suffix (KERNEL_SETS has them, empty)
+MODEL_SUFFIXES = {"three-qkv": {"fused_qkv": False}, "fused-qkv": {"fused_qkv": True}}
 
 
 def build(model_name: str, recipe: str, seq: int, device: torch.device):
-    """The model for one run, converted for ``recipe``; returns (model, quantized share)."""
+    """The model for one run, converted for ``recipe`` (its @ suffix may change the model:
+    ``MODEL_SUFFIXES``); returns (model, quantized share)."""
     torch.manual_seed(0)
-    model = build_model(model_name, max_seq_len=seq, **MODEL_OPTS).to(device)
+    recipe, _, suffix = recipe.partition("@")
+    opts = {**MODEL_OPTS, **MODEL_SUFFIXES.get(suffix, {})}
+    model = build_model(model_name, max_seq_len=seq, **opts).to(device)
     if recipe.startswith("torchao_"):
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
         moe = recipe == "torchao_moe_rowwise"
@@ -483,7 +492,7 @@ def setup(model_name: str, recipe: str, args, device: torch.device):
     """(model, quantized share, x, y): the model for ``recipe`` with its ``@`` settings applied
     (:func:`apply_suffix`) and the run's fixed batch, tokens drawn from a seeded generator."""
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
-    model, share = build(model_name, recipe.partition("@")[0], seq, device)
+    model, share = build(model_name, recipe, seq, device)
     apply_suffix(model, recipe)
     g = torch.Generator(device=device).manual_seed(1)
     x = torch.randint(0, 256, (batch, seq), device=device, generator=g)
@@ -601,7 +610,7 @@ def profile_step(model_name: str, recipe: str, args, device: torch.device) -> di
 def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> dict:
     from torch.profiler import ProfilerActivity, profile
     batch, seq = BATCH.get(model_name, (args.batch, args.seq))
-    model, _ = build(model_name, recipe.partition("@")[0], seq, device)
+    model, _ = build(model_name, recipe, seq, device)
     apply_suffix(model, recipe)                  # as the timed run of this recipe@setting
     compile_blocks(model, args.mode)
     replay = args.graph == "step"
@@ -765,14 +774,17 @@ def main(argv=None) -> None:
     p.add_argument("--keep-grads", action="store_true",
                    help="zero the gradients in place each step (before session 22) instead of "
                         "setting them to None")
-    p.add_argument("--fused-qkv", action="store_true",
-                   help="every model with one q/k/v projection (ModelConfig.fused_qkv), bf16 too")
+    p.add_argument("--qkv", choices=("fused", "three"), default=None,
+                   help="q, k and v as one projection or three, every row of the run (default: "
+                        "the zoo's, ModelConfig.fused_qkv); a row's @three-qkv / @fused-qkv wins")
+    p.add_argument("--fused-qkv", action="store_const", const="fused", dest="qkv",
+                   help="the same as --qkv fused (session 47's scripts)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     MODEL_OPTS.clear()
-    MODEL_OPTS.update({"fused_qkv": True} if args.fused_qkv else {})
+    MODEL_OPTS.update({} if args.qkv is None else {"fused_qkv": args.qkv == "fused"})
     GROUP_WEIGHTS[0] = not args.no_group_weights
     KEEP_GRADS[0] = args.keep_grads
     print(common.env_header(), flush=True)
