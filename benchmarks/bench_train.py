@@ -714,14 +714,18 @@ def _union_ms(spans: list[tuple[int, int]]) -> float:
 
 # ----------------------------------------------------------------------------- main
 def add_ratios(rows: list[dict]) -> None:
-    """``x_bf16``: tokens/s over the best bf16 run of the same model; ``mem_x``: peak / bf16's."""
+    """``x_bf16``: tokens/s over the best bf16 run of the same model, whatever its @ settings
+    (session 48: ``bf16@three-qkv`` beat ``bf16`` with q, k and v fused by 1.2%, and the best
+    bf16 is the baseline); ``mem_x``: peak / that run's; ``baseline``: its recipe name."""
     for model in {r["model"] for r in rows}:
         same = [r for r in rows if r["model"] == model]
-        base = max((r for r in same if r["recipe"] == "bf16"), key=lambda r: r["tok_s"], default=None)
+        base = max((r for r in same if r["recipe"].partition("@")[0] == "bf16"),
+                   key=lambda r: r["tok_s"], default=None)
         for r in same:
             if base:
                 r["x_bf16"] = r["tok_s"] / base["tok_s"]
                 r["mem_x"] = r["peak_gb"] / base["peak_gb"] if r["peak_gb"] else None
+                r["baseline"] = base["recipe"]
             base_recipe = r["recipe"].partition("@")[0]
             target = TARGETS.get(model, {}).get(base_recipe, TARGET_ANY.get(model))
             r["target"] = target if base_recipe not in ("bf16", *TORCHAO) else None
@@ -734,15 +738,15 @@ def baseline_notes(rows: list[dict], spread_max: float = 0.02) -> list[str]:
     bf16 runs of one process further apart than ``spread_max``. Run bf16 first and last."""
     notes = []
     for model in sorted({r["model"] for r in rows}):
-        runs = [r for r in rows if r["model"] == model and r["recipe"] == "bf16"]
+        runs = [r for r in rows if r["model"] == model and r["recipe"].partition("@")[0] == "bf16"]
         if not runs:
             continue
         best = max(runs, key=lambda r: r["tok_s"])          # the baseline, and its settings
-        tok = [r["tok_s"] for r in runs
-               if (r.get("compile"), r.get("graph")) == (best.get("compile"), best.get("graph"))]
+        tok = [r["tok_s"] for r in runs if (r["recipe"], r.get("compile"), r.get("graph"))
+               == (best["recipe"], best.get("compile"), best.get("graph"))]
         if len(tok) == 1:
-            notes.append(f"{model}: one bf16 run; ratios rest on it alone (run bf16 first and "
-                         "last, e.g. --recipes bf16,...,bf16)")
+            notes.append(f"{model}: one {best['recipe']} run; ratios rest on it alone (run "
+                         "bf16 first and last, e.g. --recipes bf16,...,bf16)")
         elif len(tok) > 1 and max(tok) / min(tok) - 1 > spread_max:
             notes.append(f"{model}: the bf16 runs differ by {max(tok) / min(tok) - 1:.1%} "
                          f"({min(tok):,.0f}-{max(tok):,.0f} tok/s): the machine's speed moved "

@@ -93,3 +93,19 @@ def test_kernel_gaps_count_idle_time_between_kernels_by_the_kind_that_follows():
     assert got["launches_by_kind"] == {"quantize": 2, "gemm": 2, "attention": 1}
     assert bt.kernel_gaps([]) == {"total_ms": 0.0, "count": 0, "by_next_kind_ms": {},
                                   "launches_by_kind": {}}
+
+
+def test_ratios_rest_on_the_best_bf16_whatever_its_settings():
+    """The baseline is the fastest bf16 row of a model, an ``@`` variant included (session 48:
+    ``bf16@three-qkv`` ran 1.2% faster than ``bf16`` with q, k and v fused)."""
+    bt = _bench_train()
+    rows = [_row("bf16", 92656.0), _row("bf16@three-qkv", 93750.0),
+            _row("fp8_blockwise", 110424.0), _row("bf16", 4e5, "125m")]
+    for r in rows:
+        r["peak_gb"] = 35.5
+    bt.add_ratios(rows)
+    assert [r["baseline"] for r in rows] == ["bf16@three-qkv"] * 3 + ["bf16"]
+    assert rows[2]["x_bf16"] == 110424.0 / 93750.0 and rows[1]["x_bf16"] == 1.0
+    assert rows[2]["target"] == bt.TARGETS["1b"]["fp8_blockwise"] and rows[1]["target"] is None
+    (note,) = bt.baseline_notes(rows[:3])
+    assert "one bf16@three-qkv run" in note
