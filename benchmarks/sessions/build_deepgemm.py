@@ -1,0 +1,31 @@
+"""Build DeepGEMM's C++ module in place, on the GPU machine (session 48; not a dependency).
+
+    python3 benchmarks/sessions/build_deepgemm.py .deps/DeepGEMM
+
+The source tree (DeepGEMM with CUTLASS's and fmt's ``include/`` under ``third-party/``) is
+carried there; this compiles ``csrc/python_api.cpp`` with torch's extension builder (what
+DeepGEMM's setup.py does, at -O1 to save device time: the module is host code that launches
+JIT-compiled kernels) and puts ``_C.so`` in the package, so ``PYTHONPATH=<tree>`` imports it.
+"""
+import os
+import shutil
+import sys
+import time
+
+from torch.utils.cpp_extension import CUDA_HOME, load
+
+root = os.path.abspath(sys.argv[1])
+build = os.path.join(root, "build_C")
+os.makedirs(build, exist_ok=True)
+t0 = time.time()
+mod = load(name="_C", sources=[os.path.join(root, "csrc/python_api.cpp")],
+           extra_include_paths=[f"{CUDA_HOME}/include", f"{CUDA_HOME}/include/cccl",
+                                os.path.join(root, "deep_gemm/include"),
+                                os.path.join(root, "third-party/cutlass/include"),
+                                os.path.join(root, "third-party/fmt/include")],
+           extra_cflags=["-std=c++17", "-O1", "-fPIC", "-Wno-psabi",
+                         "-Wno-deprecated-declarations"],
+           extra_ldflags=[f"-L{CUDA_HOME}/lib64", "-lcudart", "-lnvrtc"],
+           with_cuda=True, build_directory=build, verbose=False)
+shutil.copy(mod.__file__, os.path.join(root, "deep_gemm", "_C.so"))
+print(f"built {mod.__file__} in {time.time() - t0:.0f} s")
