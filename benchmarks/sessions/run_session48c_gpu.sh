@@ -16,9 +16,13 @@ export PYTHONPATH=$DG:${PYTHONPATH:-}
 # JIT-compile every GEMM's kernel at once, one process each, so the timed run hits the cache
 t0=$(date +%s)
 for i in $(seq 0 14); do
-  timeout 150 python3 benchmarks/bench_deepgemm.py --only "$i" --warm > "$OUT/warm_$i.txt" 2>&1 &
+  timeout 150 python3 benchmarks/bench_deepgemm.py --only "$i" --warm > "/tmp/warm_$i.txt" 2>&1 &
 done
 wait
 echo "JIT warm-up: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/tools.txt"
-tail -n 3 "$OUT"/warm_0.txt "$OUT"/warm_14.txt
+tail -n 4 /tmp/warm_*.txt > "$OUT/warm.txt"; tail -n 8 /tmp/warm_0.txt
 TAIL=30 step 170 dg_bench.txt python3 benchmarks/bench_deepgemm.py --out "$OUT/dg.json"
+# the built module and the JIT cache come back, to be carried by the next call (.deps/dg_built)
+gzip -c "$DG/deep_gemm/_C.so" > "$OUT/dg_C.so.gz"
+tar czf "$OUT/dgcache.tgz" -C /tmp dgcache
+ls -la "$OUT"
