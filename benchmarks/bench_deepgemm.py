@@ -82,7 +82,11 @@ def run_one(dg, name: str, role: str, t: int, n_in: int, n_out: int, device,
     sb = qb.scale.t().contiguous().t() if qb.block[0] == 1 else qb.scale.contiguous()
 
     def deep():
-        dg.fp8_gemm_nt((qa.data, sa), (qb.data, sb), d, recipe=recipe)
+        if recipe[1] == 1:          # 1d1d (wgrad) accumulates, D = C + A Bᵀ: from zeros here
+            d.zero_()
+            dg.fp8_gemm_nt((qa.data, sa), (qb.data, sb), d, c=d, recipe=recipe)
+        else:
+            dg.fp8_gemm_nt((qa.data, sa), (qb.data, sb), d, recipe=recipe)
 
     t0 = time.perf_counter()
     try:
