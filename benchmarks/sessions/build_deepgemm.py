@@ -1,6 +1,6 @@
 """Build DeepGEMM's C++ module in place, on the GPU machine (session 48; not a dependency).
 
-    python3 benchmarks/sessions/build_deepgemm.py .deps/DeepGEMM
+    python3 benchmarks/sessions/build_deepgemm.py .deps/DeepGEMM [plain|static]
 
 The source tree (DeepGEMM with CUTLASS's and fmt's ``include/`` under ``third-party/``) is
 carried there; this compiles ``csrc/python_api.cpp`` with torch's extension builder (what
@@ -15,7 +15,8 @@ import time
 from torch.utils.cpp_extension import CUDA_HOME, load
 
 root = os.path.abspath(sys.argv[1])
-build = os.path.join(root, "build_C")
+variant = sys.argv[2] if len(sys.argv) > 2 else "plain"      # "static": libstdc++ linked in
+build = os.path.join(root, f"build_C_{variant}")
 os.makedirs(build, exist_ok=True)
 t0 = time.time()
 mod = load(name="_C", sources=[os.path.join(root, "csrc/python_api.cpp")],
@@ -25,7 +26,8 @@ mod = load(name="_C", sources=[os.path.join(root, "csrc/python_api.cpp")],
                                 os.path.join(root, "third-party/fmt/include")],
            extra_cflags=["-std=c++17", "-O1", "-fPIC", "-Wno-psabi",
                          "-Wno-deprecated-declarations"],
-           extra_ldflags=[f"-L{CUDA_HOME}/lib64", "-lcudart", "-lnvrtc"],
+           extra_ldflags=[f"-L{CUDA_HOME}/lib64", "-lcudart", "-lnvrtc"]
+           + (["-static-libstdc++", "-static-libgcc"] if variant == "static" else []),
            with_cuda=True, build_directory=build, verbose=False)
 shutil.copy(mod.__file__, os.path.join(root, "deep_gemm", "_C.so"))
 print(f"built {mod.__file__} in {time.time() - t0:.0f} s")
