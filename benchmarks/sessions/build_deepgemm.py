@@ -15,7 +15,7 @@ import time
 from torch.utils.cpp_extension import CUDA_HOME, load
 
 root = os.path.abspath(sys.argv[1])
-variant = sys.argv[2] if len(sys.argv) > 2 else "plain"      # "static": libstdc++ linked in
+variant = sys.argv[2] if len(sys.argv) > 2 else "plain"  # "static": libstdc++ linked in; "debug"
 build = os.path.join(root, f"build_C_{variant}")
 os.makedirs(build, exist_ok=True)
 t0 = time.time()
@@ -24,8 +24,9 @@ mod = load(name="_C", sources=[os.path.join(root, "csrc/python_api.cpp")],
                                 os.path.join(root, "deep_gemm/include"),
                                 os.path.join(root, "third-party/cutlass/include"),
                                 os.path.join(root, "third-party/fmt/include")],
-           extra_cflags=["-std=c++17", "-O1", "-fPIC", "-Wno-psabi",
-                         "-Wno-deprecated-declarations"],
+           extra_cflags=["-std=c++17", "-O0" if variant == "debug" else "-O1", "-fPIC",
+                         "-Wno-psabi", "-Wno-deprecated-declarations"]
+           + (["-g"] if variant == "debug" else []),
            extra_ldflags=[f"-L{CUDA_HOME}/lib64", "-lcudart", "-lnvrtc"]
            + (["-static-libstdc++", "-static-libgcc"] if variant == "static" else []),
            with_cuda=True, build_directory=build, verbose=False)
