@@ -15,7 +15,8 @@ import time
 from torch.utils.cpp_extension import CUDA_HOME, load
 
 root = os.path.abspath(sys.argv[1])
-variant = sys.argv[2] if len(sys.argv) > 2 else "plain"  # "static": libstdc++ linked in; "debug"
+variant = sys.argv[2] if len(sys.argv) > 2 else "plain"  # "static": libstdc++ linked in;
+# "symbolic": that, bound to the module's own copy (-Bsymbolic); "debug": -O0 -g
 build = os.path.join(root, f"build_C_{variant}")
 os.makedirs(build, exist_ok=True)
 t0 = time.time()
@@ -28,7 +29,8 @@ mod = load(name="_C", sources=[os.path.join(root, "csrc/python_api.cpp")],
                          "-Wno-psabi", "-Wno-deprecated-declarations"]
            + (["-g"] if variant == "debug" else []),
            extra_ldflags=[f"-L{CUDA_HOME}/lib64", "-lcudart", "-lnvrtc"]
-           + (["-static-libstdc++", "-static-libgcc"] if variant == "static" else []),
+           + (["-static-libstdc++", "-static-libgcc"] if variant in ("static", "symbolic") else [])
+           + (["-Wl,-Bsymbolic", "-Wl,--exclude-libs,ALL"] if variant == "symbolic" else []),
            with_cuda=True, build_directory=build, verbose=False)
 shutil.copy(mod.__file__, os.path.join(root, "deep_gemm", "_C.so"))
 print(f"built {mod.__file__} in {time.time() - t0:.0f} s")
