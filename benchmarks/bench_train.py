@@ -105,6 +105,8 @@ KERNEL_SETS = {
     # today's PHILOX_WIDE; bit 2 was dropped)
     "philox-mulhilo": {"quant_nvfp4:CONFIG.ROW1": {"PHILOX_WIDE": False}},
     "nogroup": {},
+    # session 48: fp8_blockwise's fprop/dgrad on cuBLASLt, not DeepGEMM (where it is installed)
+    "cublas": {"gemm_deepgemm": {"ENABLED": False}},
     # session 48: q, k and v as three projections (the zoo's layout before session 48) or one
     # (ModelConfig.fused_qkv), whatever --qkv says for the run's other rows (MODEL_SUFFIXES)
     "three-qkv": {},

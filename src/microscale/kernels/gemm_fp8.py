@@ -10,7 +10,8 @@ case. The inner sums run on FP8 tensor cores with fp32 accumulation; each block'
 sum is scaled before it joins the total, which is why a blockwise kernel cannot simply fold
 the scales into the epilogue.
 
-Three paths, fastest first; each falls through to the next when it cannot take the call:
+Three paths, fastest first; each falls through to the next when it cannot take the call
+(a 1×128 · 128×128 product goes to DeepGEMM first where it is installed: ``gemm_deepgemm``):
 
 1. ``torch.nn.functional.scaled_mm`` (torch >= 2.10, feature-detected) with
    ``ScalingType.BlockWise1x128`` / ``BlockWise128x128``: cuBLASLt's blockwise FP8 GEMM
@@ -41,6 +42,7 @@ import triton.language as tl
 from ..backend import (KernelUnsupported, _interpreting, mm_key, note_fallback, note_path,
                        register_kernel)
 from ..tensor import QFormat, QuantizedTensor
+from . import gemm_deepgemm
 from ._utils import cdiv, gemm_out, grouped_tile
 from .gemm_paths import choose_path
 
@@ -220,6 +222,23 @@ def _torch_tensorwise(qa, qb, out_dtype) -> torch.Tensor:
         raise KernelUnsupported(f"torch._scaled_mm: {err}") from None
 
 
+def _deepgemm(qa, qb, out_dtype) -> torch.Tensor | None:
+    """DeepGEMM's 1×128 · 128×128 kernel where it is installed and takes the call
+    (:mod:`.gemm_deepgemm`); None: cuBLASLt runs it (an error from DeepGEMM is a noted
+    fallback)."""
+    if gemm_deepgemm.refuses(qa, qb, out_dtype) is not None:
+        return None
+    try:
+        y = gemm_deepgemm.scaled_mm_deepgemm(qa, qb)
+    except RuntimeError as err:               # DeepGEMM's host checks raise RuntimeError
+        gemm_deepgemm.CONFIG["ENABLED"] = False
+        note_fallback("scaled_mm", gemm_deepgemm.PATH_KEY, "F.scaled_mm blockwise (cuBLASLt)",
+                      f"DeepGEMM refused: {err}"[:300])
+        return None
+    note_path("scaled_mm", gemm_deepgemm.PATH_KEY, "DeepGEMM fp8_gemm_nt (sm_90, JIT-compiled)")
+    return y
+
+
 def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype = torch.float32,
                   path: str = "auto", **tile) -> torch.Tensor:
     """FP8 blockwise/tensorwise ``A @ Bᵀ`` (same contract as ``gemm.scaled_mm_reference``)."""
@@ -238,6 +257,8 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
             path, why, tile = "triton", f"gemm_paths {rule}", {**tile_cfg, **tile}
     if path != "triton" and qa.device.type == "cuda" and qa.fmt == qb.fmt:
         blockwise = qa.fmt == QFormat.FP8_BLOCK
+        if blockwise and path == "auto" and (y := _deepgemm(qa, qb, out_dtype)) is not None:
+            return gemm_out(y, qa, qb)
         torch_fn = _torch_blockwise if blockwise else _torch_tensorwise
         try:
             y = torch_fn(qa, qb, out_dtype)       # the blockwise path records its own path
