@@ -69,6 +69,7 @@ def test_error_falls_back_to_cublas_visibly(monkeypatch):
     """An error from DeepGEMM: cuBLASLt runs the call, ms.explain says so, strict mode raises,
     and DeepGEMM is switched off for the process (no retry per call)."""
     qa, qb = _pair()
+    monkeypatch.setattr(backend, "_PATHS", {})         # this test's notes stay in this test
 
     def broken(*args, **kw):
         raise RuntimeError("Assertion error: sfb layout")
@@ -105,3 +106,15 @@ def test_gpu_deepgemm_matches_reference(mnk):
     assert backend.explain()[("scaled_mm", gemm_deepgemm.PATH_KEY)].startswith("DeepGEMM")
     rms = ref.pow(2).mean().sqrt()
     torch.testing.assert_close(y.float(), ref, atol=8e-3 * rms.item(), rtol=8e-3)
+
+
+def test_explain_of_a_model_shows_the_deepgemm_entry(monkeypatch):
+    """``ms.explain(model)`` keeps the entries of the model's op keys, DeepGEMM's
+    ``"fp8_blockxfp8_block 1x128·128x128"`` beside cuBLASLt's ``fp8_blockxfp8_block``."""
+    monkeypatch.setattr(backend, "_PATHS", {})
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256, bias=False))
+    ms.convert(model, "fp8_blockwise", keep_high_precision=[])
+    backend.note_path("scaled_mm", gemm_deepgemm.PATH_KEY, "DeepGEMM fp8_gemm_nt (test)")
+    backend.note_path("scaled_mm", "nvfp4xnvfp4 detail", "not this model's")
+    assert ms.explain(model)[("scaled_mm", gemm_deepgemm.PATH_KEY)] == "DeepGEMM fp8_gemm_nt (test)"
+    assert ("scaled_mm", "nvfp4xnvfp4 detail") not in ms.explain(model)

@@ -11,7 +11,7 @@ DG=$PWD/.deps/DeepGEMM
 ln -sfn "$DG/third-party/cutlass/include/cutlass" "$DG/deep_gemm/include/cutlass"
 ln -sfn "$DG/third-party/cutlass/include/cute" "$DG/deep_gemm/include/cute"
 { nvcc --version | tail -2; g++ --version | head -1; nproc; } | tee "$OUT/tools.txt"
-TAIL=15 step 330 dg_build.txt python3 benchmarks/sessions/build_deepgemm.py "$DG"
+TAIL=15 step 330 dg_build.txt python3 tools/build_deepgemm.py "$DG" plain
 export PYTHONPATH=$DG:${PYTHONPATH:-}
 # JIT-compile every GEMM's kernel at once, one process each, so the timed run hits the cache
 t0=$(date +%s)

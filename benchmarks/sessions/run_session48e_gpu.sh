@@ -16,7 +16,7 @@ ln -sfn "$DG/third-party/cutlass/include/cute" "$DG/deep_gemm/include/cute"
 { echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
   python3 -c "import torch; print([l.split()[-1] for l in open('/proc/self/maps') if 'stdc++' in l][:1])"
   ls -la /lib/x86_64-linux-gnu/libstdc++.so.6*; } > "$OUT/tools.txt" 2>&1
-TAIL=4 step 200 dg_build.txt python3 benchmarks/sessions/build_deepgemm.py "$DG" static
+TAIL=4 step 200 dg_build.txt python3 tools/build_deepgemm.py "$DG" static
 export PYTHONPATH=$DG:${PYTHONPATH:-}
 TAIL=12 step 100 w0.txt python3 -X faulthandler benchmarks/bench_deepgemm.py --only 0 --warm
 cat "$OUT/tools.txt"

@@ -9,7 +9,7 @@ mkdir -p /tmp/dgcache
 DG=$PWD/.deps/DeepGEMM
 ln -sfn "$DG/third-party/cutlass/include/cutlass" "$DG/deep_gemm/include/cutlass"
 ln -sfn "$DG/third-party/cutlass/include/cute" "$DG/deep_gemm/include/cute"
-TAIL=4 step 200 dg_build.txt python3 benchmarks/sessions/build_deepgemm.py "$DG" debug
+TAIL=4 step 200 dg_build.txt python3 tools/build_deepgemm.py "$DG" debug
 export PYTHONPATH=$DG:${PYTHONPATH:-}
 timeout 200 cuda-gdb -batch -ex run -ex bt -ex "frame 0" -ex "info locals" -ex "frame 1" \
   -ex "info locals" --args python3 benchmarks/bench_deepgemm.py --only 0 --warm > /tmp/gdb.txt 2>&1

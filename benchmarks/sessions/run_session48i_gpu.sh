@@ -13,7 +13,7 @@ mkdir -p /tmp/dgcache
 DG=$PWD/.deps/DeepGEMM
 ln -sfn "$DG/third-party/cutlass/include/cutlass" "$DG/deep_gemm/include/cutlass"
 ln -sfn "$DG/third-party/cutlass/include/cute" "$DG/deep_gemm/include/cute"
-TAIL=3 step 200 dg_build.txt python3 benchmarks/sessions/build_deepgemm.py "$DG" symbolic
+TAIL=3 step 200 dg_build.txt python3 tools/build_deepgemm.py "$DG" symbolic
 export PYTHONPATH=$DG:${PYTHONPATH:-}
 timeout 120 python3 -X faulthandler benchmarks/sessions/dg_locale_probe.py 2>&1 | tail -4 \
   | tee -a "$OUT/tools.txt"

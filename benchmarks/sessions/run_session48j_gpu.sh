@@ -11,7 +11,7 @@ mkdir -p /tmp/dgcache
 DG=$PWD/.deps/DeepGEMM
 ln -sfn "$DG/third-party/cutlass/include/cutlass" "$DG/deep_gemm/include/cutlass"
 ln -sfn "$DG/third-party/cutlass/include/cute" "$DG/deep_gemm/include/cute"
-TAIL=2 step 120 dg_build.txt python3 benchmarks/sessions/build_deepgemm.py "$DG" symbolic
+TAIL=2 step 120 dg_build.txt python3 tools/build_deepgemm.py "$DG" symbolic
 export PYTHONPATH=$DG:${PYTHONPATH:-}
 t0=$(date +%s)
 python3 -m pytest -q -p no:benchmark tests/test_gemm_deepgemm.py > "$OUT/gpu_tests.txt" 2>&1 &

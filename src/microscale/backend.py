@@ -212,5 +212,6 @@ def explain(model=None) -> PathReport:
                 used |= m.op_keys()
             elif recipe is not None and hasattr(recipe, "op_keys"):
                 used |= recipe.op_keys()
-        paths = {k: v for k, v in paths.items() if k in used}
+        # "KEY detail" entries (e.g. one kernel for one block pair of KEY) belong to KEY
+        paths = {k: v for k, v in paths.items() if (k[0], k[1].split(" ", 1)[0]) in used}
     return PathReport(paths)

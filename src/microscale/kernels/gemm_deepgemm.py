@@ -33,7 +33,7 @@ Installing it: DeepGEMM is built from source (with CUTLASS's and fmt's headers).
 whose libstdc++ differs from the one PyTorch's wheel was linked with, its module must carry its
 own libstdc++ (``-static-libstdc++ -Wl,-Bsymbolic``): built plainly, its JIT's ``std::regex``
 and stream formatting crashed inside libstdc++'s locale facets (session 48, calls 3-8;
-``benchmarks/sessions/build_deepgemm.py`` builds it that way).
+``tools/build_deepgemm.py`` builds it that way, and clones it where asked).
 """
 
 from __future__ import annotations
