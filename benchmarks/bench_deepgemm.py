@@ -7,8 +7,9 @@ products as ``gemm.scaled_mm_reference`` up to summation order, which is what ou
 path runs (``kernels/gemm_fp8``). This measures, at the training shapes, whether it is faster:
 
 * every GEMM of one 1b block (16384 tokens; q/o 2048→2048, k/v 2048→512, up 2048→8192, down
-  8192→2048) and issue 12's layer (16384 tokens, 4096→14336), each as fprop ``x Wᵀ``, dgrad
-  ``dy W`` and wgrad ``dyᵀ x``;
+  8192→2048), issue 12's layer (16384 tokens, 4096→14336) and one 125m block (768 wide, k/v
+  256, MLP 3072; added after session 48's run), each as fprop ``x Wᵀ``, dgrad ``dy W`` and
+  wgrad ``dyᵀ x``;
 * operands quantized by microscale (``ms.quantize``, ``fp8_block``), graph-replayed times
   (``common.graph_ms``), TFLOP/s, the ratio to cuBLASLt and to a bf16 ``torch.mm``;
 * agreement: the relative Frobenius difference from cuBLASLt's output and from the fp32
@@ -38,7 +39,9 @@ import common
 
 # (name, in, out) of the linears timed; the 1b block's and issue 12's layer
 LAYERS = [("1b q/o", 2048, 2048), ("1b k/v", 2048, 512), ("1b up", 2048, 8192),
-          ("1b down", 8192, 2048), ("issue12 layer", 4096, 14336)]
+          ("1b down", 8192, 2048), ("issue12 layer", 4096, 14336),
+          ("125m q/o", 768, 768), ("125m k/v", 768, 256), ("125m up", 768, 3072),
+          ("125m down", 3072, 768)]
 
 
 def operands(role: str, t: int, n_in: int, n_out: int, device) -> tuple:

@@ -27,7 +27,10 @@ Choosing it: :func:`refuses` says why DeepGEMM cannot take a call (None when it 
 ``scaled_mm_fp8`` runs it and records the path (``ms.explain()``: ``scaled_mm(fp8_blockx
 fp8_block 1x128·128x128)``). ``CONFIG["ENABLED"]`` (env ``MICROSCALE_DEEPGEMM=0`` turns it off)
 switches it; an error from DeepGEMM at run time falls back to cuBLASLt through
-``backend.note_fallback`` (a warning, or an error in strict mode), never silently.
+``backend.note_fallback`` (a warning, or an error in strict mode), never silently, and turns
+it off for the rest of the process (no retry per call). Measured at the 1b and issue-12 shapes
+only; the 125m shapes (768 and 3072 wide, k/v 256) are in ``bench_deepgemm.py`` for the next
+GPU session.
 
 Installing it: DeepGEMM is built from source (with CUTLASS's and fmt's headers). On images
 whose libstdc++ differs from the one PyTorch's wheel was linked with, its module must carry its
