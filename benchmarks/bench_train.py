@@ -107,7 +107,7 @@ KERNEL_SETS = {
     "nogroup": {},
     # session 48: fp8_blockwise's fprop/dgrad on cuBLASLt, not DeepGEMM (where it is installed)
     "cublas": {"gemm_deepgemm": {"ENABLED": False}},
-    # session 48: q, k and v as three projections (the zoo's layout before session 48) or one
+    # session 48: q, k and v as three projections (the zoo's layout) or one
     # (ModelConfig.fused_qkv), whatever --qkv says for the run's other rows (MODEL_SUFFIXES)
     "three-qkv": {},
     "fused-qkv": {},
@@ -782,7 +782,8 @@ def main(argv=None) -> None:
                         "setting them to None")
     p.add_argument("--qkv", choices=("fused", "three"), default=None,
                    help="q, k and v as one projection or three, every row of the run (default: "
-                        "the zoo's, ModelConfig.fused_qkv); a row's @three-qkv / @fused-qkv wins")
+                        "the zoo's, three; ModelConfig.fused_qkv); a row's @three-qkv / "
+                        "@fused-qkv wins")
     p.add_argument("--fused-qkv", action="store_const", const="fused", dest="qkv",
                    help="the same as --qkv fused (session 47's scripts)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
