@@ -14,9 +14,9 @@ submodules (CUTLASS, fmt). The build compiles DeepGEMM's host module (``csrc/pyt
 with torch's extension builder, needs a C++17 compiler and the CUDA toolkit (its kernels are
 compiled at first use by ``nvcc``, cached in ``$DG_JIT_CACHE_DIR`` or ``~/.deep_gemm``), and
 links the module with its own libstdc++ (``-static-libstdc++ -Wl,-Bsymbolic``): built plainly
-on an image whose libstdc++ is not the one PyTorch's wheel was linked against, its JIT's
-``std::regex`` and stream formatting crashed inside libstdc++'s locale facets (session 48, on
-the H200 image: Ubuntu 24.04, GCC 13.3, torch 2.11+cu130). ``--variant plain`` builds it as
+on session 48's H200 image (Ubuntu 24.04, GCC 13.3, torch 2.11+cu130), its JIT's
+``std::regex`` and stream formatting crashed inside libstdc++'s locale facets, most likely
+because its libstdc++ references bound to another copy in the process. ``--variant plain`` builds it as
 DeepGEMM's own setup does; ``debug`` at -O0 -g.
 """
 from __future__ import annotations
