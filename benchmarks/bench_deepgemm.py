@@ -27,15 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 
 import torch
 
 import microscale as ms
-from microscale.gemm import scaled_mm_reference
 from microscale.kernels.gemm_fp8 import scaled_mm_fp8
 
 import common
+from bench_gemm import _rel_err as ref_slice_err   # vs the fp32 reference on 512 rows
 
 # (name, in, out) of the linears timed; the 1b block's and issue 12's layer
 LAYERS = [("1b q/o", 2048, 2048), ("1b k/v", 2048, 512), ("1b up", 2048, 8192),
@@ -64,12 +63,6 @@ def operands(role: str, t: int, n_in: int, n_out: int, device) -> tuple:
 
 def rel_err(y: torch.Tensor, ref: torch.Tensor) -> float:
     return ((y.float() - ref.float()).norm() / ref.float().norm()).item()
-
-
-def ref_slice_err(y: torch.Tensor, qa, qb) -> float:
-    rows = min(512, qa.rows)
-    qa_s = replace(qa, data=qa.data[:rows], scale=qa.scale[:rows], shape=torch.Size((rows, qa.cols)))
-    return rel_err(y[:rows], scaled_mm_reference(qa_s, qb))
 
 
 def run_one(dg, name: str, role: str, t: int, n_in: int, n_out: int, device,
