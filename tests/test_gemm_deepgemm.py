@@ -26,19 +26,16 @@ def _pair(m=256, n=384, k=512, device="cpu"):
             ms.quantize(b.to(device), "fp8_block", block=(128, 128), backend="reference"))
 
 
-def _stand_in(calls: list):
-    """A ``deep_gemm`` that checks what DeepGEMM checks and writes the reference product."""
+def _stand_in(calls: list, ref: torch.Tensor):
+    """A ``deep_gemm`` that checks what DeepGEMM checks and writes ``ref`` (the product)."""
     def fp8_gemm_nt(a, b, d, recipe):
         (x, sx), (w, sw) = a, b
         assert recipe == (1, 128, 128) and d.dtype == torch.bfloat16
         assert sx.stride(0) == 1 and sx.shape == (x.shape[0], x.shape[1] // 128)   # M-major
         assert sw.is_contiguous() or sw.t().is_contiguous()
         calls.append((x.shape, w.shape))
-        d.copy_(_REF[0])
+        d.copy_(ref)
     return types.SimpleNamespace(fp8_gemm_nt=fp8_gemm_nt)
-
-
-_REF: list = [None]
 
 
 def test_refuses_names_the_reason(monkeypatch):
@@ -54,14 +51,14 @@ def test_refuses_names_the_reason(monkeypatch):
 def test_glue_hands_deepgemm_our_layouts(monkeypatch):
     """The codes as they are, A's scales M-major, B's contiguous, a bf16 [M, N] output."""
     qa, qb = _pair()
-    _REF[0] = scaled_mm_reference(qa, qb).to(torch.bfloat16)
+    ref = scaled_mm_reference(qa, qb).to(torch.bfloat16)
     calls = []
-    monkeypatch.setattr(gemm_deepgemm, "_MODULE", [_stand_in(calls), ""])
+    monkeypatch.setattr(gemm_deepgemm, "_MODULE", [_stand_in(calls, ref), ""])
     qa_rowmajor = dataclasses.replace(qa, scale=qa.scale.contiguous())
     assert qa_rowmajor.scale.stride(0) != 1
     for q in (qa, qa_rowmajor):          # a row-major scale is made M-major for it
         y = gemm_deepgemm.scaled_mm_deepgemm(q, qb)
-        assert y.dtype == torch.bfloat16 and torch.equal(y, _REF[0])
+        assert y.dtype == torch.bfloat16 and torch.equal(y, ref)
     assert calls == [(qa.data.shape, qb.data.shape)] * 2
 
 
