@@ -107,6 +107,11 @@ KERNEL_SETS = {
     "nogroup": {},
     # session 48: fp8_blockwise's fprop/dgrad on cuBLASLt, not DeepGEMM (where it is installed)
     "cublas": {"gemm_deepgemm": {"ENABLED": False}},
+    # session 49: DeepGEMM chosen per shape by timing (the default); "dg-prior": session 48's
+    # rule without timing (fprop/dgrad on DeepGEMM, wgrad on cuBLASLt); "dg-always": DeepGEMM
+    # for every blockwise GEMM it takes
+    "dg-prior": {"gemm_deepgemm": {"CHOICE": "prior"}},
+    "dg-always": {"gemm_deepgemm": {"CHOICE": "always"}},
     # session 48: q, k and v as three projections (the zoo's layout) or one
     # (ModelConfig.fused_qkv), whatever --qkv says for the run's other rows (MODEL_SUFFIXES)
     "three-qkv": {},

@@ -11,7 +11,8 @@ sum is scaled before it joins the total, which is why a blockwise kernel cannot 
 the scales into the epilogue.
 
 Three paths, fastest first; each falls through to the next when it cannot take the call
-(a 1×128 · 128×128 product goes to DeepGEMM first where it is installed: ``gemm_deepgemm``):
+(a blockwise product goes to DeepGEMM first where it is installed and, timed per shape, the
+faster: ``gemm_deepgemm``):
 
 1. ``torch.nn.functional.scaled_mm`` (torch >= 2.10, feature-detected) with
    ``ScalingType.BlockWise1x128`` / ``BlockWise128x128``: cuBLASLt's blockwise FP8 GEMM
@@ -223,19 +224,24 @@ def _torch_tensorwise(qa, qb, out_dtype) -> torch.Tensor:
 
 
 def _deepgemm(qa, qb, out_dtype) -> torch.Tensor | None:
-    """DeepGEMM's 1×128 · 128×128 kernel where it is installed and takes the call
-    (:mod:`.gemm_deepgemm`); None: cuBLASLt runs it (an error from DeepGEMM is a noted
-    fallback)."""
+    """DeepGEMM's blockwise kernel where it is installed, takes the call and is the faster for
+    this shape (:mod:`.gemm_deepgemm`); None: cuBLASLt runs it (an error from DeepGEMM is a
+    noted fallback)."""
     if gemm_deepgemm.refuses(qa, qb, out_dtype) is not None:
         return None
+    kind = gemm_deepgemm.kind_of(qa, qb)
+    key = gemm_deepgemm.PATH_KEYS[kind]
     try:
+        use, why = gemm_deepgemm.prefers(qa, qb, lambda: _torch_blockwise(qa, qb, out_dtype))
+        if not use:
+            return None
         y = gemm_deepgemm.scaled_mm_deepgemm(qa, qb)
     except RuntimeError as err:               # DeepGEMM's host checks raise RuntimeError
-        gemm_deepgemm.CONFIG["ENABLED"] = False
-        note_fallback("scaled_mm", gemm_deepgemm.PATH_KEY, "F.scaled_mm blockwise (cuBLASLt)",
+        gemm_deepgemm.turn_off(kind, str(err))
+        note_fallback("scaled_mm", key, "F.scaled_mm blockwise (cuBLASLt)",
                       f"DeepGEMM refused: {err}"[:300])
         return None
-    note_path("scaled_mm", gemm_deepgemm.PATH_KEY, "DeepGEMM fp8_gemm_nt (sm_90, JIT-compiled)")
+    note_path("scaled_mm", key, f"DeepGEMM fp8_gemm_nt {kind} (sm_90, JIT-compiled; {why})")
     return y
 
 
