@@ -23,8 +23,8 @@ DeepGEMM 2.6.1 at ``54e2261``, 16384 tokens, graph-replayed; sessions 48-49): ``
 So the choice is timed, per shape (``CONFIG["CHOICE"]``):
 
 * ``"timed"`` (default): the first call of each (kind, M, N, K, device) runs both once (DeepGEMM
-  JIT-compiles then), times a few calls of each on the GPU (queued behind a short device sleep,
-  so the host's launch time is not what is measured: a replayed graph pays none), and keeps the
+  JIT-compiles then), times a few calls of each on the GPU (queued behind a device sleep long
+  enough to hide the host's launch time, which a replayed graph does not pay), and keeps the
   faster for the process (:func:`choices`). Timing needs a host sync, so it is done only where
   one is allowed: not while a CUDA graph is captured, nor under
   ``torch.cuda.set_sync_debug_mode``; there an untimed shape takes the prior below, uncached.
@@ -160,17 +160,25 @@ def _can_sync() -> bool:
 
 
 def _gpu_us(fn: Callable[[], object], calls: int) -> float:
-    """Microseconds a call of ``fn`` keeps the GPU busy: the calls queued behind a device sleep
-    (so the host's launch time is hidden, as in a replayed graph), timed by events."""
+    """Microseconds a call of ``fn`` keeps the GPU busy, as a replayed graph would run it: the
+    calls are queued behind a device sleep and timed by events, so the host's launch time
+    (cuBLASLt's Python wrapper: ~0.1 ms a call) is hidden. If the sleep ended before the
+    last call was queued (the start event has fired), it is doubled and the timing redone."""
     fn()                                      # JIT / plan / layout caches first
     start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    torch.cuda.synchronize()
-    torch.cuda._sleep(1_000_000)              # ~0.5 ms: room to enqueue the calls
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
+    cycles = 1 << 20                          # ~0.5 ms at Hopper's clocks
+    for _ in range(6):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        hidden = not start.query()            # still sleeping: every call was queued in time
+        end.synchronize()
+        if hidden:
+            break
+        cycles *= 2
     return start.elapsed_time(end) * 1e3 / calls
 
 
