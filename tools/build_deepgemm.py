@@ -1,9 +1,10 @@
-"""Build DeepGEMM in place for this Python and torch: fp8_blockwise's faster fprop/dgrad GEMMs.
+"""Build DeepGEMM in place for this Python and torch: faster GEMMs for fp8_blockwise.
 
 DeepGEMM (github.com/deepseek-ai/DeepGEMM, MIT) is optional: where ``import deep_gemm`` works
-on a Hopper GPU, microscale runs the 1×128 · 128×128 FP8 GEMMs of ``fp8_blockwise`` (fprop and
-dgrad) through it (``microscale/kernels/gemm_deepgemm.py``; measured 1.07-1.26x cuBLASLt, a 1b
-training step 1.183x -> 1.236x of compiled bf16 on an H200). It has no wheel; this builds it::
+on a Hopper GPU, microscale runs each FP8 blockwise GEMM of ``fp8_blockwise`` through it or
+cuBLASLt, whichever a timing at the shape's first call finds faster
+(``microscale/kernels/gemm_deepgemm.py``; on an H200 a 1b training step 1.183x -> 1.238x of
+compiled bf16, 125m 0.933x -> 1.065x, across processes). It has no wheel; this builds it::
 
     python tools/build_deepgemm.py ~/src/DeepGEMM --clone     # clone (git, network) + build
     python tools/build_deepgemm.py ~/src/DeepGEMM             # build a tree you already have
