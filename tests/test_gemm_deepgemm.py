@@ -121,9 +121,49 @@ def test_choice_modes(monkeypatch, fresh):
     assert gemm_deepgemm.choices() == {("1d1d", 256, 384, 512, "cpu"): (use, why)}
     monkeypatch.setattr(gemm_deepgemm, "_gpu_us", lambda fn, calls: 80.0 if fn is cublas else 90.0)
     assert gemm_deepgemm.prefers(qa, qb, cublas)[0] is False           # 90 > 80: cuBLASLt
+    qa3, qb3 = _pair(m=128, block_b=ROW)
+
+    def no_blockwise():
+        raise gemm_fp8.KernelUnsupported("this torch has no F.scaled_mm with blockwise scaling")
+    monkeypatch.setattr(gemm_deepgemm, "_gpu_us", lambda fn, calls: fn() or 10.0)
+    monkeypatch.setattr(gemm_deepgemm, "scaled_mm_deepgemm", lambda qa, qb: None)
+    use, why = gemm_deepgemm.prefers(qa3, qb3, no_blockwise)          # cuBLASLt cannot run it
+    assert use and "could not run it" in why and "no F.scaled_mm" in why
     monkeypatch.setitem(gemm_deepgemm.CONFIG, "CHOICE", "fastest")
     with pytest.raises(ValueError, match="CHOICE"):
         gemm_deepgemm.prefers(qa, qb, cublas)
+
+
+@pytest.mark.parametrize("dg_us,expect_dg", [(50.0, True), (90.0, False)])
+def test_dispatch_follows_the_timing(monkeypatch, fresh, dg_us, expect_dg):
+    """Through ``gemm_fp8._deepgemm``: the timed winner runs the call (None: cuBLASLt does),
+    and ms.explain names the timing behind a DeepGEMM entry."""
+    qa, qb = _pair(block_b=ROW)
+    ref = scaled_mm_reference(qa, qb)
+    calls = []
+    monkeypatch.setattr(gemm_deepgemm, "refuses", lambda *a: None)
+    monkeypatch.setattr(gemm_deepgemm, "_MODULE", [_stand_in(calls, ref), ""])
+    monkeypatch.setattr(gemm_deepgemm, "_can_sync", lambda: True)
+    monkeypatch.setattr(gemm_fp8, "_torch_blockwise", lambda *a: ref)
+    monkeypatch.setattr(gemm_deepgemm, "_gpu_us", _fake_timer(dg_us, 80.0))
+    y = gemm_fp8._deepgemm(qa, qb, torch.float32)
+    assert (y is not None) == expect_dg and bool(calls) == expect_dg
+    key = ("scaled_mm", gemm_deepgemm.PATH_KEYS["1d1d"])
+    if expect_dg:
+        assert torch.equal(y, ref) and "timed at 256x384x512: 50.0 us" in backend.explain()[key]
+    else:
+        assert key not in backend.explain()
+
+
+def _fake_timer(dg_us: float, cublas_us: float):
+    """A ``_gpu_us`` that runs nothing and reports these times (DeepGEMM's call is timed
+    first, then cuBLASLt's)."""
+    order = []
+
+    def fake(fn, calls):
+        order.append(fn)
+        return dg_us if len(order) % 2 else cublas_us
+    return fake
 
 
 def test_error_falls_back_to_cublas_visibly(monkeypatch, fresh):

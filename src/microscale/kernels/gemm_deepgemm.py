@@ -197,7 +197,11 @@ def prefers(qa: QuantizedTensor, qb: QuantizedTensor, cublas: Callable[[], objec
         return PRIOR[kind], "untimed: session 48's rule for " + kind
     calls = CONFIG["TIMED_CALLS"]
     us_dg = _gpu_us(lambda: scaled_mm_deepgemm(qa, qb), calls)
-    us_cublas = _gpu_us(cublas, calls)
+    try:
+        us_cublas = _gpu_us(cublas, calls)
+    except Exception as err:        # e.g. KernelUnsupported: this torch has no blockwise path
+        _CHOSEN[key] = (True, f"cuBLASLt could not run it: {type(err).__name__}: {err}"[:200])
+        return _CHOSEN[key]
     _CHOSEN[key] = (us_dg < us_cublas,
                     f"timed at {key[1]}x{key[2]}x{key[3]}: {us_dg:.1f} us, cuBLASLt "
                     f"{us_cublas:.1f} us")
