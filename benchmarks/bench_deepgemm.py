@@ -7,19 +7,21 @@ products as ``gemm.scaled_mm_reference`` up to summation order, which is what ou
 path runs (``kernels/gemm_fp8``). This measures, at the training shapes, whether it is faster:
 
 * every GEMM of one 1b block (16384 tokens; q/o 2048→2048, k/v 2048→512, up 2048→8192, down
-  8192→2048), issue 12's layer (16384 tokens, 4096→14336) and one 125m block (768 wide, k/v
-  256, MLP 3072; added after session 48's run), each as fprop ``x Wᵀ``, dgrad ``dy W`` and
-  wgrad ``dyᵀ x``;
+  8192→2048), issue 12's layer (16384 tokens, 4096→14336), one 125m block (768 wide, k/v
+  256, MLP 3072; session 49) and one 50m block (640 wide, k/v 128, MLP 2560; session 49),
+  each as fprop ``x Wᵀ``, dgrad ``dy W`` and wgrad ``dyᵀ x`` (``--layers 50m,125m``: some);
 * operands quantized by microscale (``ms.quantize``, ``fp8_block``), graph-replayed times
-  (``common.graph_ms``), TFLOP/s, the ratio to cuBLASLt and to a bf16 ``torch.mm``;
+  (``common.graph_ms``), TFLOP/s, the ratio to cuBLASLt and to a bf16 ``torch.mm``, and
+  ``best_x_bf16``: the faster library's (what the timed choice of ``gemm_deepgemm`` takes)
+  against bf16 (issue 12, item 5: FP8 blockwise GEMM ≥ 1.0× bf16 at the 50m/125m shapes);
 * agreement: the relative Frobenius difference from cuBLASLt's output and from the fp32
   reference on a 512-row slice.
 
 DeepGEMM is not a dependency: build it from its source (with CUTLASS and fmt headers) and put
-it on ``PYTHONPATH``; ``benchmarks/sessions/run_session48c_gpu.sh`` does that on the GPU
-machine. Prints a table and ends with one JSON line (``--out``: also to a file).
+it on ``PYTHONPATH``; ``tools/build_deepgemm.py`` builds it
+(``benchmarks/sessions/run_session49e_gpu.sh`` on the GPU machine). Prints a table and ends with one JSON line (``--out``: also to a file).
 
-    python benchmarks/bench_deepgemm.py [--tokens 16384] [--out FILE]
+    python benchmarks/bench_deepgemm.py [--tokens 16384] [--layers 50m,125m] [--out FILE]
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from bench_gemm import _rel_err as ref_slice_err   # vs the fp32 reference on 51
 LAYERS = [("1b q/o", 2048, 2048), ("1b k/v", 2048, 512), ("1b up", 2048, 8192),
           ("1b down", 8192, 2048), ("issue12 layer", 4096, 14336),
           ("125m q/o", 768, 768), ("125m k/v", 768, 256), ("125m up", 768, 3072),
-          ("125m down", 3072, 768)]
+          ("125m down", 3072, 768),
+          ("50m q/o", 640, 640), ("50m k/v", 640, 128), ("50m up", 640, 2560),
+          ("50m down", 2560, 640)]
 
 
 def operands(role: str, t: int, n_in: int, n_out: int, device) -> tuple:
@@ -113,6 +117,7 @@ def run_one(dg, name: str, role: str, t: int, n_in: int, n_out: int, device,
         row["dg_x_cublas"] = times["cublaslt"] / times["deepgemm"]
         row["dg_x_bf16"] = times["bf16"] / times["deepgemm"]
         row["cublas_x_bf16"] = times["bf16"] / times["cublaslt"]
+        row["best_x_bf16"] = times["bf16"] / min(times["deepgemm"], times["cublaslt"])
     return row
 
 
@@ -121,21 +126,25 @@ def main(argv=None) -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--out", default=None)
-    p.add_argument("--only", default=None, help="comma-separated indices of the GEMMs to run")
+    p.add_argument("--layers", default=None,
+                   help="comma-separated prefixes of the layer names to run (e.g. 50m,125m)")
+    p.add_argument("--only", default=None,
+                   help="comma-separated indices of the GEMMs to run (after --layers)")
     p.add_argument("--warm", action="store_true",
                    help="call each GEMM once (JIT-compile it into DeepGEMM's cache), no timing")
     args = p.parse_args(argv)
     import deep_gemm as dg                              # built from source: see the docstring
     device = torch.device("cuda")
     print(common.env_header(), flush=True)
+    prefixes = tuple(args.layers.split(",")) if args.layers else ("",)
     gemms = [(name, role, n_in, n_out) for name, n_in, n_out in LAYERS
-             for role in ("fprop", "dgrad", "wgrad")]
+             if name.startswith(prefixes) for role in ("fprop", "dgrad", "wgrad")]
     if args.only:
         gemms = [gemms[int(i)] for i in args.only.split(",")]
     rows = [run_one(dg, name, role, args.tokens, n_in, n_out, device, args.warm)
             for name, role, n_in, n_out in gemms]
     cols = ["layer", "role", "m", "n", "k", "deepgemm_us", "cublaslt_us", "bf16_us",
-            "deepgemm_tfs", "cublaslt_tfs", "dg_x_cublas", "dg_x_bf16", "cublas_x_bf16",
+            "deepgemm_tfs", "cublaslt_tfs", "dg_x_cublas", "dg_x_bf16", "cublas_x_bf16", "best_x_bf16",
             "vs_cublas", "vs_ref", "cublas_vs_ref", "first_call_s", "error"]
     print(common.fmt_table(rows, cols), flush=True)
     payload = {"env": common.env_info(), "bench": "deepgemm", "argv": argv, "rows": rows,
