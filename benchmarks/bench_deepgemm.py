@@ -19,7 +19,8 @@ path runs (``kernels/gemm_fp8``). This measures, at the training shapes, whether
 
 DeepGEMM is not a dependency: build it from its source (with CUTLASS and fmt headers) and put
 it on ``PYTHONPATH``; ``tools/build_deepgemm.py`` builds it
-(``benchmarks/sessions/run_session49e_gpu.sh`` on the GPU machine). Prints a table and ends with one JSON line (``--out``: also to a file).
+(``benchmarks/sessions/run_session49e_gpu.sh`` on the GPU machine). Prints a table and ends
+with one JSON line (``--out``: also to a file).
 
     python benchmarks/bench_deepgemm.py [--tokens 16384] [--layers 50m,125m] [--out FILE]
 """
@@ -144,8 +145,8 @@ def main(argv=None) -> None:
     rows = [run_one(dg, name, role, args.tokens, n_in, n_out, device, args.warm)
             for name, role, n_in, n_out in gemms]
     cols = ["layer", "role", "m", "n", "k", "deepgemm_us", "cublaslt_us", "bf16_us",
-            "deepgemm_tfs", "cublaslt_tfs", "dg_x_cublas", "dg_x_bf16", "cublas_x_bf16", "best_x_bf16",
-            "vs_cublas", "vs_ref", "cublas_vs_ref", "first_call_s", "error"]
+            "deepgemm_tfs", "cublaslt_tfs", "dg_x_cublas", "dg_x_bf16", "cublas_x_bf16",
+            "best_x_bf16", "vs_cublas", "vs_ref", "cublas_vs_ref", "first_call_s", "error"]
     print(common.fmt_table(rows, cols), flush=True)
     payload = {"env": common.env_info(), "bench": "deepgemm", "argv": argv, "rows": rows,
                "deep_gemm": getattr(dg, "__version__", "?")}
