@@ -2,7 +2,8 @@
 on what ran before it in the process? (168 µs in call 1 after the 1b and issue-12 GEMMs, and in
 the training processes; 86-104 µs in call 5's process, which ran only 50m/125m shapes.)
 Times cuBLASLt (graph-replayed) at 3072x768x16384 and 768x3072x16384, then after the 1b and
-issue-12 wgrad/fprop GEMMs, then once more. Prints one JSON line."""
+issue-12 wgrad/fprop GEMMs, then once more; with ``--deepgemm`` (call 7), once more after
+DeepGEMM's 1d1d kernel has run at each probe shape. Prints one JSON line."""
 import json
 import sys
 from pathlib import Path
@@ -30,4 +31,10 @@ out["big"] = [cublas_us(*p) for p in big]
 out["after_big"] = [cublas_us(*p) for p in probe]
 torch.cuda.empty_cache()
 out["after_empty_cache"] = [cublas_us(*p) for p in probe]
+if "--deepgemm" in sys.argv:           # call 7: DeepGEMM's 1d1d kernel at each shape, then again
+    import deep_gemm as dg                 # noqa: E402
+    from bench_deepgemm import run_one     # noqa: E402
+    out["dg_first_call"] = [run_one(dg, "probe", r, 16384, i, o, dev, warm=True)["first_call_s"]
+                            for r, i, o in probe]
+    out["after_deepgemm"] = [cublas_us(*p) for p in probe]
 print(json.dumps({"probe": probe, "big": big, **out}))
