@@ -16,10 +16,11 @@ joins the total. Two kinds of call:
   (K = tokens); fp32 output, which the kernel accumulates into (``D = C + A Bᵀ``: from zeros).
 
 Which is faster depends on the shape (``benchmarks/bench_deepgemm.py``, H200, CUDA 13.0,
-DeepGEMM 2.6.1 at ``54e2261``, 16384 tokens, graph-replayed; sessions 48-49): ``1d2d`` ran
-0.95-1.26× cuBLASLt's speed at the 1b, 125m and issue-12 shapes, bit-identical outputs; ``1d1d``
-0.84-1.02× at the 1b and issue-12 weight gradients but 1.59× and 1.91× at 125m's MLP ones
-(3072×768 and 768×3072, K 16384: cuBLASLt there 0.66-0.70× of a bf16 GEMM), also bit-identical.
+DeepGEMM 2.6.1 at ``54e2261``, 16384 tokens, graph-replayed; session 48 call 9, session 49 calls
+1 and 9): ``1d2d`` ran 1.07-1.26× cuBLASLt's speed at the 1b and issue-12 shapes, 1.12-1.56× at
+125m's, 0.90-1.30× at 50m's; ``1d1d`` 0.84-1.02× at the 1b and issue-12 weight gradients,
+0.62-1.01× at 50m's, but 1.6× and 1.9× at 125m's MLP ones (3072×768 and 768×3072, K 16384:
+cuBLASLt there 0.65-0.70× of a bf16 GEMM). Every output bit-identical to cuBLASLt's.
 So the choice is timed, per shape (``CONFIG["CHOICE"]``):
 
 * ``"timed"`` (default): the first call of each (kind, M, N, K, device) runs both once (DeepGEMM
