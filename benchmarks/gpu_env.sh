@@ -17,3 +17,10 @@ step() { local secs=$1 log=$2; shift 2; echo "### $*" | tee "$OUT/$log"
 # returns only a few files).
 pack_out() { (cd "$OUT" && tar czf "$1" --exclude="$1" * && \
               find . -mindepth 1 ! -name "$1" -exec rm -rf {} +); }
+# deepgemm_env: build DeepGEMM from the carried .deps/DeepGEMM (tools/build_deepgemm.py, its own
+# libstdc++ and -Bsymbolic: session 48), log to $OUT/dg_build.txt, put it on PYTHONPATH, JIT
+# cache in /tmp/dgcache (kept while the machine stays warm). Session 49's scripts spell it out.
+deepgemm_env() { export DG_JIT_CACHE_DIR=/tmp/dgcache; mkdir -p /tmp/dgcache
+                 TAIL=2 step 150 dg_build.txt python3 tools/build_deepgemm.py \
+                   "$PWD/.deps/DeepGEMM" symbolic
+                 export PYTHONPATH=$PWD/.deps/DeepGEMM:$PYTHONPATH; }
