@@ -118,7 +118,6 @@ def _launch(x2, views, block, pow2, fp8_dtype, col, prologue=None):
     """views: [(data, scale_inv)] for the row view and, if ``col``, the column view;
     ``prologue`` ``(name, y)``: of ``op(x2, y)``, for the register pair kernel only."""
     rows, cols = x2.shape
-    amax = torch.zeros((), dtype=torch.float32, device=x2.device)
     mode = 0 if block == (1, 128) else 1
     br = 128 if (mode == 1 or col) else CONFIG["BR_1x128"]
     if col:
@@ -135,15 +134,14 @@ def _launch(x2, views, block, pow2, fp8_dtype, col, prologue=None):
         raise ValueError(f"quant_fp8.CONFIG['W128'] must be 'reg' or 'tile', got "
                          f"{CONFIG['W128']!r}")
     if mode == 1 and col and pow2 and CONFIG["W128"] == "reg" and not (rows % 128 or cols % 128):
-        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, tile=True)
-        return amax
+        return _launch_reg(x2, qr, sr, qc, sc, fp8_max, fp8_dtype, tile=True)
     if kind is not None:
         path = _PATHS[kind] if pow2 or kind != "reg" else _NOT_POW2
         note_path("quantize_rowcol", _KEY, path if prologue is None else
                   f"{path[:-1]}; {prologue[0]} fused into its loads)")
     if kind == "reg" and pow2:
-        _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, prologue=prologue)
-        return amax
+        return _launch_reg(x2, qr, sr, qc, sc, fp8_max, fp8_dtype, prologue=prologue)
+    amax = torch.zeros((), dtype=torch.float32, device=x2.device)
     if kind in ("reg", "sub"):
         grid = (persistent_grid(n_tiles, x2.device, CONFIG["PROGS_PER_SM_sub"]),)
         _fp8_rowcol_sub_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8),
@@ -179,14 +177,15 @@ def reg_stages(dtype: torch.dtype, prologue=None) -> int:
     return CONFIG["NUM_STAGES_reg_wide" if wide else "NUM_STAGES_reg"]
 
 
-def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
+def _launch_reg(x2, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = True,
                 prologue=None, write_col: bool = True, tile: bool = False, seg: int = 0,
                 src=None, bound: int = 0):
     """``quant_rowcol_reg``'s kernel: rows and cols are multiples of 128 (``check_views``);
     ``write_row=False``: the column view alone (``qr``/``sr`` are not written), ``write_col``
     likewise; ``prologue`` ``(name, y)``: of ``op(x2, y)``; ``tile``: a 128x128 W + Wᵀ pair
     (``seg``: x2 stacks experts of ``seg`` rows, Wᵀ ``[E, cols, seg]``; 0: one matrix);
-    ``src``: x2's rows gathered into a padded layout of ``bound`` rows (``GATHER``)."""
+    ``src``: x2's rows gathered into a padded layout of ``bound`` rows (``GATHER``). Returns
+    the amax (a zeroed fp32 scalar the programs raise by ``atomic_max``)."""
     rows, cols = (bound, x2.shape[1]) if src is not None else x2.shape
     n_tc, n_tiles = cols // 128, (rows // 128) * (cols // 128)
     exp, in_exp = pow2_exponents(fp8_max, _IN_MAX[IN_DTYPE_CODE[x2.dtype]])
@@ -194,6 +193,7 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
         (CONFIG["PROGS_PER_SM_reg"], CONFIG["num_warps_reg"])
     grid = (persistent_grid(n_tiles, x2.device, progs),)
     pro, y = (0, None) if prologue is None else (PROLOGUES[prologue[0]][2], prologue[1])
+    amax = torch.zeros((), dtype=torch.float32, device=x2.device)
     fp8_rowcol_reg_kernel[grid](x2, amax, qr.view(torch.uint8), sr, qc.view(torch.uint8), sc,
                                 rows, cols, n_tc, n_tiles, *sr.stride(), *sc.stride()[-2:], exp,
                                 in_exp, fp8_dtype == torch.float8_e5m2, CONFIG["NAN_SEL"],
@@ -201,6 +201,7 @@ def _launch_reg(x2, amax, qr, sr, qc, sc, fp8_max, fp8_dtype, write_row: bool = 
                                 pro, IN_DTYPE_CODE[x2.dtype], write_col, CONFIG["REVERSE_reg"],
                                 tile, src, src is not None, seg or rows,
                                 sc.stride(0) if sc.dim() == 3 else 0, num_warps=warps)
+    return amax
 
 
 def pair_gathered(x: torch.Tensor, src: torch.Tensor, bound: int, row_opts: dict,
@@ -225,8 +226,7 @@ def pair_gathered(x: torch.Tensor, src: torch.Tensor, bound: int, row_opts: dict
     sr = torch.empty((T, K // 128), dtype=torch.float32, device=dev)
     qc = torch.empty((K, bound), dtype=fp8_dtype, device=dev)
     sc = torch.empty((K, bound // 128), dtype=torch.float32, device=dev)
-    amax = torch.zeros((), dtype=torch.float32, device=dev)
-    _launch_reg(x, amax, qr, sr, qc, sc, FP8_MAX_OF[fp8_dtype], fp8_dtype, src=src, bound=bound)
+    _launch_reg(x, qr, sr, qc, sc, FP8_MAX_OF[fp8_dtype], fp8_dtype, src=src, bound=bound)
     return (qr, sr), (qc, sc)
 
 
@@ -248,8 +248,7 @@ def weight_pairs_experts(w2: torch.Tensor, n_experts: int, opts: dict):
     qw, sw = _buffers(rows, cols, block, fp8_dtype, dev)
     qt = torch.empty((n_experts, cols, n), dtype=fp8_dtype, device=dev)
     st = torch.empty((n_experts, cols // 128, n // 128), dtype=torch.float32, device=dev)
-    amax = torch.zeros((), dtype=torch.float32, device=dev)
-    _launch_reg(w2, amax, qw, sw, qt, st, FP8_MAX_OF[fp8_dtype], fp8_dtype, tile=True, seg=n)
+    _launch_reg(w2, qw, sw, qt, st, FP8_MAX_OF[fp8_dtype], fp8_dtype, tile=True, seg=n)
     return (qw, sw), (qt, st)
 
 
@@ -311,9 +310,8 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
                   "registers, quant_rowcol_reg" + (f"; {prologue[0]} fused into its loads)"
                                                    if prologue else ")"))
         view = _buffers(rows, cols, block, fp8_dtype, x.device, col_major=True)
-        amax = torch.zeros((), dtype=torch.float32, device=x.device)
-        _launch_reg(x2, amax, *view, *view, FP8_MAX_OF[fp8_dtype], fp8_dtype, write_col=False,
-                    prologue=prologue)
+        amax = _launch_reg(x2, *view, *view, FP8_MAX_OF[fp8_dtype], fp8_dtype, write_col=False,
+                           prologue=prologue)
         return _result(*view, amax, torch.Size((rows, cols)), x.dtype, block, pow2), None
     if row:
         view = _buffers(rows, cols, block, fp8_dtype, x.device)
@@ -325,10 +323,8 @@ def quantize_rowcol_fp8_block_triton(x: torch.Tensor, row, col, prologue=None):
                   "in registers, quant_rowcol_reg" + (f"; {prologue[0]} fused into its loads)"
                                                       if prologue else ")"))
         view = _buffers(cols, rows, block, fp8_dtype, x.device, col_major=True)
-        amax = torch.zeros((), dtype=torch.float32, device=x.device)
-        fp8_max = FP8_MAX_OF[fp8_dtype]
-        _launch_reg(x2, amax, view[0], view[1], *view, fp8_max, fp8_dtype, write_row=False,
-                    prologue=prologue)
+        amax = _launch_reg(x2, view[0], view[1], *view, FP8_MAX_OF[fp8_dtype], fp8_dtype,
+                           write_row=False, prologue=prologue)
         return None, _result(*view, amax, torch.Size((cols, rows)), x.dtype, block, pow2)
     x_t = x2.t().contiguous()   # a column view alone: the row kernel on the transpose
     view = _buffers(cols, rows, block, fp8_dtype, x.device)
