@@ -17,8 +17,9 @@ compiled at first use by ``nvcc``, cached in ``$DG_JIT_CACHE_DIR`` or ``~/.deep_
 links the module with its own libstdc++ (``-static-libstdc++ -Wl,-Bsymbolic``): built plainly
 on session 48's H200 image (Ubuntu 24.04, GCC 13.3, torch 2.11+cu130), its JIT's
 ``std::regex`` and stream formatting crashed inside libstdc++'s locale facets, most likely
-because its libstdc++ references bound to another copy in the process. ``--variant plain`` builds it as
-DeepGEMM's own setup does; ``debug`` at -O0 -g.
+because its libstdc++ references bound to another copy in the process. The variant after DIR:
+``symbolic`` (default) that way, ``static`` without ``-Bsymbolic``, ``plain`` as DeepGEMM's own
+setup does, ``debug`` at -O0 -g.
 """
 from __future__ import annotations
 
