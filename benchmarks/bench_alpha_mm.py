@@ -19,6 +19,13 @@ bf16 -> fp32, ``fp32·α`` that then the α pass a compiled step runs after it (
 kernel reading and writing 4 bytes an element: ``gemm_alpha._scale_inplace``), ``alpha`` the
 Triton GEMM writing α · the sum in fp32 itself (its default tile), ``tiles`` its 128x256 output
 tiles (``gemm_paths.EPILOGUE["fp32_min_tiles"]`` is the rule), ``gain`` = fp32·α / alpha.
+
+``--training``: issue 12 item 5's NVFP4 half. Every fprop, dgrad and wgrad GEMM of the
+``--models`` (zoo sizes, T = 16384 tokens) on the path ``ms.Linear`` takes there, its operands
+as the quantizers write them (bf16 ``value · block_scale``): ``gemm_alpha`` with α and the
+output in its epilogue, or (an fp32 weight gradient under ``fp32_min_tiles`` output tiles)
+cuBLAS's fp32 sum then the α pass; ``bf16`` is what a bf16 layer pays for the same GEMM
+(cuBLAS, bf16 in and out), ``x_bf16`` = bf16 / path.
 """
 
 from __future__ import annotations
@@ -128,14 +135,67 @@ def _wgrad_row(model, name, m, n, k, dev) -> dict:
     return row
 
 
+def training_shapes(models: list[str], tokens: int = 16384) -> list[tuple]:
+    """(model, gemm, M, N, K, out dtype) of every distinct block GEMM of the zoo ``models``:
+    fprop ``[T, in]·[out, in]ᵀ`` and dgrad ``[T, out]·[in, out]ᵀ`` into bf16, wgrad
+    ``[out, T]·[in, T]ᵀ`` into fp32 (q, k, v, o, up and down projections)."""
+    from microscale.train.model import MODEL_CONFIGS
+    shapes = []
+    for name in models:
+        cfg = MODEL_CONFIGS[name]
+        d, kv, ffn = cfg.d_model, cfg.kv_dim, cfg.hidden_dim
+        for lin, (i, o) in (("q/o", (d, d)), ("k/v", (d, kv)), ("up", (d, ffn)),
+                            ("down", (ffn, d))):
+            shapes += [(name, f"{lin} fprop", tokens, o, i, torch.bfloat16),
+                       (name, f"{lin} dgrad", tokens, i, o, torch.bfloat16),
+                       (name, f"{lin} wgrad", o, i, tokens, torch.float32)]
+    return shapes
+
+
+def _training_row(model, name, m, n, k, out_dtype, dev) -> dict:
+    from microscale.kernels.gemm_alpha import _scale_inplace
+    from microscale.kernels.gemm_paths import alpha_epilogue, takes_expanded
+    a, b, f = _operands(m, n, k, dev)
+    row = {"model": model, "gemm": name, "shape": f"{m}x{n}x{k}",
+           "bf16": common.graph_ms(lambda: torch.mm(a, b.t())) * 1e3}
+    if not takes_expanded("nvfp4", "nvfp4", m, n, k, dev):
+        row["path"] = "codes (not timed here)"
+        return row
+    if alpha_epilogue(out_dtype, dev, m, n):
+        row["path"] = "alpha_mm"
+        fn = lambda: alpha_mm(a, b, f, out_dtype)              # noqa: E731
+    else:
+        row["path"] = "cuBLAS fp32 + α pass"
+        fn = lambda: _scale_inplace(torch.mm(a, b.t(), out_dtype=torch.float32), f)  # noqa: E731
+    ref = torch.mm(a, b.t(), out_dtype=torch.float32) * f
+    bad = int(((fn().float() - ref).abs() > ref.abs() * 2 ** -7 + 1e-2).sum())
+    us = common.graph_ms(fn) * 1e3
+    row["nvfp4"] = round(us, 1) if bad == 0 else f"WRONG({bad})"
+    row["x_bf16"] = row["bf16"] / us if bad == 0 else None
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="125m,1b")
     ap.add_argument("--configs", default=None, help="comma-separated config indices")
     ap.add_argument("--wgrad", action="store_true",
                     help="the fp32-output weight-gradient GEMMs (module docstring)")
+    ap.add_argument("--training", action="store_true",
+                    help="every GEMM of --models on the path training takes (docstring)")
     args = ap.parse_args()
     dev = torch.device("cuda")
+    if args.training:
+        print(common.env_header())
+        rows = [_training_row(*shape, dev=dev)
+                for shape in training_shapes(args.models.split(","))]
+        print(common.fmt_table(rows, ["model", "gemm", "shape", "path", "bf16", "nvfp4",
+                                      "x_bf16"]))
+        ratios = [r["x_bf16"] for r in rows if r.get("x_bf16")]
+        print(f"{len(ratios)} of {len(rows)} timed; x_bf16 min {min(ratios):.3f}, "
+              f"max {max(ratios):.3f}" if ratios else "none timed")
+        common.json_line({"bench": "alpha_mm_training", "rows": rows})
+        return
     if args.wgrad:
         print(common.env_header())
         rows = [_wgrad_row(*shape, k=16384, dev=dev) for shape in WGRAD]
