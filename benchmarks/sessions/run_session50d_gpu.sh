@@ -7,6 +7,7 @@
 # at these shapes are session 49's call 9).
 #     run (carry [".whl"]): OUT=$OUT timeout 440 bash benchmarks/sessions/run_session50d_gpu.sh
 set -uo pipefail
+set -f                       # the test ids hold [..]: no globbing
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 TAIL=12 step 300 gpu_tests_left.txt python3 -m pytest -p no:benchmark -m gpu -n 8 -v -rfE \
