@@ -22,7 +22,8 @@ tiles (``gemm_paths.EPILOGUE["fp32_min_tiles"]`` is the rule), ``gain`` = fp32·
 
 ``--training``: issue 12 item 5's NVFP4 half. Every fprop, dgrad and wgrad GEMM of the
 ``--models`` (zoo sizes, T = 16384 tokens) on the path ``ms.Linear`` takes there, its operands
-as the quantizers write them (bf16 ``value · block_scale``): ``gemm_alpha`` with α and the
+in bf16 ``value · block_scale`` form (as the quantizers write x and dy; wgrad's saved xᵀ is
+decoded to it by a dequantize pass of its own, not timed here): ``gemm_alpha`` with α and the
 output in its epilogue, or (an fp32 weight gradient under ``fp32_min_tiles`` output tiles)
 cuBLAS's fp32 sum then the α pass; ``bf16`` is what a bf16 layer pays for the same GEMM
 (cuBLAS, bf16 in and out), ``x_bf16`` = bf16 / path.
