@@ -662,7 +662,26 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
             "gaps": kernel_gaps(spans),
             "top_kernels_ms": dict(sorted(totals.items(), key=lambda t: -t[1])[:30]),
             "top_launches": dict(sorted(counts.items(), key=lambda t: -t[1])[:30]),
+            "quantize_durations": duration_buckets(
+                [(e.name, e.device_time) for e in kernels], ("quantize", "dequantize")),
             "microscale_ops": _op_table(prof), "aten_ops": _aten_table(prof)}
+
+
+def duration_buckets(launches: list[tuple[str, float]], kinds: tuple[str, ...]) -> dict:
+    """The launches of the kernels of ``kinds`` by name and duration: ``{name: [[µs, count,
+    total ms], ...]}``, durations rounded to two significant digits, longest total first. A
+    step quantizes tensors of a few sizes, each with its own duration, so the buckets say which
+    tensors a kernel's time goes to (a replayed step's launches carry no shapes)."""
+    out: dict[str, dict[float, list]] = {}
+    for name, us in launches:
+        if _kind(name) not in kinds:
+            continue
+        bucket = out.setdefault(name[:60], {}).setdefault(float(f"{us:.2g}"), [0, 0.0])
+        bucket[0] += 1
+        bucket[1] += us / 1e3
+    return {name: sorted(([us, n, round(ms_, 3)] for us, (n, ms_) in b.items()),
+                         key=lambda r: -r[2])
+            for name, b in sorted(out.items(), key=lambda t: -sum(v[1] for v in t[1].values()))}
 
 
 def kernel_gaps(spans: list[tuple[int, int, str]]) -> dict:

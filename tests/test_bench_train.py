@@ -109,3 +109,16 @@ def test_ratios_rest_on_the_best_bf16_whatever_its_settings():
     assert rows[2]["target"] == bt.TARGETS["1b"]["fp8_blockwise"] and rows[1]["target"] is None
     (note,) = bt.baseline_notes(rows[:3])
     assert "one bf16@three-qkv run" in note
+
+
+def test_duration_buckets_group_a_kernels_launches_by_size():
+    """The profile's quantize-time breakdown: one kernel's launches grouped by duration (two
+    significant digits), the buckets with the most time first, other kinds left out."""
+    bt = _bench_train()
+    launches = [("nvfp4_amax_reg_kernel", 15.2), ("nvfp4_amax_reg_kernel", 14.8),
+                ("nvfp4_amax_reg_kernel", 61.0), ("nvfp4_row_kernel", 40.0),
+                ("triton_poi_fused_add_0", 500.0), ("_dequant_kernel", 9.0)]
+    got = bt.duration_buckets(launches, ("quantize", "dequantize"))
+    assert list(got) == ["nvfp4_amax_reg_kernel", "nvfp4_row_kernel", "_dequant_kernel"]
+    assert got["nvfp4_amax_reg_kernel"] == [[61.0, 1, 0.061], [15.0, 2, 0.03]]
+    assert got["_dequant_kernel"] == [[9.0, 1, 0.009]]
