@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Session 51, call 1 (prepared in session 50, not yet run; one H200, ~5 minutes): where 1b
-# nvfp4's quantize time goes, by tensor. One replay of the captured step each for nvfp4 and
-# nvfp4_no_sr, with the profile's new `quantize_durations` (each quantize / dequantize
-# kernel's launches bucketed by duration, so by tensor size), beside a bf16 run. Issue 11's 1b
-# nvfp4 0.9x needs ~2.6 ms of its ~194 ms step (session 50: 0.886x).
-#     run (carry [".whl"]): OUT=$OUT timeout 420 bash benchmarks/sessions/run_session51a_gpu.sh
+# Session 51, call 1 (prepared in session 50, not yet run; one H200, ~7 minutes): issue 11's
+# 1b nvfp4 0.9x needs ~2.6 ms of its ~194 ms step (session 50: 0.886x). The NVFP4 amax pass
+# took 7.0 ms of it in session 47's profile, reading at ~55% of the H200's copy rate, under a
+# launch tuned on the H100 (3 programs an SM, session 18). First the pass alone under each of
+# bench_amax_pass.py's launch configs at the zoo's shapes (same amaxes checked), then 1b nvfp4
+# with three of them in one process, bf16 first and last.
+#     run (carry [".whl"]): OUT=$OUT timeout 560 bash benchmarks/sessions/run_session51a_gpu.sh
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
-TAIL=8 step 400 train_1b.txt python3 benchmarks/bench_train.py --graph step --warmup 2 \
-  --steps 4 --models 1b --batch 8 --seq 2048 --recipes bf16 --profile nvfp4,nvfp4_no_sr \
+TAIL=50 step 120 amax_pass.txt python3 benchmarks/bench_amax_pass.py
+TAIL=10 step 420 train_1b.txt python3 benchmarks/bench_train.py --graph step --warmup 2 \
+  --steps 5 --models 1b --batch 8 --seq 2048 \
+  --recipes bf16,nvfp4,nvfp4@nv-amax-p4,nvfp4@nv-amax-p4r,nvfp4@nv-amax-w8,bf16 \
   --out "$OUT/train_1b.json"

@@ -66,7 +66,8 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           "REG": {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           # REVERSE: the amax pass walks the tiles backwards, so the quantize pass after it
-          # starts where it ended, on tiles still in L2 (session 20)
+          # starts where it ended, on tiles still in L2 (session 20); an optional "maxnreg"
+          # caps its registers (benchmarks/bench_amax_pass.py sweeps the launch)
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                        "REVERSE": True},
           # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
