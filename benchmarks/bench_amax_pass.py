@@ -6,8 +6,10 @@
 Training measures two amaxes of each NVFP4 operand in one read before quantizing it
 (``quant_nvfp4._reg_amax``: ``max|x|`` for the row view and ``max|RHT(x)|`` along 16-row
 column blocks for the wgrad view; per-program maxima, the RHT without its input clamp). At 1b
-that pass took 7.0 ms of nvfp4's 195 ms step on the H200 (session 47), ~2.4 TB/s of reads
-where the device copies at ~4.3 TB/s: not at the memory limit there. This times the pass at
+that pass took 7.0 ms of nvfp4's 195 ms step on the H200 (session 47): ~2.4 TB/s of reads by
+session 50's estimate (the step's NVFP4 activations and gradients, ~16.5 GB, over that time)
+where the device copies at ~4.3 TB/s, so not at the memory limit there (its launch, 3 programs
+an SM, was chosen on an H100 in session 18). This times the pass at
 the zoo's activation shapes (16384 tokens) for each ``CONFIG["REG_AMAX"]`` override below,
 graph-replayed, and checks that every configuration gives the default's two amaxes bit for
 bit (maxima do not depend on the order). ``GB/s`` counts x read once; ``%copy`` is that

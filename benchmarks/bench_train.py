@@ -176,7 +176,7 @@ KERNEL_SETS = {
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
                                                "PROGS_PER_SM": 4, "NUM_STAGES": 2}}},
     # session 50 (prepared, not yet run): the amax pass's launch on the H200, where it reads
-    # at ~55% of the copy rate (benchmarks/bench_amax_pass.py's configs 1, 2 and 5)
+    # at an estimated ~55% of the copy rate (bench_amax_pass.py's configs 1, 2 and 5)
     "nv-amax-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
     "nv-amax-p4r": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4, "maxnreg": 128}},
     "nv-amax-w8": {"quant_nvfp4:CONFIG.REG_AMAX": {"num_warps": 8, "PROGS_PER_SM": 2}},
