@@ -11,7 +11,8 @@ zoo's q, k, v, o, up and down projections, read off ``MODEL_CONFIGS``) at T toke
 out, in, T). For each shape it times bf16 cuBLAS and every path of every family that
 ``kernels/gemm_paths.py`` chooses between (operands pre-quantized; the GEMM alone):
 
-* fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles); and, to see whether the
+* fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles, and three with K split over
+  programs: ``split_k``); and, to see whether the
   operand order matters to cuBLASLt, ``torch_swap``: ``(B Aᵀ)ᵀ`` (a transposed view) and
   ``torch_swapc`` (made contiguous), and ``torch_fast`` (cuBLASLt's fast accumulation), not
   paths of the table
@@ -87,7 +88,11 @@ def candidates():
     from microscale.kernels import gemm_block, gemm_fp8, gemm_mxfp8
     bf16 = torch.bfloat16
     fp8_tiles = [{}, {"bm": 64, "bn": 128, "num_warps": 4, "num_stages": 4},
-                 {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4}]
+                 {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4},
+                 # K split over programs (session 50): weight gradients with few output tiles
+                 {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4, "split_k": 4},
+                 {"bm": 128, "bn": 64, "num_warps": 4, "num_stages": 4, "split_k": 8},
+                 {"bm": 128, "bn": 128, "num_warps": 8, "num_stages": 3, "split_k": 11}]
     mx_cfgs = [gemm_mxfp8.DEFAULT_CONFIG, gemm_mxfp8.SWEEP_CONFIGS[6], gemm_mxfp8.SWEEP_CONFIGS[7]]
     out = {"fp8": [("torch", "torch", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="torch"))]}

@@ -148,6 +148,24 @@ def test_fp8_block_other_pairings(blocks):
     _assert_close(y, scaled_mm_reference(qa, qb))
 
 
+@pytest.mark.parametrize("split_k", [3, 8])
+def test_fp8_triton_split_k(split_k):
+    """The Triton FP8 kernel with K split over programs (5 K blocks in 3 runs of 2, 2, 1, or
+    in 8 runs of which 3 are empty): fp32 partials summed in a fixed order, the reference's
+    result up to summation order, and the same bits on every call."""
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(64, 640, generator=g).to(DEV), torch.randn(40, 640, generator=g).to(DEV)
+    qa = ms.quantize(a, "fp8_block", block=(1, 128), backend="reference")
+    qb = ms.quantize(b, "fp8_block", block=(1, 128), backend="reference")
+    y = gemm_fp8.scaled_mm_fp8(qa, qb, torch.float32, path="triton", bm=32, bn=32,
+                               split_k=split_k)
+    _assert_close(y, scaled_mm_reference(qa, qb))
+    assert torch.equal(y, gemm_fp8.scaled_mm_fp8(qa, qb, torch.float32, path="triton", bm=32,
+                                                 bn=32, split_k=split_k))
+    with pytest.raises(ValueError, match="split_k"):
+        gemm_fp8.scaled_mm_fp8(qa, qb, path="triton", split_k=0)
+
+
 def test_unsupported_and_bad_arguments():
     qa, _ = _operands("nvfp4xnvfp4", 16, 16, 64)
     _, qb8 = _operands("mxfp8_e4m3xmxfp8_e4m3", 16, 16, 64)
@@ -244,6 +262,7 @@ def test_gpu_fp8_block_torch_and_triton(blocks, k):
     qb = ms.quantize(b, "fp8_block", block=blocks[1], backend="reference")
     ref = scaled_mm_reference(qa, qb)
     _assert_close(gemm_fp8.scaled_mm_fp8(qa, qb, path="triton"), ref)
+    _assert_close(gemm_fp8.scaled_mm_fp8(qa, qb, path="triton", split_k=6), ref)   # K split
     if not gemm_fp8.has_blockwise_scaled_mm():
         pytest.skip("this torch has no F.scaled_mm blockwise scaling (Triton path checked)")
     _assert_close(gemm_fp8.scaled_mm_fp8(qa, qb, path="torch"), ref)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 51, call 1 (prepared in session 50, not yet run; one H200, ~7 minutes): issue 11's
 # 1b nvfp4 0.9x needs ~2.6 ms of its ~194 ms step (session 50: 0.886x). The NVFP4 amax pass
-# took 7.0 ms of it in session 47's profile, reading at ~55% of the H200's copy rate, under a
+# took 7.0 ms of it in session 47's profile, reading at an estimated ~55% of the copy rate, under a
 # launch tuned on the H100 (3 programs an SM, session 18). First the pass alone under each of
 # bench_amax_pass.py's launch configs at the zoo's shapes (same amaxes checked), then 1b nvfp4
 # with three of them in one process, bf16 first and last.

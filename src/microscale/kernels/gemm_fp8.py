@@ -23,7 +23,10 @@ faster: ``gemm_deepgemm``):
    layouts are tried once and the one accepted is cached). mat_b is ``B.t()`` (column-major).
 2. ``torch._scaled_mm`` for tensorwise scaling (one fp32 ``scale_inv`` per operand).
 3. A Triton kernel (``tl.dot`` on fp8 operands, per-block scales applied to each 128-wide
-   partial product in the main loop), for anything the first two refuse, e.g. E5M2 × E5M2.
+   partial product in the main loop), for anything the first two refuse, e.g. E5M2 × E5M2,
+   and where ``gemm_paths``' table asks for it (a tile config, and ``split_k``: the K blocks
+   split over that many programs per output tile, fp32 partials summed in a fixed order, for
+   weight gradients whose few output tiles leave most SMs idle).
 
 Measured on an H200 with torch 2.11 (``benchmarks/results/gemm_notes.md``): the first layout
 (column-major 1×128, padded-transpose 128×128) is accepted; 1×128 × 128×128 runs at
@@ -75,17 +78,27 @@ def _fp8_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K,
                        stride_sam, stride_sak, stride_sbn, stride_sbk,
                        BR_A: tl.constexpr, BR_B: tl.constexpr, A_E5M2: tl.constexpr,
                        B_E5M2: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                       GROUP_M: tl.constexpr, DOT_F32: tl.constexpr):
-    """Blockwise-scaled FP8 GEMM; the K step is one 128-wide scale block."""
+                       GROUP_M: tl.constexpr, DOT_F32: tl.constexpr,
+                       SPLIT_K: tl.constexpr = 1, stride_ys=0):
+    """Blockwise-scaled FP8 GEMM; the K step is one 128-wide scale block. ``SPLIT_K`` > 1:
+    program (tile, s) sums the s-th run of ``cdiv(K/128, SPLIT_K)`` K blocks into
+    ``y[s]`` (fp32 partials ``stride_ys`` apart; the caller adds them)."""
     BK: tl.constexpr = 128
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
+    n_kb = tl.cdiv(K, BK)
+    kb_lo, kb_hi = 0, n_kb
+    if SPLIT_K > 1:
+        per = tl.cdiv(n_kb, SPLIT_K)
+        kb_lo = tl.program_id(1) * per
+        kb_hi = tl.minimum(kb_lo + per, n_kb)
+        y_ptr += tl.program_id(1) * stride_ys
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     mmask, nmask = offs_m < M, offs_n < N
     sa_rows = sa_ptr + (offs_m // BR_A) * stride_sam     # scale row of each output row
     sb_rows = sb_ptr + (offs_n // BR_B) * stride_sbn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
+    for k0 in range(kb_lo * BK, kb_hi * BK, BK):
         offs_k = k0 + tl.arange(0, BK)
         kmask = offs_k < K
         a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :],
@@ -115,23 +128,32 @@ def _scale_view(q: QuantizedTensor) -> tuple[torch.Tensor, int, int, int]:
     return s, q.block[0], s.stride(0), s.stride(1)
 
 
-def _triton_fp8(qa, qb, out_dtype, bm=128, bn=128, group_m=8, num_warps=8, num_stages=3):
+def _triton_fp8(qa, qb, out_dtype, bm=128, bn=128, group_m=8, num_warps=8, num_stages=3,
+                split_k=1):
+    """The Triton kernel; ``split_k`` > 1 splits the K blocks over that many programs per
+    output tile (for weight gradients with few output tiles and K = tokens), each writing an
+    fp32 partial, summed afterwards in a fixed order (deterministic; SPEC: exact up to the
+    summation order)."""
     a, b = qa.data, qb.data
     if a.stride(-1) != 1 or b.stride(-1) != 1:
         raise KernelUnsupported("fp8 codes must be contiguous along K")
+    if not (isinstance(split_k, int) and split_k >= 1):
+        raise ValueError(f"split_k must be a positive int, got {split_k!r}")
     m, k = a.shape
     n = b.shape[0]
     sa, br_a, ssam, ssak = _scale_view(qa)
     sb, br_b, ssbn, ssbk = _scale_view(qb)
-    y = torch.empty((m, n), dtype=out_dtype, device=a.device)
-    grid = (cdiv(m, bm) * cdiv(n, bn),)
+    y = torch.empty((split_k, m, n) if split_k > 1 else (m, n),
+                    dtype=torch.float32 if split_k > 1 else out_dtype, device=a.device)
+    grid = (cdiv(m, bm) * cdiv(n, bn), split_k)
     _fp8_scaled_kernel[grid](a.view(torch.uint8), sa, b.view(torch.uint8), sb, y, m, n, k,
-                             a.stride(0), b.stride(0), y.stride(0), ssam, ssak, ssbn, ssbk,
+                             a.stride(0), b.stride(0), y.stride(-2), ssam, ssak, ssbn, ssbk,
                              BR_A=br_a, BR_B=br_b, A_E5M2=a.dtype == torch.float8_e5m2,
                              B_E5M2=b.dtype == torch.float8_e5m2, BM=bm, BN=bn,
-                             GROUP_M=group_m, DOT_F32=_interpreting(), num_warps=num_warps,
-                             num_stages=num_stages)
-    return y
+                             GROUP_M=group_m, DOT_F32=_interpreting(), SPLIT_K=split_k,
+                             stride_ys=y.stride(0) if split_k > 1 else 0,
+                             num_warps=num_warps, num_stages=num_stages)
+    return y if split_k == 1 else y.sum(0).to(out_dtype)
 
 
 # ----------------------------------------------------------------------------- torch paths
