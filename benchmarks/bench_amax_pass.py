@@ -32,7 +32,7 @@ from microscale.kernels import quant_nvfp4  # noqa: E402
 
 SHAPES = [(16384, 2048), (16384, 8192), (16384, 768), (16384, 3072), (8192, 8192)]
 # overrides of quant_nvfp4.CONFIG["REG_AMAX"]; the first is the default
-CONFIGS = [{}, {"PROGS_PER_SM": 4}, {"PROGS_PER_SM": 4, "maxnreg": 128},
+CONFIGS = [{}, {"PAIRS": False}, {"PROGS_PER_SM": 4}, {"PROGS_PER_SM": 4, "maxnreg": 128},
            {"PROGS_PER_SM": 5, "maxnreg": 96}, {"NUM_STAGES": 3},
            {"num_warps": 8, "PROGS_PER_SM": 2}, {"num_warps": 8, "PROGS_PER_SM": 2, "BC": 64},
            {"NI": 8, "PROGS_PER_SM": 6}, {"NI": 8, "PROGS_PER_SM": 4, "NUM_STAGES": 3}]

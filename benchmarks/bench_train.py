@@ -176,10 +176,12 @@ KERNEL_SETS = {
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
                                                "PROGS_PER_SM": 4, "NUM_STAGES": 2}}},
     # session 50 (prepared, not yet run): the amax pass's launch on the H200, where it reads
-    # at an estimated ~55% of the copy rate (bench_amax_pass.py's configs 1, 2 and 5)
+    # at an estimated ~55% of the copy rate (bench_amax_pass.py's configs 2, 3 and 6)
     "nv-amax-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
     "nv-amax-p4r": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4, "maxnreg": 128}},
     "nv-amax-w8": {"quant_nvfp4:CONFIG.REG_AMAX": {"num_warps": 8, "PROGS_PER_SM": 2}},
+    # session 50: the amax pass's RHT with its last stage computed in full (before PAIRS)
+    "nv-amax-nopairs": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": False}},
     # session 19: nvfp4_no_sr's dy pairs (column view wanted expanded) on the rows pass up to
     # 4096 columns and the reg pass + a decode pass above, instead of split into two reg-pass
     # launches that each write their view expanded (quant_nvfp4.CONFIG['SPLIT_EXP_COL'])

@@ -1256,7 +1256,8 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch, gpu_til
     input clamp and checks max|x| per program. Every view and amax equals the clamped pass's
     and the reference's: with ordinary values (a NaN too), and where one program's tiles hold
     16-row chunks whose unclamped rotation would overflow (3e38 in one, Inf in another),
-    which that program reruns with the clamp (the other program does not need to)."""
+    which that program reruns with the clamp (the other program does not need to). Both with
+    the RHT's last stage as pair maxima (``REG_AMAX['PAIRS']``, the default) and without."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
     gpu_tiles("quant_nvfp4", "REG_AMAX")                       # the amax pass's [256, 32]
@@ -1276,15 +1277,19 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch, gpu_til
     for row, col in cases:
         ref = quantize_views(x, row, col, "reference")
         outs = []
-        for unclamped, partials in ((False, True), (True, True), (True, False)):
+        for unclamped, partials, pairs in ((False, True, False), (False, True, True),
+                                           (True, True, True), (True, False, True),
+                                           (True, True, False)):
             monkeypatch.setitem(quant_nvfp4.CONFIG, "AMAX_UNCLAMPED", unclamped)
             monkeypatch.setitem(quant_nvfp4.CONFIG, "AMAX_PARTIALS", partials)
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_AMAX",
+                                {**quant_nvfp4.CONFIG["REG_AMAX"], "PAIRS": pairs})
             outs.append(quantize_views(x, row, col, "triton"))
-        for clamped, unc, unc_atomic, r in zip(*outs, ref):
+        for *views, r in zip(*outs, ref):
             if r is None:
                 continue
-            want = clamped if "seed" in (row or col)[1] else r          # SR: the kernels' stream
-            for q in (clamped, unc, unc_atomic):
+            want = views[0] if "seed" in (row or col)[1] else r         # SR: the kernels' stream
+            for q in views:
                 assert torch.equal(q.data.view(torch.uint8), want.data.view(torch.uint8))
                 assert torch.equal(q.scale.view(torch.uint8), want.scale.view(torch.uint8))
                 assert torch.equal(q.amax, r.amax)

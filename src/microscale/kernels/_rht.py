@@ -18,7 +18,8 @@ import triton.language as tl
 
 from ._utils import TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
 
-__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly", "finish_rotated"]
+__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly", "rht_pair_maxima",
+           "finish_rotated"]
 
 
 @triton.jit
@@ -107,16 +108,10 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
 
 
 @triton.jit
-def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
-                  ROUND: tl.constexpr = True, CLAMP: tl.constexpr = True):
-    """``y = x_chunk @ M`` for a chunk of D = 16 or 32 same-shaped tiles ``xs`` (element k of
-    the chunk in ``xs[k]``), rounded to the input dtype: ``x_j·(±2^-e)`` (``s_j`` from the bit
-    mask SIGNS; exact after the clamp to ``±L(D)``), the Walsh-Hadamard butterfly across the
-    tiles (Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``), then for D = 32 one multiply by
-    fp32(sqrt 2) (``hadamard.rht_factors``). ``ROUND=False``: the fp32 values before
-    :func:`finish_rotated`. ``CLAMP=False``: no clamp, for a caller that knows every ``|x_j|``
-    is at most ``L(D)`` (the clamp is then the identity: the same bits)."""
-    tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
+def _signed_chunk(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                  CLAMP: tl.constexpr):
+    """``x_j·(±2^-e)`` for the chunk's D tiles (``s_j`` from SIGNS), clamped to ``±L(D)``
+    first unless ``CLAMP`` is off: exact products."""
     if D == 16:
         pre = 0.25
         lim = 4.253529586511731e37             # 2^125 = L(16)
@@ -130,8 +125,15 @@ def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constex
             u = u + (xs[j] * s_j,)
         else:
             u = u + (clamp_keep_nan(xs[j], lim) * s_j,)
-    for s in tl.static_range(5):               # pairs (j, j + 2^s)
-        if (1 << s) < D:
+    return u
+
+
+@triton.jit
+def _stages(u, D: tl.constexpr, SPAN: tl.constexpr):
+    """The butterfly's stages that pair tiles (j, j + 2^s) for every 2^s < SPAN (SPAN = D:
+    all of them), Sylvester order."""
+    for s in tl.static_range(5):
+        if (1 << s) < SPAN:
             w = ()
             for j in tl.static_range(D):
                 if (j & (1 << s)) == 0:
@@ -139,6 +141,21 @@ def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constex
                 else:
                     w = w + (u[j - (1 << s)] - u[j],)
             u = w
+    return u
+
+
+@triton.jit
+def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                  ROUND: tl.constexpr = True, CLAMP: tl.constexpr = True):
+    """``y = x_chunk @ M`` for a chunk of D = 16 or 32 same-shaped tiles ``xs`` (element k of
+    the chunk in ``xs[k]``), rounded to the input dtype: ``x_j·(±2^-e)`` (``s_j`` from the bit
+    mask SIGNS; exact after the clamp to ``±L(D)``), the Walsh-Hadamard butterfly across the
+    tiles (Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``), then for D = 32 one multiply by
+    fp32(sqrt 2) (``hadamard.rht_factors``). ``ROUND=False``: the fp32 values before
+    :func:`finish_rotated`. ``CLAMP=False``: no clamp, for a caller that knows every ``|x_j|``
+    is at most ``L(D)`` (the clamp is then the identity: the same bits)."""
+    tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
+    u = _stages(_signed_chunk(xs, D, IN_DTYPE, SIGNS, CLAMP), D, D)
     y = ()
     for j in tl.static_range(D):
         v = u[j]
@@ -148,6 +165,26 @@ def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constex
             y = y + (finish_rotated(v, IN_DTYPE),)
         else:
             y = y + (v,)
+    return y
+
+
+@triton.jit
+def rht_pair_maxima(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                    CLAMP: tl.constexpr = True):
+    """``max(|y_j|, |y_{j+D/2}|)`` for j < D/2, of :func:`rht_butterfly`'s fp32 values before
+    their rounding (``ROUND=False``), for an amax pass: the last stage turns ``(a, b)`` into
+    ``a + b`` and ``a - b``, and ``max(|fl(a+b)|, |fl(a-b)|) = fl(|a| + |b|)`` exactly (one of
+    the two is ``±(|a| + |b|)`` before rounding, the other no larger, and rounding is odd and
+    monotone; NaN stays NaN, ``Inf - Inf`` gives the other's Inf). So D/2 additions replace D
+    additions and D/2 of the D maxima, for the same bits."""
+    tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
+    u = _stages(_signed_chunk(xs, D, IN_DTYPE, SIGNS, CLAMP), D, D // 2)
+    y = ()
+    for j in tl.static_range(D // 2):
+        v = tl.abs(u[j]) + tl.abs(u[j + D // 2])
+        if D == 32:
+            v = v * 1.4142135381698608
+        y = y + (v,)
     return y
 
 

@@ -67,9 +67,13 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           # REVERSE: the amax pass walks the tiles backwards, so the quantize pass after it
           # starts where it ended, on tiles still in L2 (session 20); an optional "maxnreg"
-          # caps its registers (benchmarks/bench_amax_pass.py sweeps the launch)
+          # caps its registers (benchmarks/bench_amax_pass.py sweeps the launch). PAIRS: the
+          # RHT's last butterfly stage folded into pair maxima, max(|a+b|, |a-b|) = |a| + |b|
+          # (_rht.rht_pair_maxima; the same bits). Session 50, offline SASS (Triton 3.9,
+          # sm_90): 15.4 -> 14.4 instructions an element, 127 -> 96 registers (per-program
+          # maxima, clamped); not yet timed on a GPU. bench_train "@nv-amax-nopairs" is off.
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
-                       "REVERSE": True},
+                       "REVERSE": True, "PAIRS": True},
           # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
           # (a row view alone, a column view alone: single views and each launch of a split
           # pair). A row view alone loads two of its 16 raw tiles at a time (58-118 registers

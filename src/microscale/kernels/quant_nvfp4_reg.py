@@ -189,7 +189,8 @@ def _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, 
 def _maxima_loop(x_ptr, acc_r, acc_c, rows, cols, n_tc, n_tiles, IN_DTYPE: tl.constexpr,
                  NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr, PLAIN: tl.constexpr,
                  RHT: tl.constexpr, SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
-                 REVERSE: tl.constexpr, y_ptr, PRO: tl.constexpr, CLAMP: tl.constexpr):
+                 REVERSE: tl.constexpr, y_ptr, PRO: tl.constexpr, CLAMP: tl.constexpr,
+                 PAIRS: tl.constexpr = True):
     """The program's tiles (persistent, from the last back when ``REVERSE``) into the running
     maxima of :func:`tile_maxima`."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -197,7 +198,8 @@ def _maxima_loop(x_ptr, acc_r, acc_c, rows, cols, n_tc, n_tiles, IN_DTYPE: tl.co
             t = n_tiles - 1 - t
         r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
         raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
-        acc_r, acc_c = tile_maxima(raw, acc_r, acc_c, IN_DTYPE, NI, BC, PLAIN, RHT, SIGNS, CLAMP)
+        acc_r, acc_c = tile_maxima(raw, acc_r, acc_c, IN_DTYPE, NI, BC, PLAIN, RHT, SIGNS, CLAMP,
+                                   PAIRS)
     return acc_r, acc_c
 
 
@@ -207,7 +209,8 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                           ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
                           SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
                           REVERSE: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
-                          PARTIAL: tl.constexpr = False, UNCLAMPED: tl.constexpr = False):
+                          PARTIAL: tl.constexpr = False, UNCLAMPED: tl.constexpr = False,
+                          PAIRS: tl.constexpr = True):
     """The amax pass in the same layout: ``amax_ptr[0] = max|x|`` (row view), ``[1]`` the
     column view's (after its RHT). NaN is skipped (it reads as 0); elementwise running maxima,
     one reduction and one atomic per program and view. ``PARTIAL``: no atomics, each program
@@ -221,21 +224,22 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
     beside it (one instruction, none where the row view takes it anyway). The clamp is the
     identity where that
     maximum is at most 2^125, so the rotated maxima are the same bits; a program whose tiles
-    hold a larger value or an Inf (never a training tensor) runs them again with the clamp."""
+    hold a larger value or an Inf (never a training tensor) runs them again with the clamp.
+    ``PAIRS``: the RHT's last stage folded into pair maxima (``_rht.rht_pair_maxima``)."""
     acc_r = tl.zeros((NI, BC // 2), dtype=tl.float32)
     acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
     CHECK: tl.constexpr = UNCLAMPED and COL and COL_RHT and IN_DTYPE != 2
     acc_r, acc_c = _maxima_loop(x_ptr, acc_r, acc_c, rows, cols, n_tc, n_tiles, IN_DTYPE, NI,
                                 BC, EVEN, ROW or (COL and not COL_RHT) or CHECK,
                                 COL and COL_RHT, SIGNS, NUM_STAGES, REVERSE, y_ptr, PRO,
-                                not CHECK)
+                                not CHECK, PAIRS)
     amax_r = tl.max(tl.max(acc_r, axis=1), axis=0)
     if CHECK:
         if amax_r > 4.253529586511731e37:                  # 2^125 (or Inf): clamp after all
             acc_c = tl.zeros((NI, BC // 2), dtype=tl.float32)
             _, acc_c = _maxima_loop(x_ptr, acc_r, acc_c, rows, cols, n_tc, n_tiles, IN_DTYPE,
                                     NI, BC, EVEN, False, True, SIGNS, NUM_STAGES, REVERSE,
-                                    y_ptr, PRO, True)
+                                    y_ptr, PRO, True, PAIRS)
     amax_c = finish_rotated(tl.max(tl.max(acc_c, axis=1), axis=0), IN_DTYPE) if COL_RHT \
         else amax_r
     if PARTIAL:
