@@ -69,9 +69,10 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # starts where it ended, on tiles still in L2 (session 20); an optional "maxnreg"
           # caps its registers (benchmarks/bench_amax_pass.py sweeps the launch). PAIRS: the
           # RHT's last butterfly stage folded into pair maxima, max(|a+b|, |a-b|) = |a| + |b|
-          # (_rht.rht_pair_maxima; the same bits). Session 50, offline SASS (Triton 3.9,
-          # sm_90): 15.4 -> 14.4 instructions an element, 127 -> 96 registers (per-program
-          # maxima, clamped); not yet timed on a GPU. bench_train "@nv-amax-nopairs" is off.
+          # (_rht.rht_pair_maxima; the same bits). Session 50, offline SASS (Triton 3.6,
+          # sm_90, training's launch: unclamped, per-program maxima): 1584 -> 1456 static
+          # instructions, 158 -> 128 registers, so 4 programs of 4 warps now fit an SM (3
+          # before: PROGS_PER_SM). Not yet timed on a GPU; bench_train "@nv-amax-nopairs".
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                        "REVERSE": True, "PAIRS": True},
           # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
