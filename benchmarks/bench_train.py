@@ -173,8 +173,10 @@ KERNEL_SETS = {
     "grp-fp8-w-requant": {"ops_experts": {"TILE_TRANSPOSE": False}},
     # session 18: the NVFP4 amax pass with 4 programs an SM asked where 3 fit (the default
     # before call 2)
+    # (the whole dict replaced: REVERSE, added in session 20, is off as then, PAIRS on)
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
-                                               "PROGS_PER_SM": 4, "NUM_STAGES": 2}}},
+                                               "PROGS_PER_SM": 4, "NUM_STAGES": 2,
+                                               "REVERSE": False}}},
     # session 50 (prepared, not yet run): the amax pass's launch on the H200, where it reads
     # at an estimated ~55% of the copy rate (bench_amax_pass.py's configs 2, 3 and 6)
     "nv-amax-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
