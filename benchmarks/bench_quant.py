@@ -79,6 +79,29 @@ def _q(fmt, **opts):
     return lambda x, be: ms.quantize(x, fmt, backend=be, **NF, **_given(opts, x))
 
 
+class _Maxima:
+    """The NVFP4 amax pass's output as ``run_variant`` and ``_same`` read a view: ``data`` the
+    two amaxes (row view's, column view's after the RHT) reduced from the per-program maxima
+    on access, outside the timed calls (their count changes with the launch)."""
+
+    def __init__(self, buf: torch.Tensor):
+        self.buf = buf
+        self.scale = buf[:0]
+
+    @property
+    def data(self) -> torch.Tensor:
+        return self.buf.view(-1, 2).amax(0)
+
+    amax = data
+
+
+def _amax_pass(x, be):
+    """The amax pass alone, as a training quantize call launches it before its quantize pass
+    (``quant_nvfp4._reg_amax``: both views, the column one after its RHT, per-program maxima)."""
+    from microscale.kernels import quant_nvfp4
+    return _Maxima(quant_nvfp4._reg_amax(x, [True, True], True, (None, 0), True))
+
+
 # name -> (call(x, backend), reads of x by the kernel path)
 VARIANTS = {
     "nvfp4/rowcol_rht": (_rc(("nvfp4", NF), ("nvfp4", {**NF, "rht": True})), 2),
@@ -143,6 +166,8 @@ VARIANTS = {
     "nvfp4/row_exp_sr@amax_given": (_views(("nvfp4", {**NF, "stochastic": True, "expand": True,
                                                       "amax": "given", "seed": "given"}), None),
                                     1),
+    # the amax pass alone (session 50; its REG_AMAX launch is swept below)
+    "nvfp4/amax_pass": (_amax_pass, 1),
     # nvfp4_no_sr's dy pair: row RNE and column RHT, both as the layer consumes them
     # (expanded: the reg pass writes codes for the column view, decoded after; the rows pass
     # writes both expanded itself)
@@ -371,6 +396,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
             (16, 32, 4, 6, 2, True), (16, 64, 4, 2, 1, True), (16, 64, 4, 2, 2, True),
             (16, 64, 4, 3, 2, True), (8, 32, 2, 8, 2, True)]))
           for name in ("nvfp4/col_rht", "nvfp4/rowcol_x")],
+        # session 50: the amax pass alone at training's launch (PAIRS: the RHT's last stage as
+        # pair maxima; 3 programs an SM were chosen on an H100 at 152+ registers, 128 now);
+        # where it reads at an estimated ~55% of the H200's copy rate in a 1b nvfp4 step
+        (quant_nvfp4.CONFIG["REG_AMAX"], "nvfp4/amax_pass", [
+            {}, {"PAIRS": False}, {"PROGS_PER_SM": 4}, {"PROGS_PER_SM": 4, "maxnreg": 128},
+            {"PROGS_PER_SM": 5, "maxnreg": 96}, {"NUM_STAGES": 3},
+            {"num_warps": 8, "PROGS_PER_SM": 2}, {"num_warps": 8, "PROGS_PER_SM": 2, "BC": 64},
+            {"NI": 8, "PROGS_PER_SM": 6}, {"NI": 8, "PROGS_PER_SM": 4, "NUM_STAGES": 3}]),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", rows_cfgs),

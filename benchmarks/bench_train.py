@@ -178,7 +178,7 @@ KERNEL_SETS = {
                                                "PROGS_PER_SM": 4, "NUM_STAGES": 2,
                                                "REVERSE": False}}},
     # session 50 (prepared, not yet run): the amax pass's launch on the H200, where it reads
-    # at an estimated ~55% of the copy rate (bench_amax_pass.py's configs 2, 3 and 6)
+    # at an estimated ~55% of the copy rate (bench_quant.py's nvfp4/amax_pass sweep)
     "nv-amax-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
     "nv-amax-p4r": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4, "maxnreg": 128}},
     "nv-amax-w8": {"quant_nvfp4:CONFIG.REG_AMAX": {"num_warps": 8, "PROGS_PER_SM": 2}},

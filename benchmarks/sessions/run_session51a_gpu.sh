@@ -6,7 +6,7 @@
 # last stage into pair maxima (REG_AMAX["PAIRS"], the same bits; offline ~1 instruction an
 # element fewer) without a GPU. First the amax pass's GPU tests (bit-exact against the
 # reference, NaN, huge and Inf values, with and without PAIRS), then the pass alone under
-# bench_amax_pass.py's launch configs at the zoo's shapes (same amaxes checked), then 1b
+# bench_quant.py's launch configs at the zoo's shapes (same amaxes checked), then 1b
 # nvfp4 with PAIRS off and two launches in one process, bf16 first and last.
 #     run (carry [".whl"]): OUT=$OUT timeout 590 bash benchmarks/sessions/run_session51a_gpu.sh
 set -uo pipefail
@@ -14,7 +14,9 @@ source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
 TAIL=4 step 120 gpu_tests.txt python3 -m pytest -q -p no:benchmark -m gpu -n 4 \
   tests/test_kernels_quant.py tests/test_recompute.py -k "amax"
-TAIL=60 step 100 amax_pass.txt python3 benchmarks/bench_amax_pass.py
+TAIL=70 step 120 amax_pass.txt python3 benchmarks/bench_quant.py --only nvfp4/amax_pass \
+  --no-ref --shapes 16384x2048 --sweep --sweep-only nvfp4/amax_pass \
+  --sweep-shapes 16384x2048,16384x8192,16384x768,16384x3072,8192x8192
 TAIL=10 step 350 train_1b.txt python3 benchmarks/bench_train.py --graph step --warmup 2 \
   --steps 5 --models 1b --batch 8 --seq 2048 \
   --recipes bf16,nvfp4,nvfp4@nv-amax-nopairs,nvfp4@nv-amax-p4,nvfp4@nv-amax-w8,bf16 \

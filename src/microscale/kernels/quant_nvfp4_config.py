@@ -67,7 +67,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                   "maxnreg": None, "ROW_SR": False, "COL_EXP": False},
           # REVERSE: the amax pass walks the tiles backwards, so the quantize pass after it
           # starts where it ended, on tiles still in L2 (session 20); an optional "maxnreg"
-          # caps its registers (benchmarks/bench_amax_pass.py sweeps the launch). PAIRS: the
+          # caps its registers (bench_quant.py --sweep, nvfp4/amax_pass). PAIRS: the
           # RHT's last butterfly stage folded into pair maxima, max(|a+b|, |a-b|) = |a| + |b|
           # (_rht.rht_pair_maxima; the same bits). Session 50, offline SASS (Triton 3.6,
           # sm_90, training's launch: unclamped, per-program maxima): 1584 -> 1456 static
