@@ -140,16 +140,11 @@ def training_shapes(models: list[str], tokens: int = 16384) -> list[tuple]:
     """(model, gemm, M, N, K, out dtype) of every distinct block GEMM of the zoo ``models``:
     fprop ``[T, in]·[out, in]ᵀ`` and dgrad ``[T, out]·[in, out]ᵀ`` into bf16, wgrad
     ``[out, T]·[in, T]ᵀ`` into fp32 (q, k, v, o, up and down projections)."""
-    from microscale.train.model import MODEL_CONFIGS
     shapes = []
-    for name in models:
-        cfg = MODEL_CONFIGS[name]
-        d, kv, ffn = cfg.d_model, cfg.kv_dim, cfg.hidden_dim
-        for lin, (i, o) in (("q/o", (d, d)), ("k/v", (d, kv)), ("up", (d, ffn)),
-                            ("down", (ffn, d))):
-            shapes += [(name, f"{lin} fprop", tokens, o, i, torch.bfloat16),
-                       (name, f"{lin} dgrad", tokens, i, o, torch.bfloat16),
-                       (name, f"{lin} wgrad", o, i, tokens, torch.float32)]
+    for model, lin, i, o in common.zoo_linears(models):
+        shapes += [(model, f"{lin} fprop", tokens, o, i, torch.bfloat16),
+                   (model, f"{lin} dgrad", tokens, i, o, torch.bfloat16),
+                   (model, f"{lin} wgrad", o, i, tokens, torch.float32)]
     return shapes
 
 

@@ -51,13 +51,8 @@ def bench_ms(fn, device) -> float:
 
 def linear_dims(models: list[str]) -> list[tuple[int, int]]:
     """(in, out) of every distinct block linear of the zoo ``models`` (q, k, v, o, up, down)."""
-    from microscale.train.model import MODEL_CONFIGS
-    dims = []
-    for name in models:
-        cfg = MODEL_CONFIGS[name]
-        d, kv, ffn = cfg.d_model, cfg.kv_dim, cfg.hidden_dim
-        dims += [(d, d), (d, kv), (d, ffn), (ffn, d)]
-    return list(dict.fromkeys(dims))
+    import common
+    return list(dict.fromkeys((i, o) for _, _, i, o in common.zoo_linears(models)))
 
 
 def training_shapes(tokens: list[int], models: list[str]) -> list[tuple[int, int, int]]:

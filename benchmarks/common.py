@@ -113,3 +113,16 @@ def _fmt(v) -> str:
 def json_line(payload: dict) -> None:
     """Print ``payload`` (with the environment added) as the last, machine-readable line."""
     print(json.dumps({"env": env_info(), **payload}, default=str), flush=True)
+
+
+def zoo_linears(models) -> list[tuple[str, str, int, int]]:
+    """``(model, name, in, out)`` of each block linear of the zoo ``models``
+    (``train.model.MODEL_CONFIGS``): q/o, k/v, up, down (relu² MLP widths)."""
+    from microscale.train.model import MODEL_CONFIGS
+    out = []
+    for model in models:
+        cfg = MODEL_CONFIGS[model]
+        d, kv, ffn = cfg.d_model, cfg.kv_dim, cfg.hidden_dim
+        out += [(model, "q/o", d, d), (model, "k/v", d, kv), (model, "up", d, ffn),
+                (model, "down", ffn, d)]
+    return out
