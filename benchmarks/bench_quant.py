@@ -400,10 +400,11 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # pair maxima; 3 programs an SM were chosen on an H100 at 152+ registers, 128 now);
         # where it reads at an estimated ~55% of the H200's copy rate in a 1b nvfp4 step
         (quant_nvfp4.CONFIG["REG_AMAX"], "nvfp4/amax_pass", [
-            {}, {"PAIRS": False}, {"PROGS_PER_SM": 4}, {"PROGS_PER_SM": 4, "maxnreg": 128},
+            {}, {"PAIRS": True}, {"PROGS_PER_SM": 4}, {"PROGS_PER_SM": 4, "maxnreg": 128},
             {"PROGS_PER_SM": 5, "maxnreg": 96}, {"NUM_STAGES": 3},
             {"num_warps": 8, "PROGS_PER_SM": 2}, {"num_warps": 8, "PROGS_PER_SM": 2, "BC": 64},
-            {"NI": 8, "PROGS_PER_SM": 6}, {"NI": 8, "PROGS_PER_SM": 4, "NUM_STAGES": 3}]),
+            {"NI": 8, "PROGS_PER_SM": 6}, {"NI": 8, "PROGS_PER_SM": 4, "NUM_STAGES": 3},
+            {"PAIRS": True, "PROGS_PER_SM": 4}]),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht_sr@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_2d@amax_given", rows_cfgs),
         (quant_nvfp4.CONFIG, "nvfp4/rowcol_rht@amax_given", rows_cfgs),

@@ -173,7 +173,7 @@ KERNEL_SETS = {
     "grp-fp8-w-requant": {"ops_experts": {"TILE_TRANSPOSE": False}},
     # session 18: the NVFP4 amax pass with 4 programs an SM asked where 3 fit (the default
     # before call 2)
-    # (the whole dict replaced: REVERSE, added in session 20, is off as then, PAIRS on)
+    # (the whole dict replaced: REVERSE, added in session 20, is off as then)
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
                                                "PROGS_PER_SM": 4, "NUM_STAGES": 2,
                                                "REVERSE": False}}},
@@ -182,8 +182,10 @@ KERNEL_SETS = {
     "nv-amax-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
     "nv-amax-p4r": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4, "maxnreg": 128}},
     "nv-amax-w8": {"quant_nvfp4:CONFIG.REG_AMAX": {"num_warps": 8, "PROGS_PER_SM": 2}},
-    # session 50: the amax pass's RHT with its last stage computed in full (before PAIRS)
-    "nv-amax-nopairs": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": False}},
+    # session 50 (prepared, not yet run): the amax pass's RHT with its last stage as pair
+    # maxima (REG_AMAX["PAIRS"], off until it has run on a GPU), alone and with 4 programs
+    "nv-amax-pairs": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": True}},
+    "nv-amax-pairs-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": True, "PROGS_PER_SM": 4}},
     # session 19: nvfp4_no_sr's dy pairs (column view wanted expanded) on the rows pass up to
     # 4096 columns and the reg pass + a decode pass above, instead of split into two reg-pass
     # launches that each write their view expanded (quant_nvfp4.CONFIG['SPLIT_EXP_COL'])

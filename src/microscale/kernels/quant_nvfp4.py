@@ -130,7 +130,7 @@ def _reg_amax(x2: torch.Tensor, need, col_rht: bool, pro, partial: bool) -> torc
                                 rows % br == 0 and cols % bc == 0, need[0], need[1], col_rht,
                                 RHT_SIGN_MASK, cfg["NUM_STAGES"], cfg["REVERSE"], *pro,
                                 PARTIAL=partial, UNCLAMPED=CONFIG["AMAX_UNCLAMPED"],
-                                PAIRS=cfg.get("PAIRS", True), num_warps=cfg["num_warps"],
+                                PAIRS=cfg.get("PAIRS", False), num_warps=cfg["num_warps"],
                                 **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
     return amax_buf
 

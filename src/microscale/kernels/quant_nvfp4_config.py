@@ -71,10 +71,11 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # RHT's last butterfly stage folded into pair maxima, max(|a+b|, |a-b|) = |a| + |b|
           # (_rht.rht_pair_maxima; the same bits). Session 50, offline SASS (Triton 3.6,
           # sm_90, training's launch: unclamped, per-program maxima): 1584 -> 1456 static
-          # instructions, 158 -> 128 registers, so 4 programs of 4 warps now fit an SM (3
-          # before: PROGS_PER_SM). Not yet timed on a GPU; bench_train "@nv-amax-nopairs".
+          # instructions, 158 -> 128 registers, so 4 programs of 4 warps would fit an SM (3
+          # now: PROGS_PER_SM). Off until it has run on a GPU (tests, timing: bench_train
+          # "@nv-amax-pairs", run_session51a_gpu.sh); the grouped amax pass stays off too.
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
-                       "REVERSE": True, "PAIRS": True},
+                       "REVERSE": True, "PAIRS": False},
           # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
           # (a row view alone, a column view alone: single views and each launch of a split
           # pair). A row view alone loads two of its 16 raw tiles at a time (58-118 registers

@@ -190,7 +190,7 @@ def _maxima_loop(x_ptr, acc_r, acc_c, rows, cols, n_tc, n_tiles, IN_DTYPE: tl.co
                  NI: tl.constexpr, BC: tl.constexpr, EVEN: tl.constexpr, PLAIN: tl.constexpr,
                  RHT: tl.constexpr, SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
                  REVERSE: tl.constexpr, y_ptr, PRO: tl.constexpr, CLAMP: tl.constexpr,
-                 PAIRS: tl.constexpr = True):
+                 PAIRS: tl.constexpr = False):
     """The program's tiles (persistent, from the last back when ``REVERSE``) into the running
     maxima of :func:`tile_maxima`."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -210,7 +210,7 @@ def nvfp4_amax_reg_kernel(x_ptr, amax_ptr, rows, cols, n_tc, n_tiles, IN_DTYPE: 
                           SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
                           REVERSE: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
                           PARTIAL: tl.constexpr = False, UNCLAMPED: tl.constexpr = False,
-                          PAIRS: tl.constexpr = True):
+                          PAIRS: tl.constexpr = False):
     """The amax pass in the same layout: ``amax_ptr[0] = max|x|`` (row view), ``[1]`` the
     column view's (after its RHT). NaN is skipped (it reads as 0); elementwise running maxima,
     one reduction and one atomic per program and view. ``PARTIAL``: no atomics, each program

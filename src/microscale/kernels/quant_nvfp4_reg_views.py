@@ -369,7 +369,7 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
 @triton.jit
 def tile_maxima(raw, acc_r, acc_c, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
                 PLAIN: tl.constexpr, RHT: tl.constexpr, SIGNS: tl.constexpr,
-                CLAMP: tl.constexpr = True, PAIRS: tl.constexpr = True):
+                CLAMP: tl.constexpr = True, PAIRS: tl.constexpr = False):
     """Running elementwise maxima ``[NI, BC/2]`` of one tile's 16 raw tiles: ``acc_r`` of
     ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT); NaN reads as 0.
     ``acc_c`` holds the rotated values before their rounding to the input dtype: the caller
