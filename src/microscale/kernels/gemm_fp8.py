@@ -85,12 +85,11 @@ def _fp8_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K,
     ``y[s]`` (fp32 partials ``stride_ys`` apart; the caller adds them)."""
     BK: tl.constexpr = 128
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
-    n_kb = tl.cdiv(K, BK)
-    kb_lo, kb_hi = 0, n_kb
-    if SPLIT_K > 1:
-        per = tl.cdiv(n_kb, SPLIT_K)
-        kb_lo = tl.program_id(1) * per
-        kb_hi = tl.minimum(kb_lo + per, n_kb)
+    k_lo, k_hi = 0, K
+    if SPLIT_K > 1:                  # (SPLIT_K 1: the loop as before, its code unchanged)
+        per = tl.cdiv(tl.cdiv(K, BK), SPLIT_K) * BK
+        k_lo = tl.program_id(1) * per
+        k_hi = tl.minimum(k_lo + per, K)
         y_ptr += tl.program_id(1) * stride_ys
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
@@ -98,7 +97,7 @@ def _fp8_scaled_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, y_ptr, M, N, K,
     sa_rows = sa_ptr + (offs_m // BR_A) * stride_sam     # scale row of each output row
     sb_rows = sb_ptr + (offs_n // BR_B) * stride_sbn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(kb_lo * BK, kb_hi * BK, BK):
+    for k0 in range(k_lo, k_hi, BK):
         offs_k = k0 + tl.arange(0, BK)
         kmask = offs_k < K
         a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :],
