@@ -177,14 +177,17 @@ KERNEL_SETS = {
     "nv-amax-4": {"quant_nvfp4": {"REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4,
                                                "PROGS_PER_SM": 4, "NUM_STAGES": 2,
                                                "REVERSE": False}}},
-    # session 50 (prepared, not yet run): the amax pass's launch on the H200, where it reads
-    # at an estimated ~55% of the copy rate (bench_quant.py's nvfp4/amax_pass sweep)
+    # session 50: the amax pass's launch on the H200, where it reads at an estimated ~55% of
+    # the copy rate (bench_quant.py's nvfp4/amax_pass sweep); session 51 call 1, 1b nvfp4:
+    # p4 0.8806x against the default's 0.8864x
     "nv-amax-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4}},
     "nv-amax-p4r": {"quant_nvfp4:CONFIG.REG_AMAX": {"PROGS_PER_SM": 4, "maxnreg": 128}},
     "nv-amax-w8": {"quant_nvfp4:CONFIG.REG_AMAX": {"num_warps": 8, "PROGS_PER_SM": 2}},
-    # session 50 (prepared, not yet run): the amax pass's RHT with its last stage as pair
-    # maxima (REG_AMAX["PAIRS"], off until it has run on a GPU), alone and with 4 programs
+    # session 50: the amax pass's RHT with its last stage as pair maxima (REG_AMAX["PAIRS"]),
+    # alone and with 4 programs; session 51 call 1, 1b nvfp4: 0.8867x / 0.8849x against
+    # 0.8864x without. On by default since (nv-amax-nopairs: the pass before)
     "nv-amax-pairs": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": True}},
+    "nv-amax-nopairs": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": False}},
     "nv-amax-pairs-p4": {"quant_nvfp4:CONFIG.REG_AMAX": {"PAIRS": True, "PROGS_PER_SM": 4}},
     # session 19: nvfp4_no_sr's dy pairs (column view wanted expanded) on the rows pass up to
     # 4096 columns and the reg pass + a decode pass above, instead of split into two reg-pass

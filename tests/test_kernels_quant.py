@@ -1257,7 +1257,7 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch, gpu_til
     and the reference's: with ordinary values (a NaN too), and where one program's tiles hold
     16-row chunks whose unclamped rotation would overflow (3e38 in one, Inf in another),
     which that program reruns with the clamp (the other program does not need to). Both with
-    the RHT's last stage as pair maxima (``REG_AMAX['PAIRS']``, off by default) and without."""
+    the RHT's last stage as pair maxima (``REG_AMAX['PAIRS']``, on by default) and without."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
     gpu_tiles("quant_nvfp4", "REG_AMAX")                       # the amax pass's [256, 32]
