@@ -212,8 +212,8 @@ def test_reduce_overhead_mode_trains(recipe):
     kernels, replayed; a replay on stale or overwritten buffers would drift far off). With
     ``zero_grad(set_to_none=False)`` the graph trees refuse the step for bf16 models too
     ("accessing tensor output of CUDAGraphs that has been overwritten", at tok_emb's gradient
-    addition; H200, torch 2.11, ``benchmarks/diag_reduce_overhead_gpu.py``, session 51): the
-    grads the first replay allocated are kept and the next replay writes over them."""
+    addition; H200, torch 2.11, ``benchmarks/diag_reduce_overhead_gpu.py``, session 51; kept
+    grads presumably alias graph-owned memory a later replay reuses, not investigated further)."""
     model = _model(recipe)
     twin = copy.deepcopy(model)
     graphed = _graph_tree_losses(model, "reduce-overhead")
