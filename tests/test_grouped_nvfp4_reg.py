@@ -93,6 +93,24 @@ def test_kernel_equals_pytorch_twin(dtype, counts, k):
                 assert torch.equal(_bits(a), _bits(b)), (dtype, sr, view)
 
 
+def test_amax_pairs_same_bits(monkeypatch):
+    """The amax pass's RHT ending in pair maxima (``CONFIG['AMAX_PAIRS']``) gives the twin's
+    bits, amaxes included, with a NaN, a 3e38 and the usual values, RNE and SR."""
+    from microscale.kernels import quant_nvfp4_grouped_reg as reg
+    x, seeds, lay = _setup([130, 0, 3, 70], 64, torch.bfloat16, seed=2)
+    x[3, 7] = float("nan")
+    x[140, 9] = 3.0e38
+    for pairs in (False, True):
+        monkeypatch.setitem(reg.CONFIG, "AMAX_PAIRS", pairs)
+        for sr in (False, True):
+            want, (rb, cb) = _twin(x, lay, sr, seeds)
+            got = quantize_nvfp4_grouped_views(x, lay.offs, 16, (False, int(sr), None, rb),
+                                               (True, int(sr), None, cb))
+            for view, g, w in zip(("row", "col"), got, want):
+                for a, b in zip(g, w):
+                    assert torch.equal(_bits(a), _bits(b)), (pairs, sr, view)
+
+
 def test_views_alone_equal_the_pair():
     """A row view alone and a column view alone give the pair's outputs (their own launches
     and amax passes)."""

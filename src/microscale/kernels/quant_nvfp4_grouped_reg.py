@@ -56,9 +56,11 @@ __all__ = ["CONFIG", "group_tables", "nvfp4_grouped_amax_kernel", "nvfp4_grouped
            "nvfp4_reg_views", "quantize_nvfp4_grouped_views"]
 
 # The dense reg pass's tile and launch (quant_nvfp4.CONFIG["REG"], "REG_AMAX"): [256, 64], 4
-# warps. Not swept at grouped shapes yet.
+# warps. Not swept at grouped shapes yet. AMAX_PAIRS: the amax pass's RHT ends in pair maxima
+# (REG_AMAX["PAIRS"], on for the dense pass since session 51; the same bits), off here until
+# this kernel has run with it on a GPU.
 CONFIG = {"NI": 16, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 2, "NUM_STAGES": 1,
-          "AMAX_BC": 32, "AMAX_PROGS_PER_SM": 4, "AMAX_STAGES": 2}
+          "AMAX_BC": 32, "AMAX_PROGS_PER_SM": 4, "AMAX_STAGES": 2, "AMAX_PAIRS": False}
 
 
 @triton.jit
@@ -101,7 +103,8 @@ def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, bound, col
                               n_tiles,
                               IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
                               ROW: tl.constexpr, COL: tl.constexpr, COL_RHT: tl.constexpr,
-                              SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr):
+                              SIGNS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                              PAIRS: tl.constexpr = False):
     """``amax_r[g] = max|x|`` over expert g's rows (row view), ``amax_c[g]`` its column view's
     (after the RHT); fp32 ``[n_seg]`` each, zeroed before (``_tables_kernel``)."""
     for tt in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
@@ -111,7 +114,8 @@ def nvfp4_grouped_amax_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, bound, col
         raw = _gather16(x_ptr, t, l, count, c0, cols, NI, BC, IN_DTYPE)
         zero = tl.zeros((NI, BC // 2), dtype=tl.float32)
         acc_r, acc_c = tile_maxima(raw, zero, zero, IN_DTYPE, NI, BC,
-                                   ROW or (COL and not COL_RHT), COL and COL_RHT, SIGNS)
+                                   ROW or (COL and not COL_RHT), COL and COL_RHT, SIGNS,
+                                   PAIRS=PAIRS)
         inb = p < bound
         g_lo = tl.min(tl.where(inb, g, 2147483647))
         g_hi = tl.max(tl.where(inb, g, -1))
@@ -256,7 +260,7 @@ def quantize_nvfp4_grouped_views(x: torch.Tensor, offs: torch.Tensor, multiple: 
     nvfp4_grouped_amax_kernel[(persistent_grid(n_tiles, dev, cfg["AMAX_PROGS_PER_SM"]),)](
         x, tab, amax_r, amax_c, bound, cols, n_seg, n_tc, n_tiles, code, cfg["NI"],
         cfg["AMAX_BC"], row is not None, col is not None, col_rht, RHT_SIGN_MASK,
-        cfg["AMAX_STAGES"], num_warps=cfg["num_warps"])
+        cfg["AMAX_STAGES"], PAIRS=cfg.get("AMAX_PAIRS", False), num_warps=cfg["num_warps"])
     # a stochastically rounded row view beside the column view: two launches (the split)
     split = row is not None and col is not None and row[1] > 0
     n_tc = cdiv(cols, cfg["BC"])
