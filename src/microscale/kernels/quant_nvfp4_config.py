@@ -76,7 +76,8 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # GPU tests bit-exact with it on and off, the pass alone 1-2.5% faster at five
           # shapes (bench_quant --sweep, same amaxes), 1b nvfp4 training unchanged (0.8867x
           # against 0.8864x off, one process). 4 programs an SM with it measured slower there
-          # (0.8849x); the grouped (MoE) amax pass keeps it off: not yet run on a GPU.
+          # (0.8849x). The grouped (MoE) amax pass's AMAX_PAIRS went on after its own GPU
+          # test (session 51, call 7).
           "REG_AMAX": {"NI": 16, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 3, "NUM_STAGES": 2,
                        "REVERSE": True, "PAIRS": True},
           # REG_ROW / REG_COL: the tile and launch of a reg-pass launch that carries one view
