@@ -1,0 +1,81 @@
+"""Target program for Nsight Compute: one MLP of a zoo model, converted, forward + backward as
+training runs it, the second pass inside a profiler range.
+
+Session 51's profile put half of 1b nvfp4's quantize time on the MLP's two 16384×8192 tensors
+(the down projection's input relu²(u), recomputed from u in backward, and the up projection's
+gradient du, written by the dgrad GEMM's epilogue): their column views ~253 µs a launch, row
+views ~156 µs, amax passes ~88 µs. ``bench_quant``'s variants time one input; here the
+quantizers run with the prologues, amaxes and expanded outputs training gives them.
+
+    ncu --profile-from-start off -k regex:"nvfp4_(rowcol_reg|row|amax_reg)_kernel" \\
+        --section SpeedOfLight --section Occupancy --section WarpStateStats ... \\
+        python benchmarks/ncu_mlp_block.py --model 1b --recipe nvfp4
+    python benchmarks/ncu_mlp_block.py --model micro --device cpu   # the driver itself
+
+The first pass compiles; the second runs between ``torch.cuda.profiler.start()`` and
+``stop()`` (Nsight Compute's ``--profile-from-start off`` profiles only there). It prints each
+quantize call's shape and what it was asked (``ms.explain``'s paths), so the profiled launches
+can be told apart by their grids and durations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+import microscale as ms
+from microscale.train.model import MODEL_CONFIGS, MLP
+
+
+def build(model: str, recipe: str, device: str) -> torch.nn.Module:
+    """The zoo model's MLP (relu² or SwiGLU as its config says), converted with every
+    projection quantized (the harness keeps the last blocks in bf16; a block it quantizes is
+    this)."""
+    torch.manual_seed(0)
+    mlp = MLP(MODEL_CONFIGS[model]).to(device)
+    if recipe != "bf16":
+        ms.convert(mlp, recipe, keep_high_precision=[])
+    return mlp
+
+
+def step(mlp: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor) -> None:
+    """Forward and backward under bf16 autocast, as the harness's step runs a block."""
+    with torch.autocast(x.device.type, dtype=torch.bfloat16):
+        y = mlp(x)
+    y.backward(dy)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="1b", choices=sorted(MODEL_CONFIGS))
+    ap.add_argument("--recipe", default="nvfp4")
+    ap.add_argument("--tokens", type=int, default=16384, help="batch × sequence")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = ap.parse_args(argv)
+    mlp = build(args.model, args.recipe, args.device)
+    d = MODEL_CONFIGS[args.model].d_model
+    g = torch.Generator(device=args.device).manual_seed(1)
+    x = torch.randn(args.tokens, d, device=args.device, generator=g).bfloat16()
+    x.requires_grad_(True)
+    dy = torch.randn(args.tokens, d, device=args.device, generator=g).bfloat16()
+    step(mlp, x, dy)                                   # compiles every kernel
+    mlp.zero_grad(set_to_none=True)
+    x.grad = None
+    cuda = args.device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+    step(mlp, x, dy)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+    print(f"{args.model} MLP, {args.recipe}, {args.tokens} tokens: d {d}, "
+          f"hidden {MODEL_CONFIGS[args.model].hidden_dim}")
+    print(ms.explain(mlp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
