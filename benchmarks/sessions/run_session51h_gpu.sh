@@ -15,6 +15,6 @@ TAIL=4 step 140 ncu_run.txt "$NCU_BIN" --clock-control none --profile-from-start
   python3 benchmarks/ncu_mlp_block.py --model 1b --recipe nvfp4
 "$NCU_BIN" -i "$OUT/mlp.ncu-rep" --page details > "$OUT/ncu_details.txt" 2>&1
 gzip -f "$OUT/mlp.ncu-rep"
-grep -E "nvfp4_|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Warp Cycles Per Issued|Stall" \
+grep -E "nvfp4_|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Warp Cycles Per Issued|[Ss]tall" \
   "$OUT/ncu_details.txt" | head -150 > "$OUT/ncu_summary.txt"
 tail -40 "$OUT/ncu_summary.txt"
