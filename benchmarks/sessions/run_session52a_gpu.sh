@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 52, call 1 (prepared in session 51, not yet run: too little device time was left;
-# one H200, ~2.5 minutes): Nsight Compute on the
-# NVFP4 quantize launches of one 1b MLP (d 2048, hidden 8192, 16384 tokens, nvfp4), forward +
-# backward as training runs them (benchmarks/ncu_mlp_block.py): session 51's call 2 put half of 1b nvfp4's
-# quantize time on the MLP's 16384x8192 tensors (column views ~253 us a launch). Per launch:
-# duration, DRAM throughput, occupancy, registers, warp stall reasons; profile before optimizing.
+# one H200, ~2.5 minutes): Nsight Compute on the NVFP4 quantize launches of one 1b MLP (d 2048,
+# hidden 8192, 16384 tokens, nvfp4), forward + backward as training runs them
+# (benchmarks/ncu_mlp_block.py). Session 51's call 2 put half of 1b nvfp4's quantize time on
+# the MLP's 16384x8192 tensors (column views ~253 us a launch). Per launch: duration, DRAM
+# throughput, occupancy, registers, warp stall reasons; profile before optimizing.
 #     run (carry [".whl"]): OUT=$OUT timeout 160 bash benchmarks/sessions/run_session52a_gpu.sh
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
