@@ -291,6 +291,14 @@ PRESETS = {
         _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=exp, BC=16, PREFETCH=True, FAST_E2M1=True,
                        PHILOX_WIDE=wide), 4, 1, 256 * 16)
        for exp in (False, True) for wide in (False, True)},
+    # session 51: the recomputed relu²(u) column view as a 1b step launches it (REG_COL's RNE
+    # tile [128, 32], 2 warps, the next tile loaded first; relu² applied as u loads; RHT;
+    # written expanded): with du's (nv_reg_col_rht_sr_pf16_exp_wide) ~253 µs a launch at
+    # 16384x8192, 8.6 ms of a 1b nvfp4 step (h200_20261129_session51, call 2)
+    "nv_col_relu2_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qc_ptr": "*bf16"},
+                         _NV_REG | dict(NI=8, BC=32, ROW=False, COL_EXP=True, PRO=3,
+                                        FAST_E2M1=True, PREFETCH=True, PHILOX_WIDE=True),
+                         2, 1, 128 * 32),
     "nv_reg_col_rht_sr_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
                               NV_REG | {"qc_ptr": "*bf16"},
                               _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=True), 4, 1, 256 * 64),
