@@ -88,10 +88,8 @@ def main() -> None:
               flush=True)
     out = {"bench": "diag_reduce_overhead", "torch": torch.__version__, "rows": rows}
     if args.out:
-        with open(args.out + ".tmp", "w") as f:
-            json.dump(out, f, indent=1)
-        import os
-        os.replace(args.out + ".tmp", args.out)
+        from microscale.train.checkpoint import atomic_write_text
+        atomic_write_text(args.out, json.dumps(out, indent=1))
     print(json.dumps(out))
 
 
