@@ -65,14 +65,15 @@ def _rc(row, col):
     return call
 
 
-def _views(row, col):
+def _views(row, col, prologue: str = ""):
     """As ``_rc``, through the op layer's ``quantize_views``, which also takes the layer-only
-    option ``expand`` (views written as bf16 ``value · block_scale``, ``tensor.py``)."""
+    option ``expand`` (views written as bf16 ``value · block_scale``, ``tensor.py``);
+    ``prologue``: the views of ``op(x)`` (``op_specs.PROLOGUES``, one-source ops)."""
     from microscale.ops import quantize_views
     from microscale.tensor import QFormat
     def view(v, x):
         return None if v is None else (QFormat(v[0]), _given(v[1], x))
-    return lambda x, be: quantize_views(x, view(row, x), view(col, x), be)
+    return lambda x, be: quantize_views(x, view(row, x), view(col, x), be, prologue)
 
 
 def _q(fmt, **opts):
@@ -166,6 +167,16 @@ VARIANTS = {
     "nvfp4/row_exp_sr@amax_given": (_views(("nvfp4", {**NF, "stochastic": True, "expand": True,
                                                       "amax": "given", "seed": "given"}), None),
                                     1),
+    # session 52: the two column views of a 1b MLP's 16384x8192 tensors as training runs
+    # them (Nsight Compute, session 52 call 1): the down projection's input relu²(u),
+    # recomputed in backward from u (RNE, RHT, written expanded; REG_COL["RNE"]'s tile), and
+    # the up projection's gradient du (RHT + SR, expanded; REG_COL's tile); amax given
+    "nvfp4/col_relu2_exp@amax_given": (
+        _views(None, ("nvfp4", {**NF, "rht": True, "expand": True, "amax": "given"}),
+               "relu_square"), 1),
+    "nvfp4/col_rht_sr_exp@amax_given": (
+        _views(None, ("nvfp4", {**NF, "rht": True, "stochastic": True, "expand": True,
+                                "amax": "given", "seed": "given"})), 1),
     # the amax pass alone (session 50; its REG_AMAX launch is swept below)
     "nvfp4/amax_pass": (_amax_pass, 1),
     # nvfp4_no_sr's dy pair: row RNE and column RHT, both as the layer consumes them
@@ -387,6 +398,20 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
         # 16384x3072 95.7-96.4 -> 100.6 / 105.0 / 99.7, dy pair 114.0-115.0 -> 117.7 / 121.9 /
         # 118.7; at 16384x768 x 31.3-31.4 -> 30.5, dy 33.8-34.1 -> 33.2; 125m mxfp8 0.840x /
         # 0.839x of bf16 -> 0.831x (5 programs: 0.820x). Dropped.)
+        # session 52 (Nsight Compute, call 1, a 1b MLP as training runs it): the recomputed
+        # relu²(u) column view at REG_COL["RNE"]'s tile ran 216.8 µs with 168 registers, 4
+        # programs of 2 warps an SM where 6 fit (2 warps a scheduler, 3.28 cycles between a
+        # warp's instructions: latency-bound); du's RHT+SR column view 210.1 µs at 96
+        # registers, 5 programs of 4 warps (issue-bound: 0.72 instructions a scheduler-cycle)
+        (quant_nvfp4.CONFIG["REG_COL"]["RNE"], "nvfp4/col_relu2_exp@amax_given", cfgs(
+            ("NI", "BC", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
+                (8, 32, 2, 4, True), (8, 32, 2, 5, True), (8, 32, 2, 6, True),
+                (8, 32, 2, 8, False), (8, 32, 2, 6, False), (16, 16, 4, 4, True),
+                (16, 16, 4, 6, False), (16, 32, 4, 3, True), (8, 32, 2, 4, True)])),
+        (quant_nvfp4.CONFIG["REG_COL"], "nvfp4/col_rht_sr_exp@amax_given", cfgs(
+            ("NI", "BC", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
+                (16, 16, 4, 5, True), (16, 16, 4, 7, False), (8, 16, 2, 10, True),
+                (8, 32, 2, 5, True), (16, 32, 4, 3, True), (16, 16, 4, 5, True)])),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

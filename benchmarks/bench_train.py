@@ -236,6 +236,12 @@ KERNEL_SETS = {
     "nv-colrne-s2": {"quant_nvfp4:CONFIG.REG_COL": {"RNE": {"BC": 32, "PROGS_PER_SM": 4,
                                                             "NUM_STAGES": 2,
                                                             "PREFETCH": False}}},
+    # session 52: the recomputed relu²(u) column view (REG_COL["RNE"]'s launch, 168
+    # registers: 6 programs of 2 warps fit an SM, 4 launched) at 5 and 6 programs an SM; and
+    # the x pairs split (column view, then the row view alone) up to 2048 columns, not 1024
+    "nv-colrne-p5": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 5}},
+    "nv-colrne-p6": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
+    "nv-xsplit-2048": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 2048}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},
