@@ -408,10 +408,27 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (8, 32, 2, 4, True), (8, 32, 2, 5, True), (8, 32, 2, 6, True),
                 (8, 32, 2, 8, False), (8, 32, 2, 6, False), (16, 16, 4, 4, True),
                 (16, 16, 4, 6, False), (16, 32, 4, 3, True), (8, 32, 2, 4, True)])),
+        # Call 2 (µs graph-replayed, 16384x8192 / 16384x3072, every config bit-identical):
+        # relu² view 227.5 / 95.5 at the default, 201.8 / 82.6 at 6 programs, 201.5 / 80.3
+        # at 8 without PREFETCH; du's view 215.0 / 86.3 at the default, 203.8 / 82.2 at
+        # [256, 32] with 3 programs (166 registers offline: 3 fit). Call 3: around those,
+        # and 16384x2048 (the dy views of q/k/v, o and down)
         (quant_nvfp4.CONFIG["REG_COL"], "nvfp4/col_rht_sr_exp@amax_given", cfgs(
             ("NI", "BC", "num_warps", "PROGS_PER_SM", "PREFETCH"), [
                 (16, 16, 4, 5, True), (16, 16, 4, 7, False), (8, 16, 2, 10, True),
-                (8, 32, 2, 5, True), (16, 32, 4, 3, True), (16, 16, 4, 5, True)])),
+                (8, 32, 2, 5, True), (16, 32, 4, 3, True), (16, 32, 4, 4, False),
+                (16, 32, 4, 3, False), (16, 16, 4, 5, True)])),
+        # session 52, call 3: REG_COL["RNE"] at 6 programs for the RNE column views written
+        # as codes (125m's split x pairs: 16384x768; 16384x2048)
+        (quant_nvfp4.CONFIG["REG_COL"]["RNE"], "nvfp4/col_rht@amax_given", cfgs(
+            ("PROGS_PER_SM", "PREFETCH"), [(4, True), (6, True), (8, False), (4, True)])),
+        # session 52, call 3: the x pair's one launch (REG; 1b's 16384x2048 x pairs, 255
+        # registers and 2 programs an SM: 1 warp a scheduler, 87.6 µs in call 1's profile)
+        (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_x", cfgs(
+            ("NI", "BC", "num_warps", "PROGS_PER_SM", "maxnreg"), [
+                (16, 64, 4, 2, None), (16, 64, 4, 3, 168), (8, 64, 2, 4, None),
+                (16, 32, 4, 3, None), (16, 32, 4, 2, None), (8, 32, 2, 5, None),
+                (16, 64, 4, 2, None)])),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht_sr@amax_given", reg_cfgs),
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_rht@amax_given", reg_cfgs),
         # session 20: fewer instructions (13.8-16.8 SASS an element), so wider tiles and

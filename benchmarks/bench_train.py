@@ -242,6 +242,11 @@ KERNEL_SETS = {
     "nv-colrne-p5": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 5}},
     "nv-colrne-p6": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
     "nv-xsplit-2048": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 2048}},
+    # session 52, call 2's fastest alone: the SR column views (du, dy) at [256, 32], 3
+    # programs of 4 warps (166 registers), beside the relu² view at 6 programs
+    "nv-cols52": {"quant_nvfp4:CONFIG.REG_COL": {"BC": 32, "PROGS_PER_SM": 3},
+                  "quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
+    "nv-colsr-32": {"quant_nvfp4:CONFIG.REG_COL": {"BC": 32, "PROGS_PER_SM": 3}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},

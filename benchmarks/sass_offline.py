@@ -299,6 +299,12 @@ PRESETS = {
                          _NV_REG | dict(NI=8, BC=32, ROW=False, COL_EXP=True, PRO=3,
                                         FAST_E2M1=True, PREFETCH=True, PHILOX_WIDE=True),
                          2, 1, 128 * 32),
+    # session 52: du's column view at the [256, 32] tile that ran it fastest alone (call 2:
+    # 3 programs an SM asked), to see how many of its programs fit an SM
+    "nv_reg_col_rht_sr_pf32_exp_wide": (
+        quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qc_ptr": "*bf16"},
+        _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=True, BC=32, PREFETCH=True, FAST_E2M1=True,
+                       PHILOX_WIDE=True), 4, 1, 256 * 32),
     "nv_reg_col_rht_sr_exp": (quant_nvfp4_reg.nvfp4_rowcol_reg_kernel,
                               NV_REG | {"qc_ptr": "*bf16"},
                               _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=True), 4, 1, 256 * 64),
