@@ -16,10 +16,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import NATIVE_CASTS, TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
+from ._utils import TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
 
 __all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly", "rht_pair_maxima",
-           "finish_rotated", "finish_rotated_pair"]
+           "finish_rotated"]
 
 
 @triton.jit
@@ -157,14 +157,14 @@ def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constex
     tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
     u = _stages(_signed_chunk(xs, D, IN_DTYPE, SIGNS, CLAMP), D, D)
     y = ()
-    for m in tl.static_range(D // 2):          # neighbours rounded as a pair
-        v0, v1 = u[2 * m], u[2 * m + 1]
+    for j in tl.static_range(D):
+        v = u[j]
         if D == 32:                            # fp32(1/sqrt 32)·2^3
-            v0 = v0 * 1.4142135381698608
-            v1 = v1 * 1.4142135381698608
+            v = v * 1.4142135381698608
         if ROUND:
-            v0, v1 = finish_rotated_pair(v0, v1, IN_DTYPE)
-        y = y + (v0, v1)
+            y = y + (finish_rotated(v, IN_DTYPE),)
+        else:
+            y = y + (v,)
     return y
 
 
@@ -196,20 +196,3 @@ def finish_rotated(v, IN_DTYPE: tl.constexpr):
     if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
         v = clamp_keep_nan(v, 65504.0)
     return round_to_input_dtype(v, IN_DTYPE)   # bf16/fp32 hold every |y| <= 2^127
-
-
-@triton.jit
-def finish_rotated_pair(a, b, IN_DTYPE: tl.constexpr):
-    """:func:`finish_rotated` of two same-shaped tensors. bf16 on the GPU: one
-    ``cvt.rn.bf16x2.f32`` rounds both (the RNE of two single conversions; a NaN stays a NaN)
-    and two integer ops unpack them, 3 instructions for the pair where two conversions and
-    their unpacking take 4, and half the conversions (the GPU's slow conversion pipe)."""
-    if IN_DTYPE == 1 and NATIVE_CASTS:
-        w = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [a, b],
-                                      dtype=tl.int32, is_pure=True, pack=1)
-        ra = (w << 16).to(tl.float32, bitcast=True)      # a in the low half
-        rb = (w & -65536).to(tl.float32, bitcast=True)
-    else:
-        ra = finish_rotated(a, IN_DTYPE)
-        rb = finish_rotated(b, IN_DTYPE)
-    return ra, rb
