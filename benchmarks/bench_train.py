@@ -237,8 +237,10 @@ KERNEL_SETS = {
                                                             "NUM_STAGES": 2,
                                                             "PREFETCH": False}}},
     # session 52: the recomputed relu²(u) column view (REG_COL["RNE"]'s launch, 168
-    # registers: 6 programs of 2 warps fit an SM, 4 launched) at 5 and 6 programs an SM; and
-    # the x pairs split (column view, then the row view alone) up to 2048 columns, not 1024
+    # registers: 6 programs of 2 warps fit an SM) at 4 (the default before call 4), 5 and 6
+    # (the default since) programs an SM; and the x pairs split (column view, then the row
+    # view alone) up to 2048 columns, not 1024
+    "nv-colrne-p4": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 4}},
     "nv-colrne-p5": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 5}},
     "nv-colrne-p6": {"quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
     "nv-xsplit-2048": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 2048}},

@@ -107,7 +107,14 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # with 2 warps, 4 programs and PREFETCH 80.8 / 25.0 / 47.3 (47% -> 50% of the copy
           # rate counting x once); software-pipelining the old tile instead (NUM_STAGES 2) ran
           # level (88.5 / 28.5 / 51.7) and so did 125m nvfp4 with it (0.778x against 0.776 /
-          # 0.780x); the same bits everywhere.
+          # 0.780x); the same bits everywhere. Session 52 (H200, Nsight Compute on a 1b MLP as
+          # training runs it, call 1): the recomputed relu²(u) column view (16384x8192, written
+          # expanded) at 168 registers ran 4 programs of 2 warps an SM where 6 fit, 2 warps a
+          # scheduler, latency-bound (216.8 µs). 6 programs (calls 2-4, graph-replayed, amax
+          # given, bit-identical): that view 227.5 -> 201.8 µs, at 16384x3072 95.5 -> 82.6;
+          # the RNE code views 47.0 -> 45.3 (16384x2048), 25.2 -> 25.0 (16384x768); 1b nvfp4
+          # in one process 0.8897x -> 0.8899x (call 2), 0.8853x / 0.8879x -> 0.8888x /
+          # 0.8877x (call 4, alternated): level to +0.1%.
           # PHILOX_WIDE: the column view's Philox with each round's products as one wide
           # multiply (ROW1's PHILOX_WIDE; the same words). Offline SASS: codes 1448 -> 1408
           # instructions, expanded 1560 -> 1512. Session 42 (H200, call 1, 8192², off / on /
@@ -115,7 +122,7 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # pair 232.0 / 231.5 / 232.5; the same bits. On (a small gain, no cost).
           "REG_COL": {"NI": 16, "BC": 16, "num_warps": 4, "PROGS_PER_SM": 5, "NUM_STAGES": 1,
                       "maxnreg": None, "PREFETCH": True, "PHILOX_WIDE": True,
-                      "RNE": {"NI": 8, "BC": 32, "num_warps": 2, "PROGS_PER_SM": 4,
+                      "RNE": {"NI": 8, "BC": 32, "num_warps": 2, "PROGS_PER_SM": 6,
                               "NUM_STAGES": 1, "PREFETCH": True}},
           "SPLIT": True, "SPLIT_MIN_COLS": 0, "SPLIT_EXP_COL": True, "SPLIT_SR_COL": True,
           # SPLIT_X_MAX_COLS: every other pair (the x pair: a round-to-nearest row view,
