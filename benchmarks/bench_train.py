@@ -246,9 +246,6 @@ KERNEL_SETS = {
     "nv-xsplit-2048": {"quant_nvfp4": {"SPLIT_X_MAX_COLS": 2048}},
     # session 52, call 2's fastest alone: the SR column views (du, dy) at [256, 32], 3
     # programs of 4 warps (166 registers), beside the relu² view at 6 programs
-    # session 52: a split pair's column view (dy, du) rotating without the RHT's clamp where
-    # the amax pass's max|x| allows (quant_nvfp4.CONFIG["COL_UNCLAMPED"], off by default)
-    "nv-col-unclamped": {"quant_nvfp4": {"COL_UNCLAMPED": True}},
     "nv-cols52": {"quant_nvfp4:CONFIG.REG_COL": {"BC": 32, "PROGS_PER_SM": 3},
                   "quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
     "nv-colsr-32": {"quant_nvfp4:CONFIG.REG_COL": {"BC": 32, "PROGS_PER_SM": 3}},
