@@ -112,9 +112,10 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # expanded) at 168 registers ran 4 programs of 2 warps an SM where 6 fit, 2 warps a
           # scheduler, latency-bound (216.8 µs). 6 programs (calls 2-4, graph-replayed, amax
           # given, bit-identical): that view 227.5 -> 201.8 µs, at 16384x3072 95.5 -> 82.6;
-          # the RNE code views 47.0 -> 45.3 (16384x2048), 25.2 -> 25.0 (16384x768); 1b nvfp4
-          # in one process 0.8897x -> 0.8899x (call 2), 0.8853x / 0.8879x -> 0.8888x /
-          # 0.8877x (call 4, alternated): level to +0.1%.
+          # the RNE code views 47.0 -> 45.3 (16384x2048), 25.2 -> 25.0 (16384x768). In one
+          # process against 4 programs: 1b nvfp4 0.8897x -> 0.8899x (call 2), 0.8853x /
+          # 0.8879x -> 0.8888x / 0.8877x (call 4, alternated), 0.8874x -> 0.8938x (call 5);
+          # 125m 0.7692x / 0.7697x -> 0.7757x / 0.7749x (call 5, alternated).
           # PHILOX_WIDE: the column view's Philox with each round's products as one wide
           # multiply (ROW1's PHILOX_WIDE; the same words). Offline SASS: codes 1448 -> 1408
           # instructions, expanded 1560 -> 1512. Session 42 (H200, call 1, 8192², off / on /
