@@ -1,0 +1,200 @@
+# Session 52, call 4: kernels/_rht.py as it was before the pair rounding (a2e9c78, reverted
+# in 5117231), copied over a copy of src/ for the "before" timings (run_session52d_gpu.sh).
+"""The RHT of a kernel's tile (SPEC §4), as ``hadamard.rht`` computes it: shared device code.
+
+``rht_tile`` rotates each d-chunk of a tile's rows, ``rht_cols`` each d-chunk of its columns
+(a batched dot along the middle axis of ``[G, d, C]``). The input is clamped to ``±L(d)``, the
+chunk product taken in fp32 and rounded to the input dtype with saturation (docs/SPEC.md N2).
+For d = 16 and 64 the entries of M (±1/4, ±1/8) are exact in bf16/fp16, so the product runs
+on tensor cores with exact products; for d = 32 it is the exact ±1/8 sum times fp32(sqrt 2)
+(``hadamard.rht_factors``), on IEEE FMAs. Either way a kernel's bits equal the reference's
+whenever the chunk's sum is exact in fp32. Kernels that hold a whole chunk in one thread (the
+NVFP4 reg pass, ``quant_mx_col``) rotate it with :func:`rht_butterfly` instead: the same
+products, added in the Walsh-Hadamard butterfly's order.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._utils import TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
+
+__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly", "rht_pair_maxima",
+           "finish_rotated"]
+
+
+@triton.jit
+def dot_fp32(a, b, IN_DTYPE: tl.constexpr, EXACT_B: tl.constexpr):
+    """``a @ b`` (2-D or batched 3-D) of fp32 tiles holding input-dtype values, fp32 result.
+
+    bf16/fp16 inputs use the tensor cores in their own dtype: the values and +-1/4 (the
+    d=16 RHT entries) are exact there, every product is exact in fp32 and the fp32
+    accumulation gives the reference's sum whenever that sum is exact in fp32 (unless one
+    chunk spans more than ~16 binades). ``EXACT_B`` says the entries of the matrix are exact
+    in the narrow dtype (±1/4 and ±1/8 for d = 16 and 64; d = 32 passes False, see
+    :func:`_rht_exact`).
+    fp32 inputs, other d, and the interpreter use IEEE FMAs.
+    """
+    if TENSOR_CORE_RHT and EXACT_B and IN_DTYPE == 1:
+        y = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+    elif TENSOR_CORE_RHT and EXACT_B and IN_DTYPE == 2:
+        y = tl.dot(a.to(tl.float16), b.to(tl.float16), out_dtype=tl.float32)
+    else:
+        y = tl.dot(a, b, input_precision="ieee")
+    return y
+
+
+@triton.jit
+def _rht_limit(D: tl.constexpr):
+    """``hadamard.rht_input_limit(D)`` = 2^(127 - ceil(log2(D)/2))."""
+    if D >= 128:
+        lim = 1.0633823966279327e37          # 2^123
+    elif D >= 32:
+        lim = 2.1267647932558654e37          # 2^124
+    elif D >= 8:
+        lim = 4.253529586511731e37           # 2^125
+    else:
+        lim = 8.507059173023462e37           # 2^126
+    return lim
+
+
+@triton.jit
+def _saturate_to_input(y, IN_DTYPE: tl.constexpr):
+    """Clamp an fp32 RHT result to the input dtype's ±max before rounding (bf16, fp16)."""
+    if IN_DTYPE == 1:
+        y = clamp_keep_nan(y, 3.3895313892515355e38)
+    elif IN_DTYPE == 2:
+        y = clamp_keep_nan(y, 65504.0)
+    return round_to_input_dtype(y, IN_DTYPE)
+
+
+@triton.jit
+def _rht_exact(m, D: tl.constexpr):
+    """``(matrix, post)`` for the rotation by ``m`` = M or Mᵀ (``hadamard.rht_factors``): M
+    itself and 1 for D = 16, 64 (entries ±1/4, ±1/8: powers of two); for D = 32 the signs
+    times 2^-3 and post = fp32(1/sqrt(32))·2^3 = fp32(sqrt 2), so that the products and sums
+    are exact (in any order) and one multiply rounds. D = 32 stays on IEEE FMAs: the same
+    exact sums on bf16 tensor cores (the [G, 32, 32] batched dot of a column view) made the
+    125m mxfp4 step 3.9x slower on an H100 (session 14, call 4)."""
+    tl.static_assert(D == 16 or D == 32 or D == 64, "kernels rotate 16-, 32- or 64-chunks")
+    if D == 32:
+        out = tl.where(m > 0, 0.125, -0.125)
+        post = 1.4142135381698608
+    else:
+        out = m
+        post = 1.0
+    return out, post
+
+
+@triton.jit
+def rht_tile(v, m, R: tl.constexpr, C: tl.constexpr, D: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """Rotate each D-chunk of the rows of fp32 tile ``v`` by ``m`` [D, D]; round to input dtype."""
+    v = clamp_keep_nan(v, _rht_limit(D))
+    mm, post = _rht_exact(m, D)
+    y = dot_fp32(tl.reshape(v, (R * C // D, D)), mm, IN_DTYPE, D != 32)
+    if D == 32:
+        y = y * post
+    return _saturate_to_input(tl.reshape(y, (R, C)), IN_DTYPE)
+
+
+@triton.jit
+def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr):
+    """Rotate along axis 1 of ``v`` [G, D, C]: ``y[g] = mt @ v[g]`` with ``mt = Mᵀ``; round."""
+    v = clamp_keep_nan(v, _rht_limit(D))
+    mm, post = _rht_exact(mt, D)
+    y = dot_fp32(tl.broadcast_to(mm[None, :, :], (G, D, D)), v, IN_DTYPE, D != 32)
+    if D == 32:
+        y = y * post
+    return _saturate_to_input(y, IN_DTYPE)
+
+
+@triton.jit
+def _signed_chunk(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                  CLAMP: tl.constexpr):
+    """``x_j·(±2^-e)`` for the chunk's D tiles (``s_j`` from SIGNS), clamped to ``±L(D)``
+    first unless ``CLAMP`` is off: exact products."""
+    if D == 16:
+        pre = 0.25
+        lim = 4.253529586511731e37             # 2^125 = L(16)
+    else:
+        pre = 0.125
+        lim = 2.1267647932558654e37            # 2^124 = L(32)
+    u = ()
+    for j in tl.static_range(D):
+        s_j = pre * (1.0 - 2.0 * ((SIGNS >> j) & 1))
+        if IN_DTYPE == 2 or not CLAMP:         # fp16 never exceeds the clamp
+            u = u + (xs[j] * s_j,)
+        else:
+            u = u + (clamp_keep_nan(xs[j], lim) * s_j,)
+    return u
+
+
+@triton.jit
+def _stages(u, D: tl.constexpr, SPAN: tl.constexpr):
+    """The butterfly's stages that pair tiles (j, j + 2^s) for every 2^s < SPAN (SPAN = D:
+    all of them), Sylvester order."""
+    for s in tl.static_range(5):
+        if (1 << s) < SPAN:
+            w = ()
+            for j in tl.static_range(D):
+                if (j & (1 << s)) == 0:
+                    w = w + (u[j] + u[j + (1 << s)],)
+                else:
+                    w = w + (u[j - (1 << s)] - u[j],)
+            u = w
+    return u
+
+
+@triton.jit
+def rht_butterfly(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                  ROUND: tl.constexpr = True, CLAMP: tl.constexpr = True):
+    """``y = x_chunk @ M`` for a chunk of D = 16 or 32 same-shaped tiles ``xs`` (element k of
+    the chunk in ``xs[k]``), rounded to the input dtype: ``x_j·(±2^-e)`` (``s_j`` from the bit
+    mask SIGNS; exact after the clamp to ``±L(D)``), the Walsh-Hadamard butterfly across the
+    tiles (Sylvester order, ``H[j][k] = (-1)^popcount(j&k)``), then for D = 32 one multiply by
+    fp32(sqrt 2) (``hadamard.rht_factors``). ``ROUND=False``: the fp32 values before
+    :func:`finish_rotated`. ``CLAMP=False``: no clamp, for a caller that knows every ``|x_j|``
+    is at most ``L(D)`` (the clamp is then the identity: the same bits)."""
+    tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
+    u = _stages(_signed_chunk(xs, D, IN_DTYPE, SIGNS, CLAMP), D, D)
+    y = ()
+    for j in tl.static_range(D):
+        v = u[j]
+        if D == 32:                            # fp32(1/sqrt 32)·2^3
+            v = v * 1.4142135381698608
+        if ROUND:
+            y = y + (finish_rotated(v, IN_DTYPE),)
+        else:
+            y = y + (v,)
+    return y
+
+
+@triton.jit
+def rht_pair_maxima(xs, D: tl.constexpr, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr,
+                    CLAMP: tl.constexpr = True):
+    """``max(|y_j|, |y_{j+D/2}|)`` for j < D/2, of :func:`rht_butterfly`'s fp32 values before
+    their rounding (``ROUND=False``), for an amax pass: the last stage turns ``(a, b)`` into
+    ``a + b`` and ``a - b``, and ``max(|fl(a+b)|, |fl(a-b)|) = fl(|a| + |b|)`` exactly (one of
+    the two is ``±(|a| + |b|)`` before rounding, the other no larger, and rounding is odd and
+    monotone; NaN stays NaN, ``Inf - Inf`` gives the other's Inf). So D/2 additions replace D
+    additions and D/2 of the D maxima, for the same bits."""
+    tl.static_assert(D == 16 or D == 32, "the in-thread RHT takes 16- or 32-chunks")
+    u = _stages(_signed_chunk(xs, D, IN_DTYPE, SIGNS, CLAMP), D, D // 2)
+    y = ()
+    for j in tl.static_range(D // 2):
+        v = tl.abs(u[j]) + tl.abs(u[j + D // 2])
+        if D == 32:
+            v = v * 1.4142135381698608
+        y = y + (v,)
+    return y
+
+
+@triton.jit
+def finish_rotated(v, IN_DTYPE: tl.constexpr):
+    """A rotated fp32 value as the RHT returns it: rounded to the input dtype (fp16 saturated
+    first). Monotone and odd, so ``max|finish(y)| = finish(max|y|)``: an amax pass may run
+    :func:`rht_butterfly` with ``ROUND=False`` and finish its maximum once."""
+    if IN_DTYPE == 2:                      # fp16: rotated values can pass 65504
+        v = clamp_keep_nan(v, 65504.0)
+    return round_to_input_dtype(v, IN_DTYPE)   # bf16/fp32 hold every |y| <= 2^127
