@@ -418,12 +418,18 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                 (16, 16, 4, 5, True), (16, 16, 4, 7, False), (8, 16, 2, 10, True),
                 (8, 32, 2, 5, True), (16, 32, 4, 3, True), (16, 32, 4, 4, False),
                 (16, 32, 4, 3, False), (16, 16, 4, 5, True)])),
-        # session 52, call 3: REG_COL["RNE"] at 6 programs for the RNE column views written
-        # as codes (125m's split x pairs: 16384x768; 16384x2048)
+        # Call 3: [256, 32] with 3 programs stayed fastest (202.6 / 58.4 against 215.7 / 61.1
+        # at 16384x8192 / 16384x2048), but 1b nvfp4 ran 0.8 ms a step slower with it
+        # (bench_train "@nv-cols52"), so REG_COL keeps [256, 16]; REG_COL["RNE"] went to 6
+        # programs (08215ee). Session 52, call 3: REG_COL["RNE"] at 6 programs for the RNE
+        # column views written as codes (125m's split x pairs: 16384x768; 16384x2048): 25.2
+        # -> 25.0 and 47.0 -> 45.3 µs
         (quant_nvfp4.CONFIG["REG_COL"]["RNE"], "nvfp4/col_rht@amax_given", cfgs(
             ("PROGS_PER_SM", "PREFETCH"), [(4, True), (6, True), (8, False), (4, True)])),
         # session 52, call 3: the x pair's one launch (REG; 1b's 16384x2048 x pairs, 255
-        # registers and 2 programs an SM: 1 warp a scheduler, 87.6 µs in call 1's profile)
+        # registers and 2 programs an SM: 1 warp a scheduler, 87.6 µs in call 1's profile).
+        # With its amax pass: 108.2 µs at the default, 108.0 at [128, 64] / 2 warps / 4
+        # programs, 112.9-143.7 elsewhere; the default stays
         (quant_nvfp4.CONFIG["REG"], "nvfp4/rowcol_x", cfgs(
             ("NI", "BC", "num_warps", "PROGS_PER_SM", "maxnreg"), [
                 (16, 64, 4, 2, None), (16, 64, 4, 3, 168), (8, 64, 2, 4, None),

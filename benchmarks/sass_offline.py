@@ -300,7 +300,7 @@ PRESETS = {
                                         FAST_E2M1=True, PREFETCH=True, PHILOX_WIDE=True),
                          2, 1, 128 * 32),
     # session 52: du's column view at the [256, 32] tile that ran it fastest alone (call 2:
-    # 3 programs an SM asked), to see how many of its programs fit an SM
+    # 3 programs an SM asked), to see how many of its programs fit an SM (166 registers: 3)
     "nv_reg_col_rht_sr_pf32_exp_wide": (
         quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG | {"qc_ptr": "*bf16"},
         _NV_REG | dict(ROW=False, COL_SR=2, COL_EXP=True, BC=32, PREFETCH=True, FAST_E2M1=True,
