@@ -74,6 +74,13 @@ def inputs(model: str, part: str, tokens: int, seq: int, device):
     return x.requires_grad_(True), dy, extra
 
 
+def step(mod, x: torch.Tensor, dy: torch.Tensor, extra=()) -> None:
+    """Forward under bf16 autocast and backward, as the harness's step runs a block."""
+    with torch.autocast(x.device.type, dtype=torch.bfloat16):
+        y = mod(x, *extra)
+    y.backward(dy)
+
+
 def _settings(recipe: str):
     import bench_train
     name = recipe.partition("@")[2]
@@ -89,24 +96,22 @@ def prepare(recipe: str, args, device):
         mod = build(args.model, args.part, recipe, args.backend, device, args.compile)
         x, dy, extra = inputs(args.model, args.part, args.tokens, args.seq, device)
 
-        def step():
-            with torch.autocast(device.type, dtype=torch.bfloat16):
-                y = mod(x, *extra)
-            y.backward(dy)
+        def run_step():
+            step(mod, x, dy, extra)
 
         if device.type != "cuda":
-            step()
-            return step
+            run_step()
+            return run_step
         from microscale.train.speed import warmup_stream     # one stream: no workspace leak
         side = warmup_stream(device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(2):                               # compiles, then settles
-                step()
+                run_step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            step()
+            run_step()
         torch.cuda.synchronize()
         return graph.replay
 

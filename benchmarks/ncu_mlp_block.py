@@ -26,25 +26,8 @@ import sys
 import torch
 
 import microscale as ms
-from microscale.train.model import MODEL_CONFIGS, MLP
-
-
-def build(model: str, recipe: str, device: str) -> torch.nn.Module:
-    """The zoo model's MLP (relu² or SwiGLU as its config says), converted with every
-    projection quantized (the harness keeps the last blocks in bf16; a block it quantizes is
-    this)."""
-    torch.manual_seed(0)
-    mlp = MLP(MODEL_CONFIGS[model]).to(device)
-    if recipe != "bf16":
-        ms.convert(mlp, recipe, keep_high_precision=[])
-    return mlp
-
-
-def step(mlp: torch.nn.Module, x: torch.Tensor, dy: torch.Tensor) -> None:
-    """Forward and backward under bf16 autocast, as the harness's step runs a block."""
-    with torch.autocast(x.device.type, dtype=torch.bfloat16):
-        y = mlp(x)
-    y.backward(dy)
+from bench_block import build, inputs, step          # the MLP, its inputs and step, as there
+from microscale.train.model import MODEL_CONFIGS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,12 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=16384, help="batch × sequence")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = ap.parse_args(argv)
-    mlp = build(args.model, args.recipe, args.device)
+    mlp = build(args.model, "mlp", args.recipe, "auto", args.device, False)
     d = MODEL_CONFIGS[args.model].d_model
-    g = torch.Generator(device=args.device).manual_seed(1)
-    x = torch.randn(args.tokens, d, device=args.device, generator=g).bfloat16()
-    x.requires_grad_(True)
-    dy = torch.randn(args.tokens, d, device=args.device, generator=g).bfloat16()
+    x, dy, _ = inputs(args.model, "mlp", args.tokens, 0, args.device)
     step(mlp, x, dy)                                   # compiles every kernel
     mlp.zero_grad(set_to_none=True)
     x.grad = None
