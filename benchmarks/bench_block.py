@@ -113,7 +113,20 @@ def prepare(recipe: str, args, device):
         with torch.cuda.graph(graph):
             run_step()
         torch.cuda.synchronize()
-        return graph.replay
+        return _Replay(graph, (mod, x, dy, extra))
+
+
+class _Replay:
+    """A captured graph's replay that keeps what the graph reads and writes alive: a CUDA
+    graph holds raw addresses, not tensors, so the module, its parameters and gradients and
+    the inputs must outlive every replay (freed, their memory is reused and a replay reads
+    or writes someone else's: session 53's first call died of it)."""
+
+    def __init__(self, graph, alive):
+        self.graph, self.alive = graph, alive
+
+    def __call__(self) -> None:
+        self.graph.replay()
 
 
 def _time(fn, device) -> float:
