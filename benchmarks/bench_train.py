@@ -250,6 +250,15 @@ KERNEL_SETS = {
     # 0.8943x (0.8 ms a step slower, although each view ran 5% faster alone)
     "nv-cols52": {"quant_nvfp4:CONFIG.REG_COL": {"BC": 32, "PROGS_PER_SM": 3},
                   "quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
+    # session 52 (d0c775a), again in 53: a split pair's column view (dy, du) rotating without
+    # the RHT's input clamp where the amax pass's max|x| allows (quant_nvfp4.CONFIG
+    # ["COL_UNCLAMPED"], off by default; 1b in session 52's call 6: 0.8885x against 0.8907x)
+    "nv-col-unclamped": {"quant_nvfp4": {"COL_UNCLAMPED": True}},
+    # session 53: the row kernel's expanded views (training's split pairs' row launches: du,
+    # dy, relu²(u)) at other [BR, NB] block tiles of one warp (the default [4, 8]): whole
+    # 512-byte row runs ([2, 16]) or shorter ones ([8, 4])
+    "nv-row1-2x16": {"quant_nvfp4:CONFIG.ROW1": {"BR": 2, "NB": 16}},
+    "nv-row1-8x4": {"quant_nvfp4:CONFIG.ROW1": {"BR": 8, "NB": 4}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},

@@ -1297,6 +1297,63 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch, gpu_til
             assert torch.isfinite(ref[1].amax) and ref[1].amax > 1e37
 
 
+@pytest.mark.parametrize("big", [False, True], ids=["plain", "huge_and_inf"])
+@pytest.mark.parametrize("device,shape", [("cpu", (512, 48)),
+                                          pytest.param("cuda", (8192, 768), marks=pytest.mark.gpu)])
+def test_nvfp4_col_view_unclamped_same_bits(big, device, shape, monkeypatch, gpu_tiles):
+    """``quant_nvfp4.CONFIG['COL_UNCLAMPED']``: a split pair's column view (the RHT, alone in
+    its launch) rotates without the RHT's input clamp where the amax pass's max|x| is at most
+    2^125. Every view and amax equals the clamped launch's, and the reference's where there
+    is no SR: ordinary values with a NaN (the unclamped tiles), and 16-row chunks of 3e38 and
+    Inf (whose unclamped rotation overflows: the launch must take the clamped tiles), with
+    the column view as codes and expanded, and the next tile prefetched or not."""
+    from microscale.kernels import quant_nvfp4
+    from microscale.ops import quantize_views
+    gpu_tiles("quant_nvfp4", "REG_COL", "REG_ROW", "REG_AMAX")
+    g = torch.Generator().manual_seed(13)
+    x = (torch.randn(*shape, generator=g) * 3).bfloat16()
+    x[300, 7] = float("nan")
+    if big:
+        x[16:32, 5] = 3.0e38
+        x[48:64, 9] = float("inf")
+    nv = {"check_finite": False}
+    sr = {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
+    x = x.to(device)
+    Q = ms.QFormat
+    cases = [((Q.NVFP4, sr), (Q.NVFP4, {**sr, "rht": True})),                  # dy pair
+             ((Q.NVFP4, {**sr, "expand": True}),                               # as a layer asks
+              (Q.NVFP4, {**sr, "rht": True, "expand": True})),
+             ((Q.NVFP4, {**nv, "expand": True}),                               # nvfp4_no_sr's dy
+              (Q.NVFP4, {**nv, "rht": True, "expand": True})),
+             ((Q.NVFP4, nv), (Q.NVFP4, {**nv, "rht": True}))]                  # a narrow x pair
+    for row, col in cases:
+        ref = quantize_views(x, row, col, "reference")
+        outs = []
+        for unclamped, prefetch in ((False, True), (True, True), (True, False)):
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "COL_UNCLAMPED", unclamped)
+            monkeypatch.setitem(quant_nvfp4.CONFIG, "REG_COL",
+                                {**quant_nvfp4.CONFIG["REG_COL"], "PREFETCH": prefetch})
+            outs.append(quantize_views(x, row, col, "triton"))
+        for *views, r in zip(*outs, ref):
+            want = views[0] if "seed" in row[1] else r                  # SR: the kernels' stream
+            for q in views:
+                assert _same_values(q.data, want.data)
+                assert torch.equal(q.scale.view(torch.uint8), want.scale.view(torch.uint8))
+                assert torch.equal(q.amax, r.amax)
+        if big:
+            assert torch.isfinite(ref[1].amax) and ref[1].amax > 1e37
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equal codes, or expanded values bitwise equal apart from NaN payloads (a NaN
+    block's values are NaN in both; the kernels and the reference write different NaNs)."""
+    if not a.dtype.is_floating_point:
+        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+    nan = b.isnan()
+    return torch.equal(a.isnan(), nan) and torch.equal(a[~nan].view(torch.int16),
+                                                       b[~nan].view(torch.int16))
+
+
 @pytest.mark.parametrize("backend", ["reference", "triton"])
 @pytest.mark.parametrize("row,col", [("mxfp8_e4m3", "mxfp8_e4m3"), ("mxfp8_e5m2", "mxfp8_e4m3"),
                                      ("mxfp4", "mxfp4"), ("fp8_block", "fp8_block")])

@@ -181,12 +181,15 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
-                col: _View | None, pro=(None, 0), parts=()) -> None:
+                col: _View | None, pro=(None, 0), parts=(), unclamped: bool = False) -> None:
     """The "reg" quantize pass (``quant_nvfp4_reg``) of ``row`` and/or ``col`` (None: not
     quantized by this launch; its slot in ``bufs`` is never touched). ``bufs``: per slot the
     codes as the kernel writes them (int32 words, or bf16 for an expanded view), the scale
     bytes and the caller's random bytes (or x2). ``pro``: the prologue ``(y, code)``;
-    ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima."""
+    ``parts``: :func:`_amax_pass`'s, when ``amax_buf`` holds per-program maxima.
+    ``unclamped``: ``amax_buf``'s row slot is ``max|x|`` as the amax pass measured it, so a
+    column view alone may rotate without the RHT's clamp where that allows
+    (``COL_UNCLAMPED``)."""
     if col is None and row_kernel_takes(row, row.expanded):
         return launch_row(x2, amax_buf, seed, bufs[0], row.sr_mode, row_exp_code(row.expanded),
                           CONFIG["ROW1"], pro, parts, row.rht)
@@ -207,7 +210,7 @@ def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,
         col.sr_mode if col else 0, RHT_SIGN_MASK, cfg["NUM_STAGES"],
         row_exp_code(bool(row and row.expanded)), bool(col and col.expanded), *pro, *parts,
         FAST_E2M1=CONFIG["FAST_E2M1"], PREFETCH=cfg.get("PREFETCH", False),
-        PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
+        PHILOX_WIDE=cfg.get("PHILOX_WIDE", False), COL_UNCLAMPED=unclamped,
         num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 
 
@@ -306,7 +309,11 @@ def _run(x2: torch.Tensor, row: _View | None, col: _View | None, op: str,
     if pass_ == "reg":
         _launch_reg(x2, amax_buf, seed, bufs, row, col, pro, parts)
     elif pass_ == "split":                     # the column view, then the row view alone
-        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro, parts)
+        # the amax pass measured max|x| for the row view: the column view may skip the
+        # RHT's clamp where that maximum allows (fp16 never needs it)
+        unclamped = CONFIG["COL_UNCLAMPED"] and reg_amax and row.amax is None and col.rht \
+            and x2.dtype != torch.float16
+        _launch_reg(x2, amax_buf, seed, bufs, None, col, pro, parts, unclamped)
         _launch_reg(x2, amax_buf, seed, bufs, row, None, pro, parts)
     else:
         _launch_rows(x2, amax_buf, m, seed, views, row, col, pass_, parts)

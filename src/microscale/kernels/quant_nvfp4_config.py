@@ -213,6 +213,13 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # 0.7456x of compiled bf16, nvfp4_no_sr 0.758x -> 0.760x; bench_train
           # "@no-amax-unclamped" turns it off.
           "AMAX_UNCLAMPED": os.environ.get("MICROSCALE_NVFP4_AMAX_UNCLAMPED", "1") != "0",
+          # COL_UNCLAMPED: a split pair's column view (dy, du: the RHT, alone in its launch)
+          # rotates without the RHT's input clamp where the amax pass's max|x| (the row
+          # view's amax, measured beside it) is at most 2^125, as AMAX_UNCLAMPED does; larger
+          # values or an Inf keep the clamp (the same bits either way). Session 52 (Nsight
+          # Compute): du's column view is issue-bound at ~36 instructions an element, and the
+          # clamp is two of them. Off until it has run on a GPU (bench_train "@nv-col-unclamped").
+          "COL_UNCLAMPED": False,
           # EXP_NAN_MAX: an expanded row view (reg pass) takes each block's maximum with NaN
           # kept instead of selecting NaN to 0 per element first (a NaN block's values are all
           # NaN either way, through its NaN scale byte): offline SASS (Triton 3.9, sm_90) 23.0

@@ -90,7 +90,7 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
                             COL_EXP: tl.constexpr = False, y_ptr=None, PRO: tl.constexpr = 0,
                             n_part=0, NP: tl.constexpr = 0, ar_ptr=None, ac_ptr=None,
                             FAST_E2M1: tl.constexpr = False, PREFETCH: tl.constexpr = False,
-                            PHILOX_WIDE: tl.constexpr = False):
+                            PHILOX_WIDE: tl.constexpr = False, COL_UNCLAMPED: tl.constexpr = False):
     """Persistent loop over ``[16·NI, BC]`` tiles: row view (1x16, RNE or SR) and/or column
     view (optional RHT, RNE or SR). ``amax_ptr``: fp32 [2], the row view's and the column
     view's amax. Codes as int32 words (``qr [rows, cols/8]``, ``qc [cols, rows/8]``; ROW_EXP /
@@ -104,7 +104,11 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     through the rounded value (``_e2m1.scaled_e2m1_code_fast``, the same codes).
     ``PREFETCH`` (a column view alone): the next tile's 16 raw tiles load before this tile's
     column view is quantized (:func:`_col_prefetch_loop`). ``PHILOX_WIDE``: the column view's
-    Philox with each round's products as one wide multiply (the same words)."""
+    Philox with each round's products as one wide multiply (the same words).
+    ``COL_UNCLAMPED`` (a column view alone, with the RHT, whose ``amax_ptr`` slot 0 holds
+    ``max|x|`` as the amax pass measured it: the caller vouches): where that is at most 2^125
+    the RHT's input clamp is the identity, so the tiles rotate without it (two instructions an
+    element fewer; the same bits); a larger value or an Inf takes the clamped tiles."""
     amax_r = nvfp4_amax_of(amax_ptr, 0, n_part, NP)
     amax_c = nvfp4_amax_of(amax_ptr, 1, n_part, NP)
     store_amaxes(amax_r, amax_c, ar_ptr, ac_ptr, ROW, COL, NP)
@@ -112,7 +116,16 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
     s_enc6_c, s_dec_c = nvfp4_scales_of(amax_c)
     seed_r = tl.load(seed_ptr) if ROW_SR == 2 else 0
     seed_c = tl.load(seed_ptr) + 1 if COL_SR == 2 else 0
-    if PREFETCH and COL and not ROW:
+    if COL_UNCLAMPED and COL and not ROW:
+        if amax_r <= 4.253529586511731e37:                # 2^125: the clamp is the identity
+            _col_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, rows,
+                      cols, n_tc, n_tiles, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN,
+                      COL_EXP, FAST_E2M1, PRO, PHILOX_WIDE, PREFETCH, NUM_STAGES, False)
+        else:
+            _col_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, rows,
+                      cols, n_tc, n_tiles, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN,
+                      COL_EXP, FAST_E2M1, PRO, PHILOX_WIDE, PREFETCH, NUM_STAGES, True)
+    elif PREFETCH and COL and not ROW:
         _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr,
                            rows, cols, n_tc, n_tiles, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS,
                            EVEN, COL_EXP, FAST_E2M1, PRO, PHILOX_WIDE)
@@ -163,15 +176,39 @@ def nvfp4_rowcol_reg_kernel(x_ptr, amax_ptr, seed_ptr, qr_ptr, sr_ptr, br_ptr, q
 
 
 @triton.jit
+def _col_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, rows, cols, n_tc,
+              n_tiles, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr,
+              COL_RHT: tl.constexpr, COL_SR: tl.constexpr, SIGNS: tl.constexpr,
+              EVEN: tl.constexpr, COL_EXP: tl.constexpr, FAST_E2M1: tl.constexpr,
+              PRO: tl.constexpr, PHILOX_WIDE: tl.constexpr, PREFETCH: tl.constexpr,
+              NUM_STAGES: tl.constexpr, CLAMP: tl.constexpr):
+    """A column view alone over the program's tiles (:func:`_col_prefetch_loop` where
+    ``PREFETCH``), the RHT clamped or not (``CLAMP``, ``col_tile``'s)."""
+    if PREFETCH:
+        _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr,
+                           rows, cols, n_tc, n_tiles, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS,
+                           EVEN, COL_EXP, FAST_E2M1, PRO, PHILOX_WIDE, CLAMP)
+    else:
+        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0),
+                          num_stages=NUM_STAGES):
+            r0, c0 = tile_coords(t, n_tc, 16 * NI, BC)
+            raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
+            col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows,
+                     cols, rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN,
+                     COL_EXP, FAST_E2M1, PHILOX_WIDE, CLAMP)
+
+
+@triton.jit
 def _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, rows,
                        cols, n_tc, n_tiles, IN_DTYPE: tl.constexpr, NI: tl.constexpr,
                        BC: tl.constexpr, COL_RHT: tl.constexpr, COL_SR: tl.constexpr,
                        SIGNS: tl.constexpr, EVEN: tl.constexpr, COL_EXP: tl.constexpr,
                        FAST_E2M1: tl.constexpr, PRO: tl.constexpr,
-                       PHILOX_WIDE: tl.constexpr = False):
+                       PHILOX_WIDE: tl.constexpr = False, CLAMP: tl.constexpr = True):
     """A column view alone, each program's next tile loaded before this tile is quantized (as
     the row kernel's ``PREFETCH``); past the last tile the last tile is loaded again (never
-    stored), so no mask is needed. The grid never exceeds the tiles (``persistent_grid``)."""
+    stored), so no mask is needed. The grid never exceeds the tiles (``persistent_grid``).
+    ``CLAMP``: :func:`~.quant_nvfp4_reg_views.col_tile`'s."""
     pid, step = tl.program_id(0), tl.num_programs(0)
     r0, c0 = tile_coords(tl.minimum(pid, n_tiles - 1), n_tc, 16 * NI, BC)
     raw = _load16(x_ptr, r0, c0, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
@@ -180,7 +217,7 @@ def _col_prefetch_loop(x_ptr, y_ptr, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, 
         raw_nx = _load16(x_ptr, r0_nx, c0_nx, rows, cols, NI, BC, IN_DTYPE, EVEN, y_ptr, PRO)
         col_tile(raw, s_enc6_c, s_dec_c, seed_c, bc_ptr, qc_ptr, sc_ptr, r0, c0, rows, cols,
                  rows // 16, 0, IN_DTYPE, NI, BC, COL_RHT, COL_SR, SIGNS, EVEN, COL_EXP,
-                 FAST_E2M1, PHILOX_WIDE)
+                 FAST_E2M1, PHILOX_WIDE, CLAMP)
         raw = raw_nx
         r0, c0 = r0_nx, c0_nx
 

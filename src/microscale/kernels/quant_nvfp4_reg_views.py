@@ -347,18 +347,20 @@ def _store_row_scales(s_ptr, sb, r, c0, rows, cols, NI: tl.constexpr, BC: tl.con
 def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, cpr, gofs,
              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr, RHT: tl.constexpr,
              SR: tl.constexpr, SIGNS: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr,
-             FAST: tl.constexpr = False, WIDE: tl.constexpr = False):
+             FAST: tl.constexpr = False, WIDE: tl.constexpr = False,
+             CLAMP: tl.constexpr = True):
     """The column view of one tile's 16 raw tiles (:func:`_col_view`'s arguments), quantized
     and stored: the even columns, then the odd ones (half the live values at a time), joined
     in registers for one store. ``FAST``: codes through the rounded value (the same codes,
-    ``_e2m1.scaled_e2m1_code_fast``); ``WIDE``: :func:`_col_view`'s."""
+    ``_e2m1.scaled_e2m1_code_fast``); ``WIDE``: :func:`_col_view`'s; ``CLAMP=False``: the RHT
+    without its input clamp (``_rht.rht_butterfly``: for a caller that knows max|x|)."""
     outs = ()
     for hh in tl.static_range(2):
         vs = ()
         for j in tl.static_range(16):
             vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
         if RHT:
-            vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS)
+            vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS, True, CLAMP)
         outs = outs + (_col_view(vs, s_enc6, s_dec, seed, b_ptr, r0,
                                  c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows, cols, cpr,
                                  gofs, NI, BC // 2, RHT, SR, EXP, FAST, WIDE),)
