@@ -259,6 +259,9 @@ KERNEL_SETS = {
     # 512-byte row runs ([2, 16]) or shorter ones ([8, 4])
     "nv-row1-2x16": {"quant_nvfp4:CONFIG.ROW1": {"BR": 2, "NB": 16}},
     "nv-row1-8x4": {"quant_nvfp4:CONFIG.ROW1": {"BR": 8, "NB": 4}},
+    # session 53: du's NVFP4 amaxes measured by the amax pass again, not in the down
+    # projection's dgrad epilogue (nn.mlp.CONFIG["DU_AMAX_IN_DGRAD"], on by default)
+    "du-amax-off": {"nn.mlp": {"DU_AMAX_IN_DGRAD": False}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},

@@ -329,6 +329,10 @@ PRESETS = {
                   _ALPHA | dict(NUM_STAGES=4, e_desc=None), 8, 4, 128 * 256),
     "alpha_tma_du": (gemm_alpha._alpha_mm_tma_kernel, ALPHA, _ALPHA | dict(NUM_STAGES=3, EPI=4),
                      8, 3, 128 * 256),
+    # session 53: du's NVFP4 amaxes (max|du|, max|RHT(du)| down the columns) in the epilogue
+    "alpha_tma_du_amax": (gemm_alpha._alpha_mm_tma_kernel, ALPHA | {"amax_ptr": "*fp32"},
+                          _ALPHA | dict(NUM_STAGES=3, EPI=4, AMAX=2,
+                                        SIGNS=quant_nvfp4_reg.RHT_SIGN_MASK), 8, 3, 128 * 256),
     # the MXFP8 FP8-tensor-core GEMM's default config (64x128, K step 128, 4 warps, 4 stages),
     # every chunk flushed / adaptive; pointers, strides and K as the GPU specializes them
     "mx8_gemm": (gemm_mxfp8._mxfp8_kernel, MX8_GEMM, _MX8_GEMM | dict(ADAPTIVE=False), 4, 4,

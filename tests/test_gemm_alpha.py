@@ -348,3 +348,86 @@ def test_scaled_mm_epilogue_through_the_op(backend):
         mm(qx, qw, torch.bfloat16, backend, epilogue=("relu", u))
     with pytest.raises(ValueError, match="needs e2 of shape"):
         mm(qx, qw, torch.bfloat16, backend, epilogue=("mul", u.float()))
+
+
+def _amax_case(m, n, k, dtype, seed, huge_chunk: bool):
+    """``_epilogue_operands`` (NaN, Inf and a huge u among the values), optionally with one
+    16-row chunk of a column of large finite values (their rotation needs the input clamp
+    only where the tile holds an Inf or a value above 2^125: both tile kinds occur)."""
+    a, b, u = _epilogue_operands(m, n, k, dtype, torch.Generator().manual_seed(seed))
+    if huge_chunk and dtype == torch.bfloat16:
+        u[16:32, n - 1] = 1e35
+    return a, b, u
+
+
+@pytest.mark.parametrize("dtype,mnk", [(torch.bfloat16, (144, 72, 32)),
+                                       (torch.float16, (64, 300, 48))])
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_alpha_mm_out_amax_is_the_amax_pass(dtype, mnk, epilogue):
+    """``out_amax`` (``op_specs.OutAmax``): the epilogue measures the stored output's NVFP4
+    amaxes, ``max|y|`` and (``rht``) ``max|RHT(y)|`` down the columns' 16-row chunks, bit for
+    bit what the reference measures of the output (``out_amax_reference``: NaN read as 0, the
+    RHT's input clamp), with NaN, Inf, overflowing and huge outputs, partial tiles."""
+    from microscale.kernels.gemm_alpha import alpha_mm
+    from microscale.op_specs import OutAmax, out_amax_reference
+    m, n, k = mnk
+    a, b, u = (t.to(DEV) for t in _amax_case(m, n, k, dtype, m + n, True))
+    f = torch.tensor([0.3711], dtype=torch.float32, device=DEV)
+    tile = dict(BM=64, BN=64, BK=32, NUM_STAGES=1, num_warps=4, TMA=False)
+    epi = ("relu_square_grad", u) if epilogue else None
+    plain = alpha_mm(a, b, f, dtype, epilogue=epi, **tile)
+    measured = {}
+    for rht in (True, False):
+        req = OutAmax(torch.zeros(2, device=DEV), rht)
+        y = alpha_mm(a, b, f, dtype, epilogue=epi, out_amax=req, **tile)
+        assert req.filled and torch.equal(y.isnan(), plain.isnan())
+        assert torch.equal(y.nan_to_num(0.0), plain.nan_to_num(0.0))
+        measured[rht] = want = out_amax_reference(y, rht)
+        assert torch.equal(req.buf, want), (rht, req.buf.tolist(), want.tolist())
+    if epilogue:       # an Inf output: max|y| is Inf, the clamped rotation's maximum finite
+        assert torch.isinf(measured[True][0]) and torch.isfinite(measured[True][1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or INTERPRET, reason="needs CUDA")
+@pytest.mark.parametrize("mnk", [(4096, 8192, 2048), (1008, 2304, 768)])
+def test_gpu_alpha_mm_out_amax(mnk):
+    """The same on the GPU (the 1b down projection's dgrad shape, a partial tile): TMA and
+    pointer kernels measure the amax pass's amaxes of their output, relu²'s backward applied,
+    with NaN, Inf, overflowing and huge outputs; plain normal outputs too."""
+    from microscale.kernels.gemm_alpha import alpha_mm
+    from microscale.op_specs import OutAmax, out_amax_reference
+    m, n, k = mnk
+    f = torch.tensor([0.3711], device="cuda")
+    for special in (True, False):
+        a, b, u = (t.cuda() for t in _amax_case(m, n, k, torch.bfloat16, 5, special))
+        if not special:
+            u = torch.randn(m, n, device="cuda").bfloat16()
+        for knob in ({"TMA": True}, {"TMA": False}):
+            for rht in (True, False):
+                req = OutAmax(torch.zeros(2, device="cuda"), rht)
+                y = alpha_mm(a, b, f, torch.bfloat16, epilogue=("relu_square_grad", u),
+                             out_amax=req, **knob)
+                want = out_amax_reference(y, rht)
+                assert torch.equal(req.buf, want), (knob, rht, req.buf.tolist(), want.tolist())
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_mm_amax_through_the_op(backend):
+    """``ops_gemm.mm_amax``: ``ops.mm``'s output (with the relu² backward's epilogue) and its
+    two NVFP4 amaxes, whichever GEMM ran (off the α kernel the op measures them after it)."""
+    from microscale.op_specs import out_amax_reference
+    from microscale.ops import mm, quantize_views
+    from microscale.ops_gemm import mm_amax
+    from microscale.tensor import QFormat
+    gen = torch.Generator().manual_seed(4)
+    x, w = torch.randn(96, 64, generator=gen), torch.randn(48, 64, generator=gen)
+    u = torch.randn(96, 48, generator=gen).bfloat16()
+    nf = {"check_finite": False}
+    qx = quantize_views(x, (QFormat.NVFP4, {**nf, "expand": True}), None, "reference")[0]
+    qw = quantize_views(w, (QFormat.NVFP4, nf), None, "reference")[0]
+    want = mm(qx, qw, torch.bfloat16, backend, epilogue=("relu_square_grad", u))
+    for rht in (True, False):
+        y, amaxes = mm_amax(qx, qw, torch.bfloat16, backend, ("relu_square_grad", u), rht)
+        assert torch.equal(y, want)
+        assert torch.equal(amaxes, out_amax_reference(want, rht))

@@ -175,6 +175,34 @@ def test_du_in_dgrad_same_bits(recipe, monkeypatch):
     assert calls == [(True, False), (False, False)]     # down: du out; up: no prologue
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr"])
+def test_du_amax_in_dgrad_same_bits(recipe, monkeypatch):
+    """``CONFIG["DU_AMAX_IN_DGRAD"]``'s plumbing, the kernels in Triton's interpreter (forced
+    here: off CUDA the α GEMM does not run, and the op measures du's amaxes after the GEMM):
+    the down projection's dgrad returns du and its two NVFP4 amaxes, the up projection's dy
+    pair takes them as given (no amax pass over du: one launch fewer, the pair buffer used as
+    it is), and every output and gradient keeps the three modules' bits."""
+    pytest.importorskip("triton")
+    from microscale.kernels import quant_nvfp4
+    from microscale.nn import function, mlp
+    from microscale.recipe import Recipe
+    monkeypatch.setattr(mlp, "du_in_dgrad", lambda *a: True)
+    monkeypatch.setattr(function, "_alpha_in_kernel", lambda *a: True)
+    rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
+    up, down = _layers(rec, n_in=64, hidden=128, n_out=64)
+    counts, real = {}, {n: getattr(quant_nvfp4, n) for n in ("_reg_amax", "_given_pair")}
+    for flag in (False, True):
+        monkeypatch.setitem(mlp.CONFIG, "DU_AMAX_IN_DGRAD", flag)
+        counts[flag] = seen = {"_reg_amax": 0, "_given_pair": 0}
+        for name in real:
+            monkeypatch.setattr(quant_nvfp4, name, lambda *a, _n=name, _s=seen: _s.__setitem__(
+                _n, _s[_n] + 1) or real[_n](*a))
+        _same_bits(up, down, tokens=(1, 96))
+    assert counts[True]["_given_pair"] == 1 and counts[False]["_given_pair"] == 0, counts
+    assert counts[True]["_reg_amax"] == counts[False]["_reg_amax"] - 1, counts
+
+
 def test_du_in_dgrad_rule():
     """On by default since session 28 (``MICROSCALE_DU_IN_DGRAD=0`` turns it off); it needs
     CUDA, the kernels and NVFP4's α GEMM for the dgrad."""
@@ -260,17 +288,20 @@ def test_gpu_same_bits_with_wgrad_alpha_in_the_epilogue(recompute, monkeypatch):
                                               ("nvfp4_no_sr", False)])
 def test_gpu_du_in_dgrad_same_bits(recipe, recompute, monkeypatch):
     """``CONFIG["DU_IN_DGRAD"]`` on the GPU: the down projection's dgrad (NVFP4's α GEMM)
-    writes ``du`` in its epilogue, and the step keeps the three modules' bits (with the down
-    projection's xᵀ kept, or recomputed from u in backward, written expanded)."""
+    writes ``du`` in its epilogue (and measures du's amaxes there: ``DU_AMAX_IN_DGRAD``), and
+    the step keeps the three modules' bits (with the down projection's xᵀ kept, or recomputed
+    from u in backward, written expanded)."""
     from microscale.kernels import gemm_alpha
     from microscale.nn import mlp
     monkeypatch.setitem(mlp.CONFIG, "DU_IN_DGRAD", True)
     fused, real = [], gemm_alpha.alpha_mm
     monkeypatch.setattr(gemm_alpha, "alpha_mm", lambda *a, **k: fused.append(
-        k.get("epilogue") is not None and k["epilogue"][0]) or real(*a, **k))
+        (k.get("epilogue") is not None and k["epilogue"][0], k.get("out_amax") is not None))
+        or real(*a, **k))
     torch.manual_seed(0)
     up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
     down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
     down.recompute_input = recompute
     _same_bits(up, down, tokens=(4, 1000))
-    assert fused.count("relu_square_grad") == 1, fused      # the fused run's down dgrad
+    # the fused run's down dgrad, du's amaxes in its epilogue too (DU_AMAX_IN_DGRAD, on)
+    assert fused.count(("relu_square_grad", mlp.CONFIG["DU_AMAX_IN_DGRAD"])) == 1, fused

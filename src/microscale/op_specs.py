@@ -248,6 +248,27 @@ def check_epilogue(where: str, epilogue: str, e2: Tensor | None, shape, out_dtyp
                          f"in {out_dtype}, got {got}")
 
 
+class OutAmax:
+    """A GEMM's request for its output's NVFP4 amaxes (``ops_gemm.mm_amax``): ``buf`` a zeroed
+    fp32 ``[2]`` that receives ``max|y|`` (a row view's amax) and ``max|RHT(y)|`` down the
+    columns' 16-row chunks where ``rht`` (a column view's, SPEC §4), else ``max|y|`` again;
+    NaN read as 0, as the amax pass measures them. A kernel that measures them in its
+    epilogue sets ``filled``; otherwise the op measures them after (:func:`out_amax_reference`)."""
+
+    __slots__ = ("buf", "rht", "filled")
+
+    def __init__(self, buf: Tensor, rht: bool):
+        self.buf, self.rht, self.filled = buf, rht, False
+
+
+def out_amax_reference(y: Tensor, rht: bool) -> Tensor:
+    """``OutAmax``'s two amaxes of a 2-D ``y`` by the reference (``quant.nvfp4.nvfp4_amax``):
+    of y's rows, and of yᵀ's rows after the d = 16 RHT where ``rht``."""
+    from .quant.nvfp4 import nvfp4_amax
+    row = nvfp4_amax(y)
+    return torch.stack([row, nvfp4_amax(y.t(), rht=True) if rht else row])
+
+
 def _rows_cols(x: Tensor):
     cols = x.shape[-1] if x.dim() else 1
     return (x.numel() // cols if cols else 0), cols

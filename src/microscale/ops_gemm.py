@@ -22,18 +22,19 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from .backend import dispatch, kernel_takes_hint, mm_key
-from .op_specs import _operand, apply_prologue, check_epilogue, operand_spec
+from .backend import dispatch, explain, kernel_takes_hint, mm_key, note_path, wants_kernel
+from .op_specs import (OutAmax, _operand, apply_prologue, check_epilogue, operand_spec,
+                       out_amax_reference)
 from .ops import _define, _expanded, _fake
 from .tensor import QuantizedTensor
 
-__all__ = ["mm", "expand", "hp_mm"]
+__all__ = ["mm", "mm_amax", "expand", "hp_mm"]
 
 
 def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
                   b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
                   backend: str, apply_factor: bool, epilogue: str = "",
-                  e2: Optional[Tensor] = None) -> Tensor:
+                  e2: Optional[Tensor] = None, out_amax: Optional[OutAmax] = None) -> Tensor:
     from .gemm import scaled_mm_reference
     qa, qb = _operand(a_data, a_scale, a_amax, a_spec), _operand(b_data, b_scale, b_amax, b_spec)
     key = mm_key(qa.fmt.value, qb.fmt.value)
@@ -41,12 +42,32 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
     if epilogue:                 # op(y, e2): in a kernel's epilogue where one takes it
         check_epilogue("scaled_mm", epilogue, e2, (qa.rows, qb.rows), out_dtype)
         if kernel_takes_hint("scaled_mm", key, backend, qa.device, "epilogue"):
-            hints = {"epilogue": (epilogue, e2)}
+            hints = {"epilogue": (epilogue, e2, out_amax) if out_amax else (epilogue, e2)}
             reference = functools.partial(_mm_reference_then, epilogue, e2)
     y = dispatch("scaled_mm", key, backend, qa.device, reference, qa, qb, out_dtype=out_dtype,
                  apply_factor=apply_factor, hints=hints)
     y = y if y.shape == (qa.rows, qb.rows) else y.reshape(qa.rows, qb.rows)
     return apply_prologue(epilogue, y, e2) if epilogue and hints is None else y
+
+
+def _scaled_mm_amax_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str,
+                       b_data: Tensor, b_scale: Tensor, b_amax: Tensor, b_spec: str,
+                       out_dtype: torch.dtype, backend: str, apply_factor: bool, epilogue: str,
+                       e2: Optional[Tensor], rht: bool) -> list[Tensor]:
+    """``scaled_mm`` that also returns its output's NVFP4 amaxes (``op_specs.OutAmax``): in
+    the GEMM's epilogue where its kernel measures them (NVFP4's α GEMM), else measured after
+    the GEMM by the reference, the path saying so (``ms.explain``)."""
+    req = OutAmax(a_data.new_zeros(2, dtype=torch.float32), rht)
+    y = _scaled_mm_op(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec,
+                      out_dtype, backend, apply_factor, epilogue, e2, req)
+    if not req.filled:
+        if wants_kernel(backend, y.device):
+            key = mm_key(_operand(a_data, a_scale, a_amax, a_spec).fmt.value,
+                         _operand(b_data, b_scale, b_amax, b_spec).fmt.value)
+            note_path("scaled_mm", key, explain().get(("scaled_mm", key), "")
+                      + "; the output's amaxes by the reference (a pass of their own)")
+        req.buf.copy_(out_amax_reference(y, rht))
+    return [y, req.buf]
 
 
 def _mm_reference_then(epilogue: str, e2: Tensor, qa, qb, **kwargs) -> Tensor:
@@ -65,6 +86,19 @@ _define("scaled_mm(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, Ten
 def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
       apply_factor, epilogue="", e2=None):
     return a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype)
+
+
+_define("scaled_mm_amax(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, "
+        "Tensor b_data, Tensor b_scale, Tensor b_amax, str b_spec, ScalarType out_dtype, "
+        "str backend, bool apply_factor, str epilogue, Tensor? e2, bool rht) -> Tensor[]",
+        _scaled_mm_amax_op)
+
+
+@_fake("scaled_mm_amax")
+def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
+      apply_factor, epilogue, e2, rht):
+    return [a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype),
+            a_data.new_empty(2, dtype=torch.float32)]
 
 
 def _expand_op(data: Tensor, scale: Tensor, amax: Tensor, spec: str, backend: str) -> Tensor:
@@ -131,3 +165,16 @@ def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend
                                        qb.scale, qb.amax, operand_spec(qb), out_dtype, backend,
                                        apply_factor, op, e2)
     return y.reshape(*qa.shape[:-1], qb.rows)
+
+
+def mm_amax(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
+            epilogue: tuple | None, rht: bool) -> tuple[Tensor, Tensor]:
+    """:func:`mm` (2-D ``qa``) and its output's NVFP4 amaxes as one fp32 ``[2]`` tensor
+    (``op_specs.OutAmax``: ``max|y|``, and ``max|RHT(y)|`` down the columns where ``rht``),
+    through ``microscale::scaled_mm_amax``: the quantizer of y's views then needs no amax pass
+    (``nn.mlp``'s ``du``)."""
+    op, e2 = epilogue if epilogue is not None else ("", None)
+    y, amaxes = torch.ops.microscale.scaled_mm_amax(
+        qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data, qb.scale, qb.amax,
+        operand_spec(qb), out_dtype, backend, True, op, e2, rht)
+    return y, amaxes

@@ -16,9 +16,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._utils import TENSOR_CORE_RHT, clamp_keep_nan, round_to_input_dtype
+from ._utils import TENSOR_CORE_RHT, abs_for_max, clamp_keep_nan, round_to_input_dtype
 
-__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_butterfly", "rht_pair_maxima",
+__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_cols_max", "rht_butterfly", "rht_pair_maxima",
            "finish_rotated"]
 
 
@@ -105,6 +105,38 @@ def rht_cols(v, mt, G: tl.constexpr, D: tl.constexpr, C: tl.constexpr, IN_DTYPE:
     if D == 32:
         y = y * post
     return _saturate_to_input(y, IN_DTYPE)
+
+
+@triton.jit
+def _rht16_t(SIGNS: tl.constexpr):
+    """``Mᵀ`` of the d = 16 RHT as an fp32 [16, 16] tile built in registers: ``Mᵀ[k][j] =
+    s_j · (-1)^popcount(j & k) / 4`` (SPEC §4; ``s_j`` from the bit mask SIGNS)."""
+    k = tl.arange(0, 16)[:, None]
+    j = tl.arange(0, 16)[None, :]
+    jk = j & k
+    parity = (jk ^ (jk >> 1) ^ (jk >> 2) ^ (jk >> 3)) & 1
+    sign_j = (SIGNS >> j) & 1
+    return tl.where((parity ^ sign_j) == 1, -0.25, 0.25)
+
+
+@triton.jit
+def rht_cols_max(v, vmax, R: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constexpr,
+                 SIGNS: tl.constexpr):
+    """``max |y|`` over the d = 16 RHT of each 16-row chunk of the columns of ``v`` [R, C]
+    (fp32 holding input-dtype values; ``y = M_chunk`` applied down the rows, as a column view
+    rotates along its tokens), before the rounding to the input dtype: the caller finishes
+    the maximum once (:func:`finish_rotated`). ``vmax`` is ``max|v|`` (NaN read as 0): where
+    it is at most 2^125 the input clamp is the identity and is skipped (an Inf or a larger
+    value takes it). The chunk product runs on the tensor cores (:func:`dot_fp32`, a batched
+    ``Mᵀ @ chunk``). NaN fills its chunk (its column's 16 outputs) and is skipped, as every
+    NVFP4 amax reads NaN as 0."""
+    mt = tl.broadcast_to(_rht16_t(SIGNS)[None, :, :], (R // 16, 16, 16))
+    if vmax <= _rht_limit(16):
+        y = dot_fp32(mt, tl.reshape(v, (R // 16, 16, C)), IN_DTYPE, True)
+    else:
+        y = dot_fp32(mt, tl.reshape(clamp_keep_nan(v, _rht_limit(16)), (R // 16, 16, C)),
+                     IN_DTYPE, True)
+    return tl.max(tl.max(tl.max(abs_for_max(y), axis=2), axis=1), axis=0)
 
 
 @triton.jit

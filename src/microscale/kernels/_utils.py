@@ -249,6 +249,18 @@ def max_keep_nan(v, axis):
 
 
 @triton.jit
+def abs_for_max(v):
+    """``|v|`` for a ``tl.max`` reduction that reads NaN as 0: on the GPU the reduction's max
+    drops NaN itself (one instruction an element, the abs a modifier), in the interpreter
+    NaN is zeroed first (:func:`abs_nan0`)."""
+    if GPU_MAXNUM:
+        out = tl.abs(v)
+    else:
+        out = abs_nan0(v)
+    return out
+
+
+@triton.jit
 def max_abs(acc, v):
     """``max(acc, |v|)`` for a running maximum ``acc >= 0``, NaN in v read as 0: on the GPU one
     max instruction (it drops NaN), in the interpreter after :func:`abs_nan0`."""

@@ -158,6 +158,8 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
             outs = [torch.empty((), dtype=torch.float32, device=dev) if v is not None
                     else amax_buf for v in (row, col)]      # (an absent view's: never written)
             return amax_buf, outs, (n, triton.next_power_of_2(n), *outs)
+    elif not any(need) and row is not None and col is not None:
+        amax_buf = _given_pair(row.amax, col.amax)
     else:
         amax_buf = torch.zeros(2, dtype=torch.float32, device=dev)
     if any(need) and not reg:
@@ -173,11 +175,22 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     for i, v in enumerate((row, col)):
         if v is not None and v.amax is not None:
             given = v.amax.float().reshape(())
-            amax_buf[i].copy_(given)
+            if any(need) or row is None or col is None:
+                amax_buf[i].copy_(given)
             amaxes.append(given)
         else:
             amaxes.append(amax_buf[i])
     return amax_buf, amaxes, ()
+
+
+def _given_pair(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The fp32 ``[2]`` buffer of two given amaxes: the pair itself where they are its two
+    neighbouring elements (a GEMM's ``ops_gemm.mm_amax`` output: no copy), else stacked."""
+    if a.dtype == b.dtype == torch.float32 and a.numel() == b.numel() == 1 \
+            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
+            and b.storage_offset() == a.storage_offset() + 1:
+        return a.as_strided((2,), (1,))
+    return torch.stack((a.float().reshape(()), b.float().reshape(())))
 
 
 def _launch_reg(x2: torch.Tensor, amax_buf, seed, bufs, row: _View | None,

@@ -69,6 +69,7 @@ from ..gemm import gemm_factor
 from ..op_specs import apply_prologue
 from ..ops import delayed_scaling_update_, hp_mm, mm, quantize_views
 from ..ops import expand as expand_operand
+from ..ops_gemm import mm_amax
 from ..quant.fp8 import FP8_MAX
 from ..recipe import Rounding
 from ..tensor import QFormat, QuantizedTensor
@@ -129,6 +130,8 @@ def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
             continue
         if is_col and col_amax is not None:
             options["amax"] = col_amax
+        elif not is_col and amax is not None and op.format == QFormat.NVFP4 and not op.rht:
+            options["amax"] = amax              # an NVFP4 row view's amax is max|t2d|
         if expanded:
             options["expand"] = True
         if op.rounding == Rounding.STOCHASTIC:
@@ -211,7 +214,7 @@ def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dty
 
 
 def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
-          epilogue: tuple | None = None):
+          epilogue: tuple | None = None, out_amax: bool | None = None):
     """``A Bᵀ`` in ``out_dtype``. NVFP4's per-tensor factor α (SPEC §6): where the kernels'
     GEMM applies it in its epilogue and writes ``out_dtype`` (``gemm_paths.factor_in_epilogue``),
     the op does it all; otherwise α is applied here, in the traced graph, to the op's fp32 sum,
@@ -219,12 +222,20 @@ def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, back
     residual add, relu², RoPE). Either way the reference's arithmetic in its order: one
     rounding to ``out_dtype`` (exact up to summation order). ``epilogue`` ``(op, e2)``:
     ``op(y, e2)`` of that (``op_specs.PROLOGUES``), by the op (in its kernel's epilogue where
-    one takes it) or here after the cast."""
-    if qa.fmt == qb.fmt == QFormat.NVFP4 and not _alpha_in_kernel(qa, qb, out_dtype, backend):
+    one takes it) or here after the cast. ``out_amax`` (None: not asked; a bool: with the
+    RHT) returns ``(y, amaxes)``: y's NVFP4 amaxes from the α kernel's epilogue
+    (:func:`~microscale.ops_gemm.mm_amax`), None where another GEMM runs (the quantizer of y
+    then measures them itself)."""
+    alpha = qa.fmt == qb.fmt == QFormat.NVFP4 and _alpha_in_kernel(qa, qb, out_dtype, backend)
+    if out_amax is not None and alpha:
+        return mm_amax(qa, qb, out_dtype, backend, epilogue, out_amax)
+    if qa.fmt == qb.fmt == QFormat.NVFP4 and not alpha:
         y = mm(qa, qb, torch.float32, backend, apply_factor=False)
         y = (y * gemm_factor(qa, qb)).to(out_dtype)
-        return y if epilogue is None else apply_prologue(epilogue[0], y, epilogue[1])
-    return mm(qa, qb, out_dtype, backend, epilogue=epilogue)
+        y = y if epilogue is None else apply_prologue(epilogue[0], y, epilogue[1])
+    else:
+        y = mm(qa, qb, out_dtype, backend, epilogue=epilogue)
+    return y if out_amax is None else (y, None)
 
 
 def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backend: str) -> bool:
@@ -322,7 +333,7 @@ class QuantizedLinearFn(torch.autograd.Function):
 
 
 def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=None,
-                 dx_epilogue=None):
+                 dx_epilogue=None, dx_amax=None, dy_amax=None):
     """dgrad, wgrad and the bias gradient of a linear layer from dy and what forward kept:
     the quantized xᵀ / Wᵀ where those GEMMs are quantized, else x / W in high precision.
     ``ctx`` carries ``plan, state, dgrad_q, wgrad_q, x_dtype, in_features, has_bias``;
@@ -330,7 +341,11 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
     ``op(dy2d, t2)`` (``op_specs.PROLOGUES``), quantized from dy2d and t2 as the kernels load
     them (``nn.mlp``); computed first where a GEMM or the bias takes dy in high precision.
     ``dx_epilogue`` ``(op, t2)``: the returned dx is ``op(dx, t2)`` (t2 shaped like dx), in
-    the dgrad GEMM's epilogue where its kernel takes one (``nn.mlp``'s ``du``)."""
+    the dgrad GEMM's epilogue where its kernel takes one (``nn.mlp``'s ``du``). ``dx_amax``
+    (a bool: with the RHT): dx comes back as ``(dx, amaxes)``, ``amaxes`` dx's NVFP4 amaxes
+    as :func:`~microscale.ops_gemm.mm_amax` measures them in the dgrad GEMM's epilogue where
+    that GEMM is NVFP4's α kernel, else None. ``dy_amax`` ``(row, col)``: dy's NVFP4 amaxes,
+    known already (such a pair), so its quantizer runs no amax pass."""
     plan, recipe = ctx.plan, ctx.plan.recipe
     need_dx, need_dw, need_db = needs
     if dy_prologue is not None and ((need_dx and not ctx.dgrad_q) or (need_dw and not ctx.wgrad_q)
@@ -349,13 +364,16 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
     q_dy, q_dyt = _views(dy_pad, plan, ctx.state, "dgrad.a" if ctx.dgrad_q else None,
                          "wgrad.a" if ctx.wgrad_q else None,
                          None if seeds is None else seeds[2:3], per_rank=True, expand=expand,
-                         prologue=prologue)
+                         prologue=prologue, amax=None if dy_amax is None else dy_amax[0],
+                         col_amax=None if dy_amax is None else dy_amax[1])
     del prologue
-    dx = dw = db = None
+    dx = dw = db = dx_amaxes = None
     if need_dx and ctx.dgrad_q:  # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
         epi = None if dx_epilogue is None else \
             (dx_epilogue[0], _pad_tokens(dx_epilogue[1].reshape(tokens, n_in), multiple))
-        dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend, epi)[:tokens]
+        dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend, epi, dx_amax)
+        dx, dx_amaxes = dx if dx_amax is not None else (dx, None)
+        dx = dx[:tokens]
     elif need_dx:
         dx = _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
         if dx_epilogue is not None:
@@ -367,7 +385,7 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
             _hp_mm(dy2d.t(), x_hp, recipe.compute_dtype, torch.float32)
     if need_db and ctx.has_bias:
         db = dy2d.float().sum(0)
-    return dx, dw, db
+    return ((dx, dx_amaxes) if dx_amax is not None else dx), dw, db
 
 
 def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, plan: Plan,

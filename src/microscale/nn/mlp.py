@@ -65,7 +65,7 @@ from .plan import Plan, alpha_gemm
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
 
-__all__ = ["relu2_mlp", "Relu2MLPFn", "du_in_dgrad"]
+__all__ = ["relu2_mlp", "Relu2MLPFn", "du_in_dgrad", "du_amax_rht"]
 
 # the up projection's dy view formats (and blocks) whose kernels fuse the relu² backward into
 # their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg), NVFP4's reg
@@ -79,8 +79,13 @@ FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
 # amax pass and the pair's two launches, instead of ds's and u's 4). Same bits. On since session
 # 28 (H100, one process: 125m nvfp4 0.732x -> 0.742x of compiled bf16, nvfp4_no_sr 0.743x ->
 # 0.757x); bench_train "no-du-epi" turns it off.
+# DU_AMAX_IN_DGRAD (session 53): that GEMM's epilogue also measures du's two NVFP4 amaxes
+# (max|du| for the row view, max|RHT(du)| down the columns for the column view;
+# kernels/gemm_alpha's AMAX), and the up projection's dy views take them as given: no amax
+# pass over du (a 16384x8192 read, ~79 µs at 1b). Same bits.
 CONFIG = {"FUSE": True,
-          "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0"}
+          "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0",
+          "DU_AMAX_IN_DGRAD": os.environ.get("MICROSCALE_DU_AMAX_IN_DGRAD", "1") != "0"}
 
 
 class _Layer(NamedTuple):
@@ -219,18 +224,41 @@ class Relu2MLPFn(torch.autograd.Function):
         # du = relu_square_grad(ds, u): in the dgrad GEMM's epilogue (DU_IN_DGRAD), or as the
         # up projection's quantizers load ds and u
         epi = need_du and du_in_dgrad(p_dn, dy2d, hidden, u_dtype)
+        p_up, s_up, x_dtype, in_features = ctx.up
+        # and du's amaxes in that GEMM's epilogue (DU_AMAX_IN_DGRAD): no amax pass over du
+        rht = du_amax_rht(p_up, need_dx, need_dwu) if epi else None
         ds, dw_down, db_down = linear_grads(down, dy2d, q_st, q_wdt, None, None, seeds_dn,
                                             (need_du, need_dwd, need_dbd),
-                                            dx_epilogue=("relu_square_grad", u) if epi else None)
+                                            dx_epilogue=("relu_square_grad", u) if epi else None,
+                                            dx_amax=rht)
+        ds, du_amaxes = ds if rht is not None else (ds, None)
         del q_st, q_wdt
         dx = dw_up = None
         if need_du:
-            p_up, s_up, x_dtype, in_features = ctx.up
             up = _Layer(p_up, s_up, need_dx, need_dwu, x_dtype, in_features, False)
+            dy_amax = None if du_amaxes is None else (du_amaxes[0], du_amaxes[1])
             dx, dw_up, _ = linear_grads(up, ds, q_xt, q_wut, None, None, seeds_up,
                                         (need_dx, need_dwu, False),
-                                        dy_prologue=None if epi else ("relu_square_grad", u))
+                                        dy_prologue=None if epi else ("relu_square_grad", u),
+                                        dy_amax=dy_amax)
         return dx, dw_up, dw_down, db_down, None, None, None
+
+
+def du_amax_rht(up_plan: Plan, need_dx: bool, need_dwu: bool) -> bool | None:
+    """Whether the down projection's dgrad GEMM, writing ``du`` (:func:`du_in_dgrad`), also
+    measures du's NVFP4 amaxes for the up projection's dy views (``CONFIG["DU_AMAX_IN_DGRAD"]``):
+    True / False (the column view with / without its d = 16 RHT), or None where it does not
+    (off; a view that is not NVFP4, or rotated otherwise)."""
+    if not CONFIG["DU_AMAX_IN_DGRAD"]:
+        return None
+    ops = [up_plan.operand(r) for r, need in (("dgrad.a", need_dx), ("wgrad.a", need_dwu))
+           if need]
+    if not ops or any(op.format != QFormat.NVFP4 or op.block != (1, 16) for op in ops):
+        return None
+    if need_dx and ops[0].rht:                 # a rotated row view's amax is not max|du|
+        return None
+    col_rht = ops[-1].rht if need_dwu else 0
+    return None if col_rht not in (0, 16) else col_rht == 16
 
 
 def du_in_dgrad(plan: Plan, dy2d: torch.Tensor, hidden: int, out_dtype: torch.dtype) -> bool:
