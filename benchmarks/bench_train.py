@@ -262,6 +262,9 @@ KERNEL_SETS = {
     # session 53: du's NVFP4 amaxes measured by the amax pass again, not in the down
     # projection's dgrad epilogue (nn.mlp.CONFIG["DU_AMAX_IN_DGRAD"], on by default)
     "du-amax-off": {"nn.mlp": {"DU_AMAX_IN_DGRAD": False}},
+    # and relu(u)²'s, measured in the up projection's fprop epilogue (U_AMAX_IN_FPROP): both off
+    "gemm-amax-off": {"nn.mlp": {"DU_AMAX_IN_DGRAD": False, "U_AMAX_IN_FPROP": False}},
+    "u-amax-off": {"nn.mlp": {"U_AMAX_IN_FPROP": False}},
     # session 22: the zoo's relu² MLP as two autograd nodes (du written out in bf16 and read
     # back by the up projection's dy quantizer) instead of one (microscale.nn.mlp)
     "mlp-unfused": {"nn.mlp": {"FUSE": False}},

@@ -10,6 +10,7 @@ which path ``ms.explain`` reports.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 
 import pytest
@@ -362,12 +363,13 @@ def _amax_case(m, n, k, dtype, seed, huge_chunk: bool):
 
 @pytest.mark.parametrize("dtype,mnk", [(torch.bfloat16, (144, 72, 32)),
                                        (torch.float16, (64, 300, 48))])
-@pytest.mark.parametrize("epilogue", [False, True])
-def test_alpha_mm_out_amax_is_the_amax_pass(dtype, mnk, epilogue):
+@pytest.mark.parametrize("epilogue,amax_op", [(False, ""), (True, ""), (False, "relu_square")])
+def test_alpha_mm_out_amax_is_the_amax_pass(dtype, mnk, epilogue, amax_op):
     """``out_amax`` (``op_specs.OutAmax``): the epilogue measures the stored output's NVFP4
-    amaxes, ``max|y|`` and (``rht``) ``max|RHT(y)|`` down the columns' 16-row chunks, bit for
-    bit what the reference measures of the output (``out_amax_reference``: NaN read as 0, the
-    RHT's input clamp), with NaN, Inf, overflowing and huge outputs, partial tiles."""
+    amaxes, ``max|y|`` and (``rht``) ``max|RHT(y)|`` down the columns' 16-row chunks (of
+    ``relu(y)²`` with that op), bit for bit what the reference measures of the output
+    (``out_amax_reference``: NaN read as 0, the RHT's input clamp), with NaN, Inf,
+    overflowing and huge outputs, partial tiles."""
     from microscale.kernels.gemm_alpha import alpha_mm
     from microscale.op_specs import OutAmax, out_amax_reference
     m, n, k = mnk
@@ -378,11 +380,11 @@ def test_alpha_mm_out_amax_is_the_amax_pass(dtype, mnk, epilogue):
     plain = alpha_mm(a, b, f, dtype, epilogue=epi, **tile)
     measured = {}
     for rht in (True, False):
-        req = OutAmax(torch.zeros(2, device=DEV), rht)
+        req = OutAmax(torch.zeros(2, device=DEV), rht, amax_op)
         y = alpha_mm(a, b, f, dtype, epilogue=epi, out_amax=req, **tile)
         assert req.filled and torch.equal(y.isnan(), plain.isnan())
         assert torch.equal(y.nan_to_num(0.0), plain.nan_to_num(0.0))
-        measured[rht] = want = out_amax_reference(y, rht)
+        measured[rht] = want = out_amax_reference(y, rht, amax_op)
         assert torch.equal(req.buf, want), (rht, req.buf.tolist(), want.tolist())
     if epilogue:       # an Inf output: max|y| is Inf, the clamped rotation's maximum finite
         assert torch.isinf(measured[True][0]) and torch.isfinite(measured[True][1])
@@ -393,8 +395,9 @@ def test_alpha_mm_out_amax_is_the_amax_pass(dtype, mnk, epilogue):
 @pytest.mark.parametrize("mnk", [(4096, 8192, 2048), (1008, 2304, 768)])
 def test_gpu_alpha_mm_out_amax(mnk):
     """The same on the GPU (the 1b down projection's dgrad shape, a partial tile): TMA and
-    pointer kernels measure the amax pass's amaxes of their output, relu²'s backward applied,
-    with NaN, Inf, overflowing and huge outputs; plain normal outputs too."""
+    pointer kernels measure the amax pass's amaxes of their output (relu²'s backward in the
+    epilogue: du), or of relu² of it (u), with NaN, Inf, overflowing and huge outputs, and
+    plain normal ones."""
     from microscale.kernels.gemm_alpha import alpha_mm
     from microscale.op_specs import OutAmax, out_amax_reference
     m, n, k = mnk
@@ -403,13 +406,13 @@ def test_gpu_alpha_mm_out_amax(mnk):
         a, b, u = (t.cuda() for t in _amax_case(m, n, k, torch.bfloat16, 5, special))
         if not special:
             u = torch.randn(m, n, device="cuda").bfloat16()
-        for knob in ({"TMA": True}, {"TMA": False}):
-            for rht in (True, False):
-                req = OutAmax(torch.zeros(2, device="cuda"), rht)
-                y = alpha_mm(a, b, f, torch.bfloat16, epilogue=("relu_square_grad", u),
-                             out_amax=req, **knob)
-                want = out_amax_reference(y, rht)
-                assert torch.equal(req.buf, want), (knob, rht, req.buf.tolist(), want.tolist())
+        for knob, rht, op in itertools.product(({"TMA": True}, {"TMA": False}), (True, False),
+                                               ("", "relu_square")):
+            req = OutAmax(torch.zeros(2, device="cuda"), rht, op)
+            epi = None if op else ("relu_square_grad", u)     # as the MLP asks: u, then du
+            y = alpha_mm(a, b, f, torch.bfloat16, epilogue=epi, out_amax=req, **knob)
+            want = out_amax_reference(y, rht, op)
+            assert torch.equal(req.buf, want), (knob, rht, op, req.buf.tolist(), want.tolist())
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])

@@ -176,13 +176,15 @@ def test_du_in_dgrad_same_bits(recipe, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4_no_sr"])
-def test_du_amax_in_dgrad_same_bits(recipe, monkeypatch):
-    """``CONFIG["DU_AMAX_IN_DGRAD"]``'s plumbing, the kernels in Triton's interpreter (forced
-    here: off CUDA the α GEMM does not run, and the op measures du's amaxes after the GEMM):
-    the down projection's dgrad returns du and its two NVFP4 amaxes, the up projection's dy
-    pair takes them as given (no amax pass over du: one launch fewer, the pair buffer used as
-    it is), and every output and gradient keeps the three modules' bits."""
+@pytest.mark.parametrize("recipe,recompute", [("nvfp4", True), ("nvfp4", False),
+                                              ("nvfp4_no_sr", True)])
+def test_amaxes_from_the_gemms_same_bits(recipe, recompute, monkeypatch):
+    """``CONFIG["DU_AMAX_IN_DGRAD"]`` and ``["U_AMAX_IN_FPROP"]``'s plumbing, the kernels in
+    Triton's interpreter (forced here: off CUDA the α GEMM does not run, and the op measures
+    the amaxes after the GEMM): the up projection's fprop returns u and relu(u)²'s two NVFP4
+    amaxes, which the down projection's x views (and backward's recomputed xᵀ) take as given;
+    the down projection's dgrad returns du and its amaxes, which the up projection's dy pair
+    takes. Two amax passes fewer, and every output and gradient keeps the three modules' bits."""
     pytest.importorskip("triton")
     from microscale.kernels import quant_nvfp4
     from microscale.nn import function, mlp
@@ -190,17 +192,18 @@ def test_du_amax_in_dgrad_same_bits(recipe, monkeypatch):
     monkeypatch.setattr(mlp, "du_in_dgrad", lambda *a: True)
     monkeypatch.setattr(function, "_alpha_in_kernel", lambda *a: True)
     rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
-    up, down = _layers(rec, n_in=64, hidden=128, n_out=64)
+    up, down = _layers(rec, n_in=64, hidden=128, n_out=64, recompute=recompute)
     counts, real = {}, {n: getattr(quant_nvfp4, n) for n in ("_reg_amax", "_given_pair")}
     for flag in (False, True):
         monkeypatch.setitem(mlp.CONFIG, "DU_AMAX_IN_DGRAD", flag)
+        monkeypatch.setitem(mlp.CONFIG, "U_AMAX_IN_FPROP", flag)
         counts[flag] = seen = {"_reg_amax": 0, "_given_pair": 0}
         for name in real:
             monkeypatch.setattr(quant_nvfp4, name, lambda *a, _n=name, _s=seen: _s.__setitem__(
                 _n, _s[_n] + 1) or real[_n](*a))
         _same_bits(up, down, tokens=(1, 96))
-    assert counts[True]["_given_pair"] == 1 and counts[False]["_given_pair"] == 0, counts
-    assert counts[True]["_reg_amax"] == counts[False]["_reg_amax"] - 1, counts
+    assert counts[True]["_given_pair"] == counts[False]["_given_pair"] + 2, counts
+    assert counts[True]["_reg_amax"] == counts[False]["_reg_amax"] - 2, counts
 
 
 def test_du_in_dgrad_rule():

@@ -250,23 +250,29 @@ def check_epilogue(where: str, epilogue: str, e2: Tensor | None, shape, out_dtyp
 
 class OutAmax:
     """A GEMM's request for its output's NVFP4 amaxes (``ops_gemm.mm_amax``): ``buf`` a zeroed
-    fp32 ``[2]`` that receives ``max|y|`` (a row view's amax) and ``max|RHT(y)|`` down the
-    columns' 16-row chunks where ``rht`` (a column view's, SPEC §4), else ``max|y|`` again;
-    NaN read as 0, as the amax pass measures them. A kernel that measures them in its
-    epilogue sets ``filled``; otherwise the op measures them after (:func:`out_amax_reference`)."""
+    fp32 ``[2]`` that receives ``max|t|`` (a row view's amax) and ``max|RHT(t)|`` down the
+    columns' 16-row chunks where ``rht`` (a column view's, SPEC §4), else ``max|t|`` again;
+    NaN read as 0, as the amax pass measures them. ``t`` is the output y, or ``op(y)`` for
+    ``op`` one of ``PROLOGUES``' one-tensor ops (the relu² MLP's ``relu(u)²``). A kernel that
+    measures them in its epilogue sets ``filled``; otherwise the op measures them after
+    (:func:`out_amax_reference`)."""
 
-    __slots__ = ("buf", "rht", "filled")
+    __slots__ = ("buf", "rht", "op", "filled")
 
-    def __init__(self, buf: Tensor, rht: bool):
-        self.buf, self.rht, self.filled = buf, rht, False
+    def __init__(self, buf: Tensor, rht: bool, op: str = ""):
+        if op and PROLOGUES.get(op, (None, 2))[1] != 1:
+            one = sorted(k for k, v in PROLOGUES.items() if v[1] == 1)
+            raise ValueError(f"an output amax's op must be one of {one} or '', got {op!r}")
+        self.buf, self.rht, self.op, self.filled = buf, rht, op, False
 
 
-def out_amax_reference(y: Tensor, rht: bool) -> Tensor:
-    """``OutAmax``'s two amaxes of a 2-D ``y`` by the reference (``quant.nvfp4.nvfp4_amax``):
-    of y's rows, and of yᵀ's rows after the d = 16 RHT where ``rht``."""
-    from .quant.nvfp4 import nvfp4_amax
-    row = nvfp4_amax(y)
-    return torch.stack([row, nvfp4_amax(y.t(), rht=True) if rht else row])
+def out_amax_reference(y: Tensor, rht: bool, op: str = "") -> Tensor:
+    """``OutAmax``'s two amaxes of a 2-D ``y`` (or ``op(y)``) by the reference
+    (``quant.nvfp4.nvfp4_amax``): of the rows, and of the transpose's rows after the d = 16
+    RHT where ``rht``."""
+    t = apply_prologue(op, y, None) if op else y
+    row = nvfp4_amax(t)
+    return torch.stack([row, nvfp4_amax(t.t(), rht=True) if rht else row])
 
 
 def _rows_cols(x: Tensor):

@@ -53,11 +53,11 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
 def _scaled_mm_amax_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str,
                        b_data: Tensor, b_scale: Tensor, b_amax: Tensor, b_spec: str,
                        out_dtype: torch.dtype, backend: str, apply_factor: bool, epilogue: str,
-                       e2: Optional[Tensor], rht: bool) -> list[Tensor]:
+                       e2: Optional[Tensor], rht: bool, amax_op: str = "") -> list[Tensor]:
     """``scaled_mm`` that also returns its output's NVFP4 amaxes (``op_specs.OutAmax``): in
     the GEMM's epilogue where its kernel measures them (NVFP4's α GEMM), else measured after
     the GEMM by the reference, the path saying so (``ms.explain``)."""
-    req = OutAmax(a_data.new_zeros(2, dtype=torch.float32), rht)
+    req = OutAmax(a_data.new_zeros(2, dtype=torch.float32), rht, amax_op)
     y = _scaled_mm_op(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec,
                       out_dtype, backend, apply_factor, epilogue, e2, req)
     if not req.filled:
@@ -66,7 +66,7 @@ def _scaled_mm_amax_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: 
                          _operand(b_data, b_scale, b_amax, b_spec).fmt.value)
             note_path("scaled_mm", key, explain().get(("scaled_mm", key), "")
                       + "; the output's amaxes by the reference (a pass of their own)")
-        req.buf.copy_(out_amax_reference(y, rht))
+        req.buf.copy_(out_amax_reference(y, rht, amax_op))
     return [y, req.buf]
 
 
@@ -90,13 +90,14 @@ def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtyp
 
 _define("scaled_mm_amax(Tensor a_data, Tensor a_scale, Tensor a_amax, str a_spec, "
         "Tensor b_data, Tensor b_scale, Tensor b_amax, str b_spec, ScalarType out_dtype, "
-        "str backend, bool apply_factor, str epilogue, Tensor? e2, bool rht) -> Tensor[]",
+        "str backend, bool apply_factor, str epilogue, Tensor? e2, bool rht, "
+        "str amax_op=\"\") -> Tensor[]",
         _scaled_mm_amax_op)
 
 
 @_fake("scaled_mm_amax")
 def _(a_data, a_scale, a_amax, a_spec, b_data, b_scale, b_amax, b_spec, out_dtype, backend,
-      apply_factor, epilogue, e2, rht):
+      apply_factor, epilogue, e2, rht, amax_op=""):
     return [a_data.new_empty((a_data.shape[0], b_data.shape[0]), dtype=out_dtype),
             a_data.new_empty(2, dtype=torch.float32)]
 
@@ -168,13 +169,13 @@ def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend
 
 
 def mm_amax(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
-            epilogue: tuple | None, rht: bool) -> tuple[Tensor, Tensor]:
+            epilogue: tuple | None, rht: bool, amax_op: str = "") -> tuple[Tensor, Tensor]:
     """:func:`mm` (2-D ``qa``) and its output's NVFP4 amaxes as one fp32 ``[2]`` tensor
-    (``op_specs.OutAmax``: ``max|y|``, and ``max|RHT(y)|`` down the columns where ``rht``),
-    through ``microscale::scaled_mm_amax``: the quantizer of y's views then needs no amax pass
-    (``nn.mlp``'s ``du``)."""
+    (``op_specs.OutAmax``: ``max|t|``, and ``max|RHT(t)|`` down the columns where ``rht``, of
+    ``t = y`` or ``amax_op(y)``), through ``microscale::scaled_mm_amax``: the quantizer of
+    t's views then needs no amax pass (``nn.mlp``'s ``du`` and ``relu(u)²``)."""
     op, e2 = epilogue if epilogue is not None else ("", None)
     y, amaxes = torch.ops.microscale.scaled_mm_amax(
         qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data, qb.scale, qb.amax,
-        operand_spec(qb), out_dtype, backend, True, op, e2, rht)
+        operand_spec(qb), out_dtype, backend, True, op, e2, rht, amax_op)
     return y, amaxes

@@ -17,9 +17,10 @@ import triton
 import triton.language as tl
 
 from ._utils import TENSOR_CORE_RHT, abs_for_max, clamp_keep_nan, round_to_input_dtype
+from .quant_rowcol_reg import prologue_of
 
-__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_cols_max", "rht_butterfly", "rht_pair_maxima",
-           "finish_rotated"]
+__all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_cols_max", "tile_amaxes", "raise_amaxes",
+           "rht_butterfly", "rht_pair_maxima", "finish_rotated"]
 
 
 @triton.jit
@@ -137,6 +138,36 @@ def rht_cols_max(v, vmax, R: tl.constexpr, C: tl.constexpr, IN_DTYPE: tl.constex
         y = dot_fp32(mt, tl.reshape(clamp_keep_nan(v, _rht_limit(16)), (R // 16, 16, C)),
                      IN_DTYPE, True)
     return tl.max(tl.max(tl.max(abs_for_max(y), axis=2), axis=1), axis=0)
+
+
+@triton.jit
+def tile_amaxes(y, R: tl.constexpr, C: tl.constexpr, AMAX: tl.constexpr,
+                OUT_DTYPE: tl.constexpr, SIGNS: tl.constexpr, AMAX_OP: tl.constexpr = 0):
+    """``(max|t|, max|RHT(t)|)`` of a stored output tile ``y`` [R, C] (fp32 holding the
+    output dtype's values), NaN read as 0, as NVFP4's amax pass measures a tensor for its row
+    view and its column view: ``AMAX`` 1 the first alone (the second the same), 2 the second
+    over the d = 16 RHT down each column's 16-row chunks (:func:`rht_cols_max`, before its
+    rounding). ``AMAX`` 0: zeros. ``t`` is y, or ``op(y)`` for a one-tensor prologue code
+    ``AMAX_OP`` (relu², rounded as the quantizers' prologue rounds it: ``prologue_of``)."""
+    if AMAX == 0:
+        m_r = tl.full((), 0.0, tl.float32)
+        m_c = m_r
+    else:
+        if AMAX_OP != 0:
+            y = prologue_of(y, y, AMAX_OP, OUT_DTYPE)
+        m_r = tl.max(tl.max(abs_for_max(y), axis=1), axis=0)
+        m_c = m_r
+        if AMAX == 2:
+            m_c = rht_cols_max(y, m_r, R, C, OUT_DTYPE, SIGNS)
+    return m_r, m_c
+
+
+@triton.jit
+def raise_amaxes(amax_ptr, m_r, m_c, AMAX: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    """Raise ``amax_ptr[0]`` (a zeroed fp32 pair) to ``m_r`` and ``[1]`` to ``m_c``, the
+    rotated maximum finished first (rounded to the output dtype, as the amax pass does)."""
+    tl.atomic_max(amax_ptr, m_r)
+    tl.atomic_max(amax_ptr + 1, finish_rotated(m_c, OUT_DTYPE) if AMAX == 2 else m_c)
 
 
 @triton.jit

@@ -57,9 +57,9 @@ import triton.language as tl
 from ..backend import _interpreting
 from ..op_specs import PROLOGUES, apply_prologue, check_epilogue
 from ..quant.nvfp4 import nvfp4_alpha
-from ._rht import finish_rotated, rht_cols_max
+from ._rht import raise_amaxes, tile_amaxes
 from .quant_nvfp4_reg import RHT_SIGN_MASK
-from ._utils import abs_for_max, cdiv, grouped_tile, round_to_input_dtype
+from ._utils import cdiv, grouped_tile, round_to_input_dtype
 from .gemm_paths import alpha_epilogue
 from .quant_rowcol_reg import prologue_of
 
@@ -123,7 +123,8 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stri
                      GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, EVEN_K: tl.constexpr,
                      DOT_F32: tl.constexpr, FROM_AMAX: tl.constexpr, e_ptr=None,
                      EPI: tl.constexpr = 0, OUT_DTYPE: tl.constexpr = 1, amax_ptr=None,
-                     AMAX: tl.constexpr = 0, SIGNS: tl.constexpr = 0):
+                     AMAX: tl.constexpr = 0, SIGNS: tl.constexpr = 0,
+                     AMAX_OP: tl.constexpr = 0):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BM, BN, GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
@@ -160,9 +161,9 @@ def _alpha_mm_kernel(a_ptr, b_ptr, f_ptr, fb_ptr, y_ptr, M, N, K, stride_a, stri
     y = y.to(y_ptr.dtype.element_ty)
     tl.store(y_ptrs, y, mask=mask)
     if AMAX != 0:       # this tile's maxima (rows and columns past the edge read as 0)
-        m_r, m_c = _out_maxima(tl.where(mask, y.to(tl.float32), 0.0), BM, BN, AMAX, OUT_DTYPE,
-                               SIGNS)
-        _amax_out(amax_ptr, m_r, m_c, AMAX, OUT_DTYPE)
+        m_r, m_c = tile_amaxes(tl.where(mask, y.to(tl.float32), 0.0), BM, BN, AMAX, OUT_DTYPE,
+                               SIGNS, AMAX_OP)
+        raise_amaxes(amax_ptr, m_r, m_c, AMAX, OUT_DTYPE)
 
 
 @triton.jit
@@ -173,19 +174,20 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
                          FLATTEN: tl.constexpr = True, WS: tl.constexpr = False,
                          SUBTILE: tl.constexpr = False, e_desc=None, EPI: tl.constexpr = 0,
                          OUT_DTYPE: tl.constexpr = 1, amax_ptr=None, AMAX: tl.constexpr = 0,
-                         SIGNS: tl.constexpr = 0):
+                         SIGNS: tl.constexpr = 0, AMAX_OP: tl.constexpr = 0):
     """``SUBTILE``: the epilogue stores the tile as two ``[BM, BN/2]`` halves (y_desc's block);
     ``WS``: Triton's warp specialization of the loop (loads and MMAs in their own warps);
     ``FLATTEN``: the tile and K loops flattened into one pipelined loop. Same bits either way:
     the MMAs and the epilogue's arithmetic do not change. ``EPI``: the output through an op of
     it and a second tensor (``e_desc``, y's shape and blocks) before the store. ``AMAX``: the
-    output's NVFP4 amaxes into ``amax_ptr`` (:func:`_out_maxima`; out-of-range rows and
-    columns are zeros here, as TMA reads them, and every ``EPI`` op maps 0 to 0)."""
+    output's NVFP4 amaxes into ``amax_ptr`` (``_rht.tile_amaxes``; out-of-range rows and
+    columns are zeros here, as TMA reads them, and every ``EPI`` op maps 0 to 0), of
+    ``op(y)`` with ``AMAX_OP`` (a one-tensor ``op_specs.PROLOGUES`` code: relu²)."""
     n_tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
     f = _factor(f_ptr, fb_ptr, FROM_AMAX)
     m_r = tl.full((), 0.0, tl.float32)
-    m_c = tl.full((), 0.0, tl.float32)
+    m_c = m_r
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=FLATTEN,
                       num_stages=NUM_STAGES, warp_specialize=WS):
         pid_m, pid_n = grouped_tile(t, M, N, BM, BN, GROUP_M)
@@ -199,59 +201,33 @@ def _alpha_mm_tma_kernel(a_desc, b_desc, y_desc, f_ptr, fb_ptr, M, N, K,
         if SUBTILE:
             lo, hi = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
             r_lo, c_lo = _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN, lo * f, EPI,
-                                   OUT_DTYPE, AMAX, SIGNS)
+                                   OUT_DTYPE, AMAX, SIGNS, AMAX_OP)
             r_hi, c_hi = _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN + BN // 2, hi * f,
-                                   EPI, OUT_DTYPE, AMAX, SIGNS)
+                                   EPI, OUT_DTYPE, AMAX, SIGNS, AMAX_OP)
             m_r = tl.maximum(m_r, tl.maximum(r_lo, r_hi))
             m_c = tl.maximum(m_c, tl.maximum(c_lo, c_hi))
         else:
             r_t, c_t = _tile_out(y_desc, e_desc, pid_m * BM, pid_n * BN, acc * f, EPI,
-                                 OUT_DTYPE, AMAX, SIGNS)
+                                 OUT_DTYPE, AMAX, SIGNS, AMAX_OP)
             m_r = tl.maximum(m_r, r_t)
             m_c = tl.maximum(m_c, c_t)
     if AMAX != 0:
-        _amax_out(amax_ptr, m_r, m_c, AMAX, OUT_DTYPE)
+        raise_amaxes(amax_ptr, m_r, m_c, AMAX, OUT_DTYPE)
 
 
 @triton.jit
 def _tile_out(y_desc, e_desc, r0, c0, y, EPI: tl.constexpr, OUT_DTYPE: tl.constexpr,
-              AMAX: tl.constexpr = 0, SIGNS: tl.constexpr = 0):
+              AMAX: tl.constexpr = 0, SIGNS: tl.constexpr = 0, AMAX_OP: tl.constexpr = 0):
     """Store the fp32 tile ``y`` at (r0, c0) in y_desc's dtype, through ``EPI``'s op with
     e_desc's tile at the same place first (the output rounded, the op, its rounding); return
-    the stored tile's maxima (:func:`_out_maxima`; zeros without ``AMAX``)."""
+    the stored tile's maxima (``_rht.tile_amaxes``; zeros without ``AMAX``)."""
     if EPI != 0:
         y = _epilogue_op(y.to(y_desc.dtype).to(tl.float32), e_desc.load([r0, c0]), EPI,
                          OUT_DTYPE)
     y = y.to(y_desc.dtype)
     y_desc.store([r0, c0], y)
-    return _out_maxima(y.to(tl.float32), y.shape[0], y.shape[1], AMAX, OUT_DTYPE, SIGNS)
-
-
-@triton.jit
-def _out_maxima(y, R: tl.constexpr, C: tl.constexpr, AMAX: tl.constexpr,
-                OUT_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
-    """``(max|y|, max|RHT(y)|)`` of a stored output tile ``y`` [R, C] (fp32 holding the
-    output dtype's values), NaN read as 0, as NVFP4's amax pass measures a tensor for its row
-    view and its column view: ``AMAX`` 1 the first alone (the second the same), 2 the second
-    over the d = 16 RHT down each column's 16-row chunks (``_rht.rht_cols_max``, before its
-    rounding). ``AMAX`` 0: zeros."""
-    if AMAX == 0:
-        m_r = tl.full((), 0.0, tl.float32)
-        m_c = m_r
-    else:
-        m_r = tl.max(tl.max(abs_for_max(y), axis=1), axis=0)
-        m_c = m_r
-        if AMAX == 2:
-            m_c = rht_cols_max(y, m_r, R, C, OUT_DTYPE, SIGNS)
-    return m_r, m_c
-
-
-@triton.jit
-def _amax_out(amax_ptr, m_r, m_c, AMAX: tl.constexpr, OUT_DTYPE: tl.constexpr):
-    """Raise ``amax_ptr[0]`` (a zeroed fp32 pair) to ``m_r`` and ``[1]`` to ``m_c``, the
-    rotated maximum finished first (rounded to the output dtype, as the amax pass does)."""
-    tl.atomic_max(amax_ptr, m_r)
-    tl.atomic_max(amax_ptr + 1, finish_rotated(m_c, OUT_DTYPE) if AMAX == 2 else m_c)
+    return tile_amaxes(y.to(tl.float32), y.shape[0], y.shape[1], AMAX, OUT_DTYPE, SIGNS,
+                       AMAX_OP)
 
 
 _SMS: dict[int, int] = {}
@@ -283,8 +259,7 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
     ``op(y, e2)`` instead (``op_specs.PROLOGUES``; ``e2`` ``[M, N]`` in ``out_dtype``, read
     once in the epilogue), bit for bit ``apply_prologue(op, y, e2)``. ``out_amax``
     (``op_specs.OutAmax``): the epilogue also measures the output's NVFP4 amaxes into its
-    buffer (max|y| and, with its ``rht``, max|RHT(y)| down the columns' 16-row chunks, as the
-    amax pass measures a row and a column view) and marks it filled. ``tile`` overrides
+    buffer, as the amax pass measures a row and a column view. ``tile`` overrides
     :data:`CONFIG` (BM, BN, BK, NUM_STAGES, num_warps, TMA; the TMA kernel's FLATTEN, WS,
     SUBTILE)."""
     m, k = a.shape
@@ -304,12 +279,14 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
         return y
     cfg = {**tile_for(n, k), **tile}
     amax_args = {} if out_amax is None else \
-        dict(amax_ptr=out_amax.buf, AMAX=2 if out_amax.rht else 1, SIGNS=RHT_SIGN_MASK)
+        dict(amax_ptr=out_amax.buf, AMAX=2 if out_amax.rht else 1, SIGNS=RHT_SIGN_MASK,
+             AMAX_OP=PROLOGUES[out_amax.op][2] if out_amax.op else 0)
     use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y, e2)
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
-    if use_tma and (epi or out_dtype == torch.float32):
+    if use_tma and (epi or out_dtype == torch.float32 or out_amax is not None):
         # e's tile buffer, or a 4-byte output tile: 128x256 + 4 stages would need 256 KB of
-        # shared memory (offline, sm_90), halves + 3 stages 208 KB (H100: 227 KB)
+        # shared memory (offline, sm_90), halves + 3 stages 208 KB (H100: 227 KB). The
+        # amaxes' RHT on a whole tile spills (255 registers, 144 B of stack); halves do not
         cfg["SUBTILE"], cfg["NUM_STAGES"] = True, min(cfg["NUM_STAGES"], 3)
     if use_tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -394,8 +371,7 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dt
     """bf16 GEMM then the epilogue factor ``f`` (None: 1; a pair of NVFP4 amaxes: their α),
     one rounding to ``out_dtype``; with ``epilogue`` ``(op, e2)``, ``op(y, e2)`` of that.
 
-    ``epilogue``'s optional third item, an ``op_specs.OutAmax``, is filled by the α kernel
-    (which measures the output's amaxes in its epilogue) and left to the caller elsewhere.
+    ``epilogue``'s optional third item, an ``op_specs.OutAmax``, is filled by the α kernel.
     ``f`` lives on the device. A 2-byte output with ``f``, and an fp32 one of enough output
     tiles, go through :func:`alpha_mm` (α made and applied in the Triton kernel's epilogue;
     ``gemm_paths.alpha_epilogue``), and so does the epilogue op; otherwise cuBLAS with an fp32

@@ -158,8 +158,8 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
             outs = [torch.empty((), dtype=torch.float32, device=dev) if v is not None
                     else amax_buf for v in (row, col)]      # (an absent view's: never written)
             return amax_buf, outs, (n, triton.next_power_of_2(n), *outs)
-    elif not any(need) and row is not None and col is not None:
-        amax_buf = _given_pair(row.amax, col.amax)
+    elif not any(need) and (row is not None or col is not None):
+        amax_buf = _given_pair(*(None if v is None else v.amax for v in (row, col)))
     else:
         amax_buf = torch.zeros(2, dtype=torch.float32, device=dev)
     if any(need) and not reg:
@@ -175,7 +175,7 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     for i, v in enumerate((row, col)):
         if v is not None and v.amax is not None:
             given = v.amax.float().reshape(())
-            if any(need) or row is None or col is None:
+            if any(need):
                 amax_buf[i].copy_(given)
             amaxes.append(given)
         else:
@@ -183,10 +183,14 @@ def _amax_pass(x2: torch.Tensor, row: _View | None, col: _View | None, m: torch.
     return amax_buf, amaxes, ()
 
 
-def _given_pair(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The fp32 ``[2]`` buffer of two given amaxes: the pair itself where they are its two
-    neighbouring elements (a GEMM's ``ops_gemm.mm_amax`` output: no copy), else stacked."""
-    if a.dtype == b.dtype == torch.float32 and a.numel() == b.numel() == 1 \
+def _given_pair(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor:
+    """The fp32 ``[2]`` buffer the launches read (slot 0 the row view's amax, 1 the column
+    view's) of given amaxes (None: no such view): the pair itself where they are its two
+    neighbouring elements (a GEMM's ``ops_gemm.mm_amax`` output: no copy), else the two
+    stacked (one amax in both slots for a single view)."""
+    if a is None or b is None:
+        a = b = b if a is None else a
+    elif a.dtype == b.dtype == torch.float32 and a.numel() == b.numel() == 1 \
             and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
             and b.storage_offset() == a.storage_offset() + 1:
         return a.as_strided((2,), (1,))

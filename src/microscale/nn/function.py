@@ -74,26 +74,12 @@ from ..quant.fp8 import FP8_MAX
 from ..recipe import Rounding
 from ..tensor import QFormat, QuantizedTensor
 from .plan import (_TRITON, CONFIG, N_SEEDS, ROLES, Plan, alpha_gemm,  # noqa: F401 (re-exported)
-                   decodes_b, expands_pair, keeps_xt_expanded, same_tiled_weight, weight_pair_views)
+                   _expand_a, decodes_b, keeps_xt_expanded, same_tiled_weight,
+                   weight_pair_views, xt_amax_source)
 from .saved import save_for_grads, saved_activation_bytes, saved_for_grads
 
 __all__ = ["Plan", "QuantizedLinearFn", "linear", "ROLES", "N_SEEDS", "weight_pair_views",
            "saved_activation_bytes"]      # saved_activation_bytes: re-exported from .saved
-
-
-def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
-    """Whether ``gemm``'s A operand (consumed at once; so is a B recomputed in backward,
-    ``nn.recompute``) is quantized straight into the expanded form, bf16 ``value ·
-    block_scale`` (``tensor.py``): FP4 operands, and MXFP8 ones with
-    ``CONFIG["EXPAND_MXFP8"]``, where that GEMM decodes them to it anyway
-    (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
-    fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
-    if not expands_pair(fmt_a, fmt_b):
-        return False
-    if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
-        return True
-    from ..kernels.gemm_paths import takes_expanded
-    return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device)
 
 
 def _views(t2d: torch.Tensor, plan: Plan, state: dict, row_role, col_role, seed,
@@ -214,7 +200,7 @@ def _hp_mm(a: torch.Tensor, b: torch.Tensor, compute_dtype: torch.dtype, out_dty
 
 
 def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
-          epilogue: tuple | None = None, out_amax: bool | None = None):
+          epilogue: tuple | None = None, out_amax: tuple | None = None):
     """``A Bᵀ`` in ``out_dtype``. NVFP4's per-tensor factor α (SPEC §6): where the kernels'
     GEMM applies it in its epilogue and writes ``out_dtype`` (``gemm_paths.factor_in_epilogue``),
     the op does it all; otherwise α is applied here, in the traced graph, to the op's fp32 sum,
@@ -222,20 +208,18 @@ def _gemm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, back
     residual add, relu², RoPE). Either way the reference's arithmetic in its order: one
     rounding to ``out_dtype`` (exact up to summation order). ``epilogue`` ``(op, e2)``:
     ``op(y, e2)`` of that (``op_specs.PROLOGUES``), by the op (in its kernel's epilogue where
-    one takes it) or here after the cast. ``out_amax`` (None: not asked; a bool: with the
-    RHT) returns ``(y, amaxes)``: y's NVFP4 amaxes from the α kernel's epilogue
-    (:func:`~microscale.ops_gemm.mm_amax`), None where another GEMM runs (the quantizer of y
-    then measures them itself)."""
+    one takes it) or here after the cast. ``out_amax`` ``(rht, op)``: ``(y, amaxes)``, the
+    NVFP4 amaxes of y (or ``op(y)``) from the α kernel's epilogue (``ops_gemm.mm_amax``), or
+    None where another GEMM runs."""
     alpha = qa.fmt == qb.fmt == QFormat.NVFP4 and _alpha_in_kernel(qa, qb, out_dtype, backend)
-    if out_amax is not None and alpha:
-        return mm_amax(qa, qb, out_dtype, backend, epilogue, out_amax)
+    if out_amax is not None:
+        return mm_amax(qa, qb, out_dtype, backend, epilogue, *out_amax) if alpha else \
+            (_gemm(qa, qb, out_dtype, backend, epilogue), None)
     if qa.fmt == qb.fmt == QFormat.NVFP4 and not alpha:
         y = mm(qa, qb, torch.float32, backend, apply_factor=False)
         y = (y * gemm_factor(qa, qb)).to(out_dtype)
-        y = y if epilogue is None else apply_prologue(epilogue[0], y, epilogue[1])
-    else:
-        y = mm(qa, qb, out_dtype, backend, epilogue=epilogue)
-    return y if out_amax is None else (y, None)
+        return y if epilogue is None else apply_prologue(epilogue[0], y, epilogue[1])
+    return mm(qa, qb, out_dtype, backend, epilogue=epilogue)
 
 
 def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backend: str) -> bool:
@@ -243,34 +227,18 @@ def _alpha_in_kernel(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, backen
                       qa.device, backend)
 
 
-def xt_amax_source(plan: Plan) -> str | None:
-    """Where wgrad's xᵀ view, quantized in backward from a recompute (``nn.recompute``), can
-    take its amax from forward instead of a pass of its own over x: ``"fprop"`` (both views
-    current tensorwise FP8: fprop's amax of x is xᵀ's), ``"measured"`` (both NVFP4, xᵀ
-    rounded to nearest and 1x16: the amax pass that measures fprop's view measures xᵀ's too,
-    after the RHT where xᵀ has it, and forward keeps that 0-d tensor), or None."""
-    if not plan.quantized("fprop"):
-        return None
-    fa, wb = plan.operand("fprop.a"), plan.operand("wgrad.b")
-    if fa.delayed or wb.delayed or fa.format != wb.format:
-        return None
-    if fa.format == QFormat.FP8_TENSOR:
-        return "fprop"
-    if fa.format == QFormat.NVFP4 and wb.rounding != Rounding.STOCHASTIC \
-            and not wb.quantize_kwargs().get("block_2d", False):
-        return "measured"
-    return None
-
-
 def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, want_wt: bool,
-           recompute: tuple | None = None, xt_amax: bool = False):
+           recompute: tuple | None = None, xt_amax: bool = False, y_amax: tuple | None = None,
+           x_amax: tuple | None = None):
     """``y = x Wᵀ + b``; also the quantized xᵀ (for wgrad) and Wᵀ (for dgrad) when asked, and
     with ``xt_amax`` (``want_xt`` off) the amax forward can hand the xᵀ that backward
     recomputes (:func:`xt_amax_source`: fprop's amax of x, or xᵀ's own, measured in the pass
     that measures fprop's; None where neither serves). ``recompute`` ``(op, sources)`` with ``x = op(*sources)``:
     x's views are quantized from the sources, the op applied as the quantizer loads them
     (``op_specs.PROLOGUES``), so a compiled graph need not write x at all
-    (``nn.recompute``). Returns ``(y, q_xt, q_wt, xt_amax)``."""
+    (``nn.recompute``). ``x_amax`` ``(row, col)``: x's and xᵀ's NVFP4 amaxes, known (no amax
+    pass); ``y_amax`` ``(rht, op)``: y is ``(y, amaxes)`` (:func:`_gemm`'s; None with a bias).
+    Returns ``(y, q_xt, q_wt, xt_amax)``."""
     recipe, tokens = plan.recipe, x2d.shape[0]
     fprop_q = plan.quantized("fprop") and tokens > 0
     source = xt_amax_source(plan) if xt_amax and fprop_q and not want_xt else None
@@ -285,18 +253,27 @@ def _fprop(x2d, weight, bias, plan: Plan, state: dict, seeds, want_xt: bool, wan
                                      x_pad.shape[1], x2d.device)
     expand_xt = want_xt and keeps_xt_expanded(plan.operand("wgrad.b").format, x_pad.shape[1]) \
         and _expand_a(plan, "wgrad", weight.shape[0], x_pad.shape[1], x_pad.shape[0], x2d.device)
+    given = x_amax if x_amax is not None and fprop_q else (None, None)
+    measure = measure_xt and given[0] is None
     q_x, q_xt = _views(x_pad, plan, state, "fprop.a" if fprop_q else None,
-                       "wgrad.b" if want_xt or measure_xt else None,
+                       "wgrad.b" if want_xt or measure else None,
                        None if seeds is None else seeds[0:1], per_rank=True,
-                       expand=(expand_x, expand_xt), prologue=prologue, col_amax_only=measure_xt)
+                       expand=(expand_x, expand_xt), prologue=prologue, col_amax_only=measure,
+                       amax=given[0], col_amax=given[1] if want_xt else None)
+    q_xt = given[1] if measure_xt and not measure else q_xt     # xᵀ's amax, given
     q_w, q_wt = weight_views(weight, plan, state, fprop_q, want_wt,
                              None if seeds is None else seeds[1:2], tokens=x_pad.shape[0])
-    if fprop_q:
+    amaxes = None
+    if fprop_q and y_amax is not None and bias is None:
+        y, amaxes = _gemm(q_x, q_w, x2d.dtype, recipe.backend, None, y_amax)
+        y = y[:tokens]
+    elif fprop_q:
         y = _gemm(q_x, q_w, x2d.dtype, recipe.backend)[:tokens]
     else:
         y = _hp_mm(x2d, weight.t(), recipe.compute_dtype, x2d.dtype)
     if bias is not None:
         y = y + bias.to(y.dtype)
+    y = y if y_amax is None else (y, amaxes)
     if measure_xt:
         return y, None, q_wt, q_xt
     return y, q_xt, q_wt, (q_x.amax if source == "fprop" else None)
@@ -342,10 +319,8 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
     them (``nn.mlp``); computed first where a GEMM or the bias takes dy in high precision.
     ``dx_epilogue`` ``(op, t2)``: the returned dx is ``op(dx, t2)`` (t2 shaped like dx), in
     the dgrad GEMM's epilogue where its kernel takes one (``nn.mlp``'s ``du``). ``dx_amax``
-    (a bool: with the RHT): dx comes back as ``(dx, amaxes)``, ``amaxes`` dx's NVFP4 amaxes
-    as :func:`~microscale.ops_gemm.mm_amax` measures them in the dgrad GEMM's epilogue where
-    that GEMM is NVFP4's α kernel, else None. ``dy_amax`` ``(row, col)``: dy's NVFP4 amaxes,
-    known already (such a pair), so its quantizer runs no amax pass."""
+    ``(rht, op)``: dx comes back as ``(dx, its NVFP4 amaxes or None)`` (:func:`_gemm`); ``dy_amax``
+    ``(row, col)``: dy's NVFP4 amaxes, known already (no amax pass for its views)."""
     plan, recipe = ctx.plan, ctx.plan.recipe
     need_dx, need_dw, need_db = needs
     if dy_prologue is not None and ((need_dx and not ctx.dgrad_q) or (need_dw and not ctx.wgrad_q)
@@ -371,8 +346,8 @@ def linear_grads(ctx, dy2d, q_xt, q_wt, x_hp, w_hp, seeds, needs, dy_prologue=No
     if need_dx and ctx.dgrad_q:  # dgrad: dy [tokens, out] · Wᵀ [in, out], both along `out`
         epi = None if dx_epilogue is None else \
             (dx_epilogue[0], _pad_tokens(dx_epilogue[1].reshape(tokens, n_in), multiple))
-        dx = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend, epi, dx_amax)
-        dx, dx_amaxes = dx if dx_amax is not None else (dx, None)
+        dx, dx_amaxes = _gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend, epi, dx_amax) \
+            if dx_amax is not None else (_gemm(q_dy, q_wt, ctx.x_dtype, recipe.backend, epi), None)
         dx = dx[:tokens]
     elif need_dx:
         dx = _hp_mm(dy2d, w_hp, recipe.compute_dtype, ctx.x_dtype)
@@ -407,12 +382,9 @@ def linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, p
 def _hp_linear(x2d: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                compute_dtype: torch.dtype) -> torch.Tensor:
     """Every GEMM in ``compute_dtype`` (a switched or unquantized layer): plain differentiable
-    ops, as ``nn.Linear`` under autocast, so autograd and the compiler see ordinary matmuls.
-
-    Not :class:`QuantizedLinearFn` with nothing quantized: on CUDA, Inductor compiled that
-    Function's all-high-precision backward to zero gradients for every parameter of a
-    switched block (torch 2.11, H100; ``benchmarks/diag_hp_compile_gpu.py``), while eager was
-    right, and session 9's switched paper run trained on them."""
+    ops, as ``nn.Linear`` under autocast. Not :class:`QuantizedLinearFn` with nothing
+    quantized: Inductor compiled that Function's all-high-precision backward to zero gradients
+    on CUDA (torch 2.11, H100; ``benchmarks/diag_hp_compile_gpu.py``; session 9)."""
     with torch.autocast(x2d.device.type, enabled=False):
         y = (x2d.to(compute_dtype) @ weight.t().to(compute_dtype)).to(x2d.dtype)
         return y if bias is None else y + bias.to(y.dtype)

@@ -65,7 +65,7 @@ from .plan import Plan, alpha_gemm
 from .recompute import can_recompute, linear_from, recompute_on, recomputed_xt
 from .saved import _stash, _unstash
 
-__all__ = ["relu2_mlp", "Relu2MLPFn", "du_in_dgrad", "du_amax_rht"]
+__all__ = ["relu2_mlp", "Relu2MLPFn", "du_in_dgrad", "du_amax_rht", "relu2_amax_rht"]
 
 # the up projection's dy view formats (and blocks) whose kernels fuse the relu² backward into
 # their loads: the FP8 1x128 and MXFP8 register pair kernels (quant_rowcol_reg), NVFP4's reg
@@ -82,10 +82,14 @@ FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
 # DU_AMAX_IN_DGRAD (session 53): that GEMM's epilogue also measures du's two NVFP4 amaxes
 # (max|du| for the row view, max|RHT(du)| down the columns for the column view;
 # kernels/gemm_alpha's AMAX), and the up projection's dy views take them as given: no amax
-# pass over du (a 16384x8192 read, ~79 µs at 1b). Same bits.
+# pass over du (a 16384x8192 read, ~79 µs at 1b). U_AMAX_IN_FPROP (session 53): likewise
+# the up projection's fprop epilogue measures relu(u)²'s amaxes (relu² applied to the stored
+# u there, for the amaxes alone), and the down projection's x views (and the xᵀ amax
+# backward's recompute takes) are given them: no amax pass over u (~92 µs at 1b). Same bits.
 CONFIG = {"FUSE": True,
           "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0",
-          "DU_AMAX_IN_DGRAD": os.environ.get("MICROSCALE_DU_AMAX_IN_DGRAD", "1") != "0"}
+          "DU_AMAX_IN_DGRAD": os.environ.get("MICROSCALE_DU_AMAX_IN_DGRAD", "1") != "0",
+          "U_AMAX_IN_FPROP": os.environ.get("MICROSCALE_U_AMAX_IN_FPROP", "1") != "0"}
 
 
 class _Layer(NamedTuple):
@@ -183,11 +187,17 @@ class Relu2MLPFn(torch.autograd.Function):
         (p_up, s_up, seeds_up), (p_dn, s_dn, seeds_dn) = up_args, down_args
         need_dx, need_dwu, need_dwd = ctx.needs_input_grad[:3]
         need_du = need_dx or need_dwu
-        u, q_xt, q_wut, _ = _fprop(x2d, w_up, None, p_up, s_up, seeds_up, need_dwu, need_dx)
         recompute = not keep_view and need_dwd      # relu(u)²'s xᵀ requantized in backward
+        # relu(u)²'s amaxes in the up projection's fprop epilogue (U_AMAX_IN_FPROP)
+        rht = relu2_amax_rht(p_dn, need_dwd)
+        u, q_xt, q_wut, _ = _fprop(x2d, w_up, None, p_up, s_up, seeds_up, need_dwu, need_dx,
+                                   y_amax=None if rht is None else (rht, "relu_square"))
+        u, s_amaxes = u if rht is not None else (u, None)
         y, q_st, q_wdt, st_amax = _fprop(u, w_down, b_down, p_dn, s_dn, seeds_dn,
                                          keep_view and need_dwd, need_du,
-                                         recompute=("relu_square", (u,)), xt_amax=recompute)
+                                         recompute=("relu_square", (u,)), xt_amax=recompute,
+                                         x_amax=None if s_amaxes is None else
+                                         (s_amaxes[0], s_amaxes[1]))
         saved = [u]
         ctx.metas = tuple(_stash(q, saved) for q in (q_xt, q_wut, q_st, q_wdt))
         ctx.extras = (seeds_up is not None, seeds_dn is not None, st_amax is not None)
@@ -227,6 +237,7 @@ class Relu2MLPFn(torch.autograd.Function):
         p_up, s_up, x_dtype, in_features = ctx.up
         # and du's amaxes in that GEMM's epilogue (DU_AMAX_IN_DGRAD): no amax pass over du
         rht = du_amax_rht(p_up, need_dx, need_dwu) if epi else None
+        rht = None if rht is None else (rht, "")
         ds, dw_down, db_down = linear_grads(down, dy2d, q_st, q_wdt, None, None, seeds_dn,
                                             (need_du, need_dwd, need_dbd),
                                             dx_epilogue=("relu_square_grad", u) if epi else None,
@@ -259,6 +270,25 @@ def du_amax_rht(up_plan: Plan, need_dx: bool, need_dwu: bool) -> bool | None:
         return None
     col_rht = ops[-1].rht if need_dwu else 0
     return None if col_rht not in (0, 16) else col_rht == 16
+
+
+def relu2_amax_rht(down_plan: Plan, need_dwd: bool) -> bool | None:
+    """Whether the up projection's fprop GEMM (NVFP4's α kernel, where it runs) measures
+    ``relu(u)²``'s NVFP4 amaxes for the down projection's x views
+    (``CONFIG["U_AMAX_IN_FPROP"]``): True / False (the xᵀ view's amax with / without its
+    d = 16 RHT), or None (off; fprop's x not NVFP4 1x16 unrotated, or xᵀ not NVFP4 1x16
+    rotated by 16 or not at all)."""
+    if not (CONFIG["U_AMAX_IN_FPROP"] and down_plan.quantized("fprop")):
+        return None
+    xa = down_plan.operand("fprop.a")
+    if xa.format != QFormat.NVFP4 or xa.block != (1, 16) or xa.rht:
+        return None
+    if not (need_dwd and down_plan.quantized("wgrad")):
+        return False
+    xt = down_plan.operand("wgrad.b")
+    if xt.format != QFormat.NVFP4 or xt.block != (1, 16) or xt.rht not in (0, 16):
+        return None
+    return xt.rht == 16
 
 
 def du_in_dgrad(plan: Plan, dy2d: torch.Tensor, hidden: int, out_dtype: torch.dtype) -> bool:

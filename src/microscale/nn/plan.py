@@ -18,10 +18,12 @@ The operand forms (``tensor.py``): an operand is either codes plus block scales,
   and Wᵀ are one NVFP4 16×16 quantization (one expanded view, Wᵀ its transpose), may be
   cached for an optimizer step, or quantized many weights at a time;
 * :func:`alpha_gemm`: whether an NVFP4 GEMM runs the α GEMM that applies the per-tensor factor
-  (and an epilogue op) in its epilogue.
+  (and an epilogue op) in its epilogue;
+* ``_expand_a``: whether a GEMM's A operand is quantized straight into the expanded form;
+  :func:`xt_amax_source`: where a recomputed xᵀ takes its amax from forward.
 
-The per-call choices that need the layer's tensors (``_expand_a``, ``one_weight_view``, the
-views themselves) stay in :mod:`microscale.nn.function`.
+The per-call choices that need the layer's tensors (``one_weight_view``, the views
+themselves) stay in :mod:`microscale.nn.function`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..recipe import Recipe, Rounding
 from ..tensor import QFormat, QuantizedTensor
 
 __all__ = ["CONFIG", "N_SEEDS", "ROLES", "Plan", "alpha_gemm", "cacheable_expanded_mx8",
+           "xt_amax_source",
            "cacheable_one_view", "decodes_b", "expands_pair", "keeps_xt_expanded", "mx8_expands",
            "same_tiled_weight", "weight_pair_views"]
 
@@ -197,3 +200,37 @@ def alpha_gemm(fmt_a: str, fmt_b: str, m: int, n: int, k: int, out_dtype: torch.
         return False
     from ..kernels.gemm_paths import factor_in_epilogue
     return factor_in_epilogue(fmt_a, fmt_b, m, n, k, out_dtype, device)
+
+
+def xt_amax_source(plan: Plan) -> str | None:
+    """Where wgrad's xᵀ view, quantized in backward from a recompute (``nn.recompute``), can
+    take its amax from forward instead of a pass of its own over x: ``"fprop"`` (both views
+    current tensorwise FP8: fprop's amax of x is xᵀ's), ``"measured"`` (both NVFP4, xᵀ
+    rounded to nearest and 1x16: the amax pass that measures fprop's view measures xᵀ's too,
+    after the RHT where xᵀ has it, and forward keeps that 0-d tensor), or None."""
+    if not plan.quantized("fprop"):
+        return None
+    fa, wb = plan.operand("fprop.a"), plan.operand("wgrad.b")
+    if fa.delayed or wb.delayed or fa.format != wb.format:
+        return None
+    if fa.format == QFormat.FP8_TENSOR:
+        return "fprop"
+    if fa.format == QFormat.NVFP4 and wb.rounding != Rounding.STOCHASTIC \
+            and not wb.quantize_kwargs().get("block_2d", False):
+        return "measured"
+    return None
+
+
+def _expand_a(plan: Plan, gemm: str, m: int, n: int, k: int, device: torch.device) -> bool:
+    """Whether ``gemm``'s A operand (consumed at once; so is a B recomputed in backward,
+    ``nn.recompute``) is quantized straight into the expanded form, bf16 ``value ·
+    block_scale`` (``tensor.py``): FP4 operands, and MXFP8 ones with
+    ``CONFIG["EXPAND_MXFP8"]``, where that GEMM decodes them to it anyway
+    (``kernels/gemm_paths.takes_expanded``; the reference GEMM off CUDA)."""
+    fmt_a, fmt_b = plan.operand(f"{gemm}.a").format, plan.operand(f"{gemm}.b").format
+    if not expands_pair(fmt_a, fmt_b):
+        return False
+    if device.type != "cuda" or plan.recipe.backend == "reference" or not _TRITON:
+        return True
+    from ..kernels.gemm_paths import takes_expanded
+    return takes_expanded(fmt_a.value, fmt_b.value, m, n, k, device)
