@@ -179,18 +179,24 @@ def test_du_in_dgrad_same_bits(recipe, monkeypatch):
 @pytest.mark.parametrize("recipe,recompute", [("nvfp4", True), ("nvfp4", False),
                                               ("nvfp4_no_sr", True)])
 def test_amaxes_from_the_gemms_same_bits(recipe, recompute, monkeypatch):
-    """``CONFIG["DU_AMAX_IN_DGRAD"]`` and ``["U_AMAX_IN_FPROP"]``'s plumbing, the kernels in
-    Triton's interpreter (forced here: off CUDA the α GEMM does not run, and the op measures
-    the amaxes after the GEMM): the up projection's fprop returns u and relu(u)²'s two NVFP4
-    amaxes, which the down projection's x views (and backward's recomputed xᵀ) take as given;
-    the down projection's dgrad returns du and its amaxes, which the up projection's dy pair
-    takes. Two amax passes fewer, and every output and gradient keeps the three modules' bits."""
+    """``CONFIG["DU_AMAX_IN_DGRAD"]`` and ``["U_AMAX_IN_FPROP"]``, the kernels in Triton's
+    interpreter (the α GEMM forced on, as on CUDA): the up projection's fprop returns u and
+    relu(u)²'s two NVFP4 amaxes, measured in its epilogue, which the down projection's x views
+    (and backward's recomputed xᵀ) take as given; the down projection's dgrad returns du and
+    its amaxes, which the up projection's dy pair takes. Two amax passes fewer, none measured
+    after a GEMM, and every output and gradient keeps the three modules' bits."""
     pytest.importorskip("triton")
     from microscale.kernels import quant_nvfp4
     from microscale.nn import function, mlp
     from microscale.recipe import Recipe
+    from microscale import ops_gemm
+    from microscale.kernels import gemm_alpha
     monkeypatch.setattr(mlp, "du_in_dgrad", lambda *a: True)
     monkeypatch.setattr(function, "_alpha_in_kernel", lambda *a: True)
+    monkeypatch.setattr(gemm_alpha, "alpha_epilogue", lambda *a: True)    # its pointer kernel
+    after = []                                           # amaxes the op measured after a GEMM
+    monkeypatch.setattr(ops_gemm, "out_amax_reference", lambda *a, _r=ops_gemm.out_amax_reference:
+                        after.append(a[2]) or _r(*a))
     rec = dataclasses.replace(Recipe.parse(recipe), backend="triton")
     up, down = _layers(rec, n_in=64, hidden=128, n_out=64, recompute=recompute)
     counts, real = {}, {n: getattr(quant_nvfp4, n) for n in ("_reg_amax", "_given_pair")}
@@ -204,6 +210,7 @@ def test_amaxes_from_the_gemms_same_bits(recipe, recompute, monkeypatch):
         _same_bits(up, down, tokens=(1, 96))
     assert counts[True]["_given_pair"] == counts[False]["_given_pair"] + 2, counts
     assert counts[True]["_reg_amax"] == counts[False]["_reg_amax"] - 2, counts
+    assert after == [], after              # both measured in the α kernel's epilogue
 
 
 def test_du_in_dgrad_rule():
@@ -299,12 +306,15 @@ def test_gpu_du_in_dgrad_same_bits(recipe, recompute, monkeypatch):
     monkeypatch.setitem(mlp.CONFIG, "DU_IN_DGRAD", True)
     fused, real = [], gemm_alpha.alpha_mm
     monkeypatch.setattr(gemm_alpha, "alpha_mm", lambda *a, **k: fused.append(
-        (k.get("epilogue") is not None and k["epilogue"][0], k.get("out_amax") is not None))
-        or real(*a, **k))
+        (k["epilogue"][0] if k.get("epilogue") else "",
+         k["out_amax"].op if k.get("out_amax") is not None else None)) or real(*a, **k))
     torch.manual_seed(0)
     up = ms.Linear(512, 2048, bias=False, recipe=recipe, device="cuda")
     down = ms.Linear(2048, 512, bias=False, recipe=recipe, device="cuda")
     down.recompute_input = recompute
     _same_bits(up, down, tokens=(4, 1000))
-    # the fused run's down dgrad, du's amaxes in its epilogue too (DU_AMAX_IN_DGRAD, on)
-    assert fused.count(("relu_square_grad", mlp.CONFIG["DU_AMAX_IN_DGRAD"])) == 1, fused
+    # the fused run's down dgrad, du's amaxes in its epilogue too (DU_AMAX_IN_DGRAD), and its
+    # up fprop with relu(u)²'s (U_AMAX_IN_FPROP; both on by default)
+    du_amax = "" if mlp.CONFIG["DU_AMAX_IN_DGRAD"] else None
+    assert fused.count(("relu_square_grad", du_amax)) == 1, fused
+    assert fused.count(("", "relu_square")) == int(mlp.CONFIG["U_AMAX_IN_FPROP"]), fused

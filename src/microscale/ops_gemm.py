@@ -41,8 +41,10 @@ def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, 
     hints, reference = None, scaled_mm_reference
     if epilogue:                 # op(y, e2): in a kernel's epilogue where one takes it
         check_epilogue("scaled_mm", epilogue, e2, (qa.rows, qb.rows), out_dtype)
-        if kernel_takes_hint("scaled_mm", key, backend, qa.device, "epilogue"):
-            hints = {"epilogue": (epilogue, e2, out_amax) if out_amax else (epilogue, e2)}
+    if (epilogue or out_amax) and kernel_takes_hint("scaled_mm", key, backend, qa.device,
+                                                    "epilogue"):
+        hints = {"epilogue": (epilogue, e2, out_amax) if out_amax else (epilogue, e2)}
+        if epilogue:
             reference = functools.partial(_mm_reference_then, epilogue, e2)
     y = dispatch("scaled_mm", key, backend, qa.device, reference, qa, qb, out_dtype=out_dtype,
                  apply_factor=apply_factor, hints=hints)

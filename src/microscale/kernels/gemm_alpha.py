@@ -381,7 +381,8 @@ def _bf16_gemm_with_factor(a_bf16: torch.Tensor, b_bf16: torch.Tensor, f, out_dt
     if f is not None and alpha_epilogue(out_dtype, a_bf16.device, a_bf16.shape[0],
                                         b_bf16.shape[0]):
         out_amax = epilogue[2] if epilogue is not None and len(epilogue) > 2 else None
-        return alpha_mm(a_bf16, b_bf16, f, out_dtype, epilogue=epilogue and epilogue[:2],
+        return alpha_mm(a_bf16, b_bf16, f, out_dtype,
+                        epilogue=epilogue[:2] if epilogue and epilogue[0] else None,
                         out_amax=out_amax)
     if epilogue is not None:
         return apply_prologue(epilogue[0], _bf16_gemm_with_factor(a_bf16, b_bf16, f, out_dtype),

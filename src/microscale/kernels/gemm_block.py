@@ -98,7 +98,7 @@ def scaled_mm_block(qa: QuantizedTensor, qb: QuantizedTensor,
     key = mm_key(qa.fmt.value, qb.fmt.value)
     if epilogue is not None and not (family == "fp4" and (qa.expanded or qb.expanded)):
         y = scaled_mm_block(qa, qb, out_dtype, apply_factor, path)
-        return apply_prologue(epilogue[0], y, epilogue[1].reshape(y.shape))
+        return apply_prologue(epilogue[0], y, epilogue[1].reshape(y.shape)) if epilogue[0] else y
     why = None
     if qa.expanded or qb.expanded:      # bf16 value·scale from the quantizer: the bf16 GEMM
         if path not in ("auto", "dequant"):

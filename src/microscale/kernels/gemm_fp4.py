@@ -220,7 +220,7 @@ def _alpha(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) ->
 
 
 def _epilogue_note(epilogue: tuple | None, fused: bool) -> str:
-    if epilogue is None:
+    if epilogue is None or not epilogue[0]:              # (an output-amax request alone)
         return ""
     return f"; {epilogue[0]} of the result " + ("in the epilogue too" if fused else "after it")
 
