@@ -1261,15 +1261,8 @@ def test_nvfp4_amax_unclamped_same_bits(big, device, shape, monkeypatch, gpu_til
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
     gpu_tiles("quant_nvfp4", "REG_AMAX")                       # the amax pass's [256, 32]
-    g = torch.Generator().manual_seed(12)
-    x = (torch.randn(*shape, generator=g) * 3).bfloat16()      # CPU: 4 amax tiles, 2 programs
-    x[300, 7] = float("nan")
-    if big:                                         # chunks of one tile: one program reruns
-        x[16:32, 5] = 3.0e38
-        x[48:64, 9] = float("inf")
-    nv = {"check_finite": False}
-    sr = {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
-    x = x.to(device)
+    # CPU: 4 amax tiles, 2 programs; the huge chunks lie in one tile: one program reruns
+    x, nv, sr = _huge_chunk_input(shape, 12, big, device)
     Q = ms.QFormat
     cases = [((Q.NVFP4, nv), (Q.NVFP4, {**nv, "rht": True})),                  # x pair
              ((Q.NVFP4, sr), (Q.NVFP4, {**sr, "rht": True})),                  # dy pair, split
@@ -1310,15 +1303,7 @@ def test_nvfp4_col_view_unclamped_same_bits(big, device, shape, monkeypatch, gpu
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
     gpu_tiles("quant_nvfp4", "REG_COL", "REG_ROW", "REG_AMAX")
-    g = torch.Generator().manual_seed(13)
-    x = (torch.randn(*shape, generator=g) * 3).bfloat16()
-    x[300, 7] = float("nan")
-    if big:
-        x[16:32, 5] = 3.0e38
-        x[48:64, 9] = float("inf")
-    nv = {"check_finite": False}
-    sr = {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
-    x = x.to(device)
+    x, nv, sr = _huge_chunk_input(shape, 13, big, device)
     Q = ms.QFormat
     cases = [((Q.NVFP4, sr), (Q.NVFP4, {**sr, "rht": True})),                  # dy pair
              ((Q.NVFP4, {**sr, "expand": True}),                               # as a layer asks
@@ -1342,6 +1327,20 @@ def test_nvfp4_col_view_unclamped_same_bits(big, device, shape, monkeypatch, gpu
                 assert torch.equal(q.amax, r.amax)
         if big:
             assert torch.isfinite(ref[1].amax) and ref[1].amax > 1e37
+
+
+def _huge_chunk_input(shape, seed: int, big: bool, device):
+    """``(x, nv, sr)``: bf16 normal values with a NaN, and with ``big`` 16-row chunks of 3e38
+    and Inf (whose unclamped rotation overflows); the non-finite-allowed options, and those
+    with SR and a seed on ``device``."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(*shape, generator=g) * 3).bfloat16()
+    x[300, 7] = float("nan")
+    if big:
+        x[16:32, 5] = 3.0e38
+        x[48:64, 9] = float("inf")
+    nv = {"check_finite": False}
+    return x.to(device), nv, {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -218,7 +218,11 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # view's amax, measured beside it) is at most 2^125, as AMAX_UNCLAMPED does; larger
           # values or an Inf keep the clamp (the same bits either way). Session 52 (Nsight
           # Compute): du's column view is issue-bound at ~36 instructions an element, and the
-          # clamp is two of them. Off until it has run on a GPU (bench_train "@nv-col-unclamped").
+          # clamp is two of them; 1b 0.8885x against 0.8907x off, one process. Session 53
+          # (H200): its GPU test passed; the 1b block (bench_block) ran 0.8% faster with it,
+          # inside that bench's ~1% between identical rows. Off: with du's amaxes from the
+          # dgrad GEMM (nn.mlp DU_AMAX_IN_DGRAD) it applies to the 2048-wide dy pairs alone
+          # (bench_train "@nv-col-unclamped").
           "COL_UNCLAMPED": False,
           # EXP_NAN_MAX: an expanded row view (reg pass) takes each block's maximum with NaN
           # kept instead of selecting NaN to 0 per element first (a NaN block's values are all

@@ -37,7 +37,9 @@ element for it. It still nets a little (H100, session 24, same process: 125m nvf
 125m nvfp4 +1.3% tokens/s) the down projection's dgrad GEMM, where it is NVFP4's α GEMM,
 writes ``du`` itself instead of ``ds`` (``u`` read once in its epilogue; ``ds`` rounded, then
 the op, as here), and the up projection's three passes read ``du`` alone, 2 bytes an element
-each.
+each. Their amax passes are gone too: that GEMM's epilogue measures du's two NVFP4 amaxes
+(``DU_AMAX_IN_DGRAD``), and the up projection's fprop epilogue relu(u)²'s
+(``U_AMAX_IN_FPROP``), which the quantizers then take as given (``kernels/gemm_alpha``).
 Elsewhere the quantizers would apply the step as a separate eager pass inside the op, slower
 than the elementwise kernel ``torch.compile`` fuses, so the layers run as two nodes,
 :func:`~microscale.nn.linear_from` on ``"relu_square"`` (same bits).
@@ -86,6 +88,9 @@ FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
 # the up projection's fprop epilogue measures relu(u)²'s amaxes (relu² applied to the stored
 # u there, for the amaxes alone), and the down projection's x views (and the xᵀ amax
 # backward's recompute takes) are given them: no amax pass over u (~92 µs at 1b). Same bits.
+# Measured (H200, 1b nvfp4, one process each): du's alone 197.9 -> 197.3 ms a step (call 4);
+# both 190.2 -> 189.9 ms (call 6, "@gemm-amax-off" the passes): the epilogue's amaxes (the
+# RHT on the tensor cores, ~12 instructions an element) cost most of what the passes took.
 CONFIG = {"FUSE": True,
           "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0",
           "DU_AMAX_IN_DGRAD": os.environ.get("MICROSCALE_DU_AMAX_IN_DGRAD", "1") != "0",
