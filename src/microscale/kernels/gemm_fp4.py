@@ -220,9 +220,13 @@ def _alpha(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype, apply_factor) ->
 
 
 def _epilogue_note(epilogue: tuple | None, fused: bool) -> str:
-    if epilogue is None or not epilogue[0]:              # (an output-amax request alone)
+    if epilogue is None:
         return ""
-    return f"; {epilogue[0]} of the result " + ("in the epilogue too" if fused else "after it")
+    note = f"; {epilogue[0]} of the result " + ("in the epilogue too" if fused else "after it") \
+        if epilogue[0] else ""
+    if len(epilogue) > 2 and epilogue[2] is not None and fused:     # an op_specs.OutAmax
+        note += "; its NVFP4 amaxes measured in the epilogue"
+    return note
 
 
 def _expanded_note(qa: QuantizedTensor, qb: QuantizedTensor) -> str:
