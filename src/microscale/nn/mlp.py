@@ -90,7 +90,7 @@ FUSED_DY_FORMATS = {QFormat.FP8_BLOCK: (1, 128), QFormat.MXFP8_E4M3: (1, 32),
 # backward's recompute takes) are given them: no amax pass over u (~92 µs at 1b). Same bits.
 # Measured (H200, 1b nvfp4, one process each): du's alone 197.9 -> 197.3 ms a step (call 4);
 # both 190.2 -> 189.9 ms (call 6, "@gemm-amax-off" the passes): the epilogue's amaxes (the
-# RHT on the tensor cores, ~12 instructions an element) cost most of what the passes took.
+# RHT on the tensor cores, ~7-13 instructions an element) cost most of what the passes took.
 CONFIG = {"FUSE": True,
           "DU_IN_DGRAD": os.environ.get("MICROSCALE_DU_IN_DGRAD", "1") != "0",
           "DU_AMAX_IN_DGRAD": os.environ.get("MICROSCALE_DU_AMAX_IN_DGRAD", "1") != "0",
