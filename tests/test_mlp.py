@@ -250,6 +250,33 @@ def test_fullgraph_trace_matches_eager():
         assert torch.equal(compiled, eager)
 
 
+def test_fullgraph_trace_with_gemm_amaxes(monkeypatch):
+    """The GEMM-amax path (``microscale::scaled_mm_amax`` and its fake, the amaxes handed to
+    the quantizers) traces whole with ``torch.compile(fullgraph=True)`` and gives eager's
+    bits (forced on CPU, where the op measures the amaxes by the reference; SR off, whose
+    backward draws differ under compile with or without this path, as the issue allows)."""
+    from microscale.nn import function, mlp as mlp_mod
+    monkeypatch.setattr(mlp_mod, "du_in_dgrad", lambda *a: True)
+    monkeypatch.setattr(function, "_alpha_in_kernel", lambda *a: True)
+    up, down = _layers("nvfp4_no_sr", n_in=64, hidden=128, n_out=64)
+    mlp = nn.Module()
+    mlp.up, mlp.down = up, down
+    twin = copy.deepcopy(mlp)
+    torch._dynamo.reset()
+    run = torch.compile(lambda x: relu2_mlp(x, twin.up, twin.down), fullgraph=True,
+                        backend="aot_eager")
+    x = torch.randn(2, 48, 64, dtype=torch.bfloat16)
+    results = []
+    for m, fn in ((mlp, lambda x: relu2_mlp(x, mlp.up, mlp.down)), (twin, run)):
+        xg = x.clone().requires_grad_(True)
+        y = fn(xg)
+        y.float().square().sum().backward()
+        results.append([y.detach(), xg.grad, m.up.weight.grad, m.down.weight.grad,
+                        m.down.bias.grad])
+    for eager, compiled in zip(*results):
+        assert torch.equal(compiled, eager)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("recipe,recompute", [("fp8_blockwise", True), ("fp8_blockwise", False),
                                               ("mxfp8", False), ("mxfp8", True),
