@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 import microscale as ms  # noqa: E402
+from microscale.tensor import QFormat  # noqa: E402
 from microscale.train.model import build_model, flops_per_token  # noqa: E402
 from microscale.train.speed import warmup_stream  # noqa: E402
 from microscale.train.trainer import compile_blocks, peak_flops  # noqa: E402
@@ -121,6 +122,10 @@ KERNEL_SETS = {
     # session 46: weights grouped at any size (1b's too; MXFP8's then cached expanded)
     "group-all": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40}},
     # the same with MXFP8 weights cached as codes (2.06 bytes a parameter, not 4.06)
+    # session 54: NVFP4 16x16 weights grouped too (amaxes, then every W, in two launches a
+    # step; GROUP_FORMATS leaves NVFP4 out since session 26's 125m A/B on an H100)
+    "nv-group": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40, "GROUP_FORMATS": frozenset(
+        {QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QFormat.NVFP4})}},
     "group-all-codes": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40,
                                             "EXPAND_MXFP8": False}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
@@ -707,7 +712,19 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
             "top_launches": dict(sorted(counts.items(), key=lambda t: -t[1])[:30]),
             "quantize_durations": duration_buckets(
                 [(e.name, e.device_time) for e in kernels], ("quantize", "dequantize")),
-            "microscale_ops": _op_table(prof), "aten_ops": _aten_table(prof)}
+            "microscale_ops": _op_table(prof), "aten_ops": _aten_table(prof),
+            # every launch in stream order, [name, µs, gap before it in µs]: which kernel of
+            # which layer a duration belongs to (written beside --out, not printed)
+            "sequence": _sequence(kernels)}
+
+
+def _sequence(kernels: list) -> list:
+    out, end = [], None
+    for e in sorted(kernels, key=lambda e: e.time_range.start):
+        gap = 0.0 if end is None else max(e.time_range.start - end, 0)   # µs, as the spans
+        out.append([e.name[:70], round(e.device_time, 1), round(gap, 1)])
+        end = e.time_range.end
+    return out
 
 
 def duration_buckets(launches: list[tuple[str, float]], kinds: tuple[str, ...]) -> dict:
@@ -863,7 +880,7 @@ def main(argv=None) -> None:
     KEEP_GRADS[0] = args.keep_grads
     print(common.env_header(), flush=True)
     recipes = args.recipes.split(",") + (list(TORCHAO) if args.torchao else [])
-    rows, profiles = [], []
+    rows, profiles, sequences = [], [], {}
     for model_name in args.models.split(","):
         for recipe in recipes:
             try:
@@ -878,6 +895,7 @@ def main(argv=None) -> None:
             print(json.dumps(rows[-1], default=str), flush=True)
         for recipe in (args.profile.split(",") if args.profile and device.type == "cuda" else []):
             profiles.append(profile_step(model_name, recipe, args, device))
+            sequences[f"{model_name} {recipe}"] = profiles[-1].pop("sequence")
             print(json.dumps(profiles[-1]), flush=True)
     ok = [r for r in rows if "error" not in r]
     add_ratios(ok)
@@ -894,6 +912,8 @@ def main(argv=None) -> None:
                "baseline_notes": notes}
     if args.out:
         Path(args.out).write_text(json.dumps({"env": common.env_info(), **payload}, indent=1, default=str))
+        if sequences:                   # the profiles' launch sequences, beside the results
+            Path(args.out).with_suffix(".seq.json").write_text(json.dumps(sequences))
     common.json_line(payload)
 
 

@@ -122,3 +122,15 @@ def test_duration_buckets_group_a_kernels_launches_by_size():
     assert list(got) == ["nvfp4_amax_reg_kernel", "nvfp4_row_kernel", "_dequant_kernel"]
     assert got["nvfp4_amax_reg_kernel"] == [[61.0, 1, 0.061], [15.0, 2, 0.03]]
     assert got["_dequant_kernel"] == [[9.0, 1, 0.009]]
+
+
+def test_sequence_lists_launches_in_stream_order_with_their_gaps():
+    """The profile's launch sequence: sorted by start, [name, µs, idle µs before it]."""
+    from types import SimpleNamespace as NS
+    bt = _bench_train()
+
+    def event(name, start, end):
+        return NS(name=name, time_range=NS(start=start, end=end), device_time=end - start)
+    got = bt._sequence([event("b", 3000, 4500), event("a" * 80, 0, 2000),
+                        event("c", 4500, 5000)])
+    assert got == [["a" * 70, 2000, 0.0], ["b", 1500, 1000], ["c", 500, 0]]
