@@ -383,15 +383,16 @@ def test_layer_with_kept_xt_expanded_equals_layer_without(recipe, monkeypatch):
 
 def test_kept_xt_expansion_modes(monkeypatch):
     """``CONFIG["EXPAND_XT"]``: "auto" (the default) keeps an MXFP8 xᵀ expanded at inputs up to
-    ``EXPAND_XT_MAX_IN`` wide and FP4 ones as codes; True / False everywhere; anything else is
-    refused by name."""
+    ``EXPAND_XT_MAX_IN`` wide and an NVFP4 one at every width, MXFP4 ones as codes; True /
+    False everywhere; anything else is refused by name."""
     from microscale.nn.plan import keeps_xt_expanded
     mx8, nv = ms.QFormat.MXFP8_E4M3, ms.QFormat.NVFP4
     if "MICROSCALE_EXPAND_XT" not in os.environ:
         assert function.CONFIG["EXPAND_XT"] == "auto"
     monkeypatch.setitem(function.CONFIG, "EXPAND_XT", "auto")
     assert keeps_xt_expanded(mx8, 1024) and not keeps_xt_expanded(mx8, 1025)
-    assert not keeps_xt_expanded(nv, 64)
+    assert keeps_xt_expanded(nv, 64) and keeps_xt_expanded(nv, 8192)
+    assert not keeps_xt_expanded(ms.QFormat.MXFP4, 64)
     for mode in (True, False):
         monkeypatch.setitem(function.CONFIG, "EXPAND_XT", mode)
         assert keeps_xt_expanded(mx8, 8192) is mode and keeps_xt_expanded(nv, 64) is mode

@@ -371,12 +371,12 @@ def test_fullgraph_compile_with_sr_and_delayed_state():
 
 
 @pytest.mark.parametrize("recipe, xt, element", [
-    ("nvfp4", "auto", 0.5 + 1 / 16), ("nvfp4", True, 2 + 1 / 16),
-    ("mxfp8", "auto", 2 + 1 / 32), ("mxfp8", False, 1 + 1 / 32)])
+    ("nvfp4", "auto", 2 + 1 / 16), ("nvfp4", False, 0.5 + 1 / 16),
+    ("mxfp4", "auto", 0.5 + 1 / 32), ("mxfp8", "auto", 2 + 1 / 32), ("mxfp8", False, 1 + 1 / 32)])
 def test_saved_activations_are_quantized(recipe, xt, element, monkeypatch):
     """The tensors autograd keeps are xᵀ's quantized view (+ constant weight state), not x:
     codes and block scales, or the bf16 expanded view (the block values the wgrad GEMM decodes
-    to) where EXPAND_XT says so ("auto", the default: MXFP8 in layers this narrow); the
+    to) where EXPAND_XT says so ("auto", the default: NVFP4, and MXFP8 in layers this narrow); the
     accounting agrees, bytes per token of a 64-wide input."""
     from microscale.nn import function
     monkeypatch.setitem(function.CONFIG, "EXPAND_XT", xt)

@@ -54,9 +54,13 @@ _TRITON = triton_available()      # asked once: a traced step must not call impo
 # 768 and 3072 wide), xᵀ codes -> auto: mxfp8 0.848x -> 0.859x of bf16's speed for 0.865x ->
 # 0.934x of its peak memory; the same rule for FP4 (2 bytes kept instead of 0.56) paid less
 # for more: mxfp4 0.733x -> 0.740x for 0.783x -> 0.873x, nvfp4 0.776x -> 0.781x and
-# nvfp4_no_sr 0.786x -> 0.787x for 0.757x -> 0.845x, so FP4 keeps codes. The 1b model's
-# inputs are 2048 and 8192 wide: nothing changes there. MICROSCALE_EXPAND_XT=0 / 1 / auto;
-# bench_train's "@xt-expanded" / "@xt-codes".
+# nvfp4_no_sr 0.786x -> 0.787x for 0.757x -> 0.845x, so FP4 kept codes. Since session 54 an
+# NVFP4 xᵀ is kept expanded at every width: at 1b its pair splits (the column view alone,
+# expanded, then the row view alone: 79 against 87 µs a 16384x2048 x in forward) and the
+# three decode passes a layer (~25 µs each) go, 0.8915x -> 0.8988x of bf16's speed (the means
+# of three alternations, H200, session 54 call 3) for 0.804x -> 0.876x of its peak memory
+# (issue 11's bound: 0.9x). MXFP4 keeps codes (not measured at 1b). MICROSCALE_EXPAND_XT=0 /
+# 1 / auto; bench_train's "@xt-expanded" / "@xt-codes".
 # DECODE_XT_OP: a kept xᵀ in codes that the wgrad GEMM would decode is decoded first by the
 # ``microscale::expand`` op: the same pass, but identical calls are one node to the compiler,
 # so the xᵀ that q, k and v share is decoded once a step instead of three times (session 27).
@@ -102,10 +106,11 @@ class Plan:
 def keeps_xt_expanded(fmt: QFormat, in_features: int) -> bool:
     """Whether a layer whose wgrad xᵀ is ``fmt``, with inputs ``in_features`` wide, keeps that
     xᵀ expanded where its GEMM decodes it (``CONFIG["EXPAND_XT"]``: True, False, or "auto":
-    MXFP8 at most ``CONFIG["EXPAND_XT_MAX_IN"]`` wide)."""
+    MXFP8 at most ``CONFIG["EXPAND_XT_MAX_IN"]`` wide, NVFP4 at every width)."""
     mode = CONFIG["EXPAND_XT"]
     if mode == "auto":
-        return fmt.is_mx8 and in_features <= CONFIG["EXPAND_XT_MAX_IN"]
+        return fmt == QFormat.NVFP4 or (fmt.is_mx8
+                                        and in_features <= CONFIG["EXPAND_XT_MAX_IN"])
     if not isinstance(mode, bool):
         raise ValueError(f"nn.plan.CONFIG['EXPAND_XT'] must be True, False or 'auto', "
                          f"got {mode!r}")
