@@ -122,12 +122,13 @@ KERNEL_SETS = {
     # session 46: weights grouped at any size (1b's too; MXFP8's then cached expanded)
     "group-all": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40}},
     # the same with MXFP8 weights cached as codes (2.06 bytes a parameter, not 4.06)
-    # session 54: NVFP4 16x16 weights grouped too (amaxes, then every W, in two launches a
-    # step; GROUP_FORMATS leaves NVFP4 out since session 26's 125m A/B on an H100)
-    "nv-group": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40, "GROUP_FORMATS": frozenset(
-        {QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QFormat.NVFP4})}},
     "group-all-codes": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40,
                                             "EXPAND_MXFP8": False}},
+    # session 54: NVFP4 16x16 weights grouped too (amaxes, then every W, in two launches a
+    # step; GROUP_FORMATS leaves NVFP4 out since session 26's 125m A/B on an H100); call 2,
+    # 1b: 0.8751x / 0.8797x against 0.8922x / 0.8934x in one process, not taken
+    "nv-group": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40, "GROUP_FORMATS": frozenset(
+        {QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QFormat.NVFP4})}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
     # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there
@@ -257,8 +258,11 @@ KERNEL_SETS = {
                   "quant_nvfp4:CONFIG.REG_COL.RNE": {"PROGS_PER_SM": 6}},
     # session 52 (d0c775a), again in 53: a split pair's column view (dy, du) rotating without
     # the RHT's input clamp where the amax pass's max|x| allows (quant_nvfp4.CONFIG
-    # ["COL_UNCLAMPED"], off by default; 1b in session 52's call 6: 0.8885x against 0.8907x)
+    # ["COL_UNCLAMPED"]; 1b in session 52's call 6: 0.8885x against 0.8907x off; session 54
+    # call 5, with every x pair split: 0.8954x / 0.8992x against 0.8934x / 0.8939x, on by
+    # default since)
     "nv-col-unclamped": {"quant_nvfp4": {"COL_UNCLAMPED": True}},
+    "nv-col-clamped": {"quant_nvfp4": {"COL_UNCLAMPED": False}},
     # session 53: the row kernel's expanded views (training's split pairs' row launches: du,
     # dy, relu²(u)) at other [BR, NB] block tiles of one warp (the default [4, 8]): whole
     # 512-byte row runs ([2, 16]) or shorter ones ([8, 4])
@@ -719,6 +723,7 @@ def _profile_step(model_name: str, recipe: str, args, device: torch.device) -> d
 
 
 def _sequence(kernels: list) -> list:
+    """The profiled launches by start time: ``[name, µs, idle µs since the last one ended]``."""
     out, end = [], None
     for e in sorted(kernels, key=lambda e: e.time_range.start):
         gap = 0.0 if end is None else max(e.time_range.start - end, 0)   # µs, as the spans

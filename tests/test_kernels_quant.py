@@ -1302,6 +1302,8 @@ def test_nvfp4_col_view_unclamped_same_bits(big, device, shape, monkeypatch, gpu
     the column view as codes and expanded, and the next tile prefetched or not."""
     from microscale.kernels import quant_nvfp4
     from microscale.ops import quantize_views
+    if "MICROSCALE_NVFP4_COL_UNCLAMPED" not in os.environ:     # on by default (session 54)
+        assert quant_nvfp4.CONFIG["COL_UNCLAMPED"]
     gpu_tiles("quant_nvfp4", "REG_COL", "REG_ROW", "REG_AMAX")
     x, nv, sr = _huge_chunk_input(shape, 13, big, device)
     Q = ms.QFormat

@@ -213,17 +213,19 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # 0.7456x of compiled bf16, nvfp4_no_sr 0.758x -> 0.760x; bench_train
           # "@no-amax-unclamped" turns it off.
           "AMAX_UNCLAMPED": os.environ.get("MICROSCALE_NVFP4_AMAX_UNCLAMPED", "1") != "0",
-          # COL_UNCLAMPED: a split pair's column view (dy, du: the RHT, alone in its launch)
-          # rotates without the RHT's input clamp where the amax pass's max|x| (the row
-          # view's amax, measured beside it) is at most 2^125, as AMAX_UNCLAMPED does; larger
-          # values or an Inf keep the clamp (the same bits either way). Session 52 (Nsight
-          # Compute): du's column view is issue-bound at ~36 instructions an element, and the
-          # clamp is two of them; 1b 0.8885x against 0.8907x off, one process. Session 53
-          # (H200): its GPU test passed; the 1b block (bench_block) ran 0.8% faster with it,
-          # inside that bench's ~1% between identical rows. Off: with du's amaxes from the
-          # dgrad GEMM (nn.mlp DU_AMAX_IN_DGRAD) it applies to the 2048-wide dy pairs alone
-          # (bench_train "@nv-col-unclamped").
-          "COL_UNCLAMPED": False,
+          # COL_UNCLAMPED: a split pair's column view (the RHT, alone in its launch) rotates
+          # without the RHT's input clamp where the amax pass's max|x| (the row view's amax,
+          # measured beside it) is at most 2^125, as AMAX_UNCLAMPED does; larger values or an
+          # Inf keep the clamp (the same bits either way). Session 52 (Nsight Compute): du's
+          # column view is issue-bound at ~36 instructions an element, and the clamp is two
+          # of them; 1b 0.8885x against 0.8907x off, one process. Session 53 (H200): its GPU
+          # test passed; the 1b block (bench_block) ran 0.8% faster with it, inside that
+          # bench's noise. Since session 54 every x pair splits too (NVFP4's xᵀ kept
+          # expanded), so it takes the three x and five dy column views a layer (du's
+          # amaxes come from its GEMM: it keeps the clamp); 1b, one process (call 5): 0.8934x
+          # -> 0.8954x and 0.8939x -> 0.8992x, so on by default since then
+          # (MICROSCALE_NVFP4_COL_UNCLAMPED=0, bench_train "@nv-col-clamped": off).
+          "COL_UNCLAMPED": os.environ.get("MICROSCALE_NVFP4_COL_UNCLAMPED", "1") != "0",
           # EXP_NAN_MAX: an expanded row view (reg pass) takes each block's maximum with NaN
           # kept instead of selecting NaN to 0 per element first (a NaN block's values are all
           # NaN either way, through its NaN scale byte): offline SASS (Triton 3.9, sm_90) 23.0
