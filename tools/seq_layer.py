@@ -1,6 +1,6 @@
 """One layer's launches, forward and backward, from a ``bench_train.py --profile`` run.
 
-    python tools/seq_layer.py benchmarks/results/<run>/train_1b.seq.json [LAYER]
+    python tools/seq_layer.py benchmarks/results/<run>/train_1b.seq.json [LAYER] [--by-name]
 
 ``bench_train.py`` writes every profiled step's launches in stream order beside ``--out``
 (``*.seq.json``: ``{"<model> <recipe>": [[kernel name, µs, idle µs before it], ...]}``). The
@@ -8,7 +8,8 @@ replayed step's launches carry no shapes, so this cuts the sequence at attention
 which run once a layer: the launches from one flash forward to the next (the tail of one
 layer's attention, then the next layer's MLP and attention projections) and from one flash
 backward to the next, for every profiled recipe, to compare a quantized layer's launches with
-bf16's one by one. Not run in CI.
+bf16's one by one. ``--by-name``: per kernel name, launches and µs of each recipe's layer side
+by side instead (two profiles of one change, e.g. ``nvfp4`` and ``nvfp4@SET``). Not run in CI.
 """
 
 from __future__ import annotations
@@ -29,10 +30,37 @@ def layer_parts(seq: list, layer: int) -> dict:
     return out
 
 
+def by_name(part: list) -> dict:
+    """``{kernel name: [launches, µs]}`` of a list of launches."""
+    out: dict = {}
+    for name, us, _ in part:
+        n, t = out.get(name, (0, 0.0))
+        out[name] = [n + 1, t + us]
+    return out
+
+
+def _print_by_name(seqs: dict, layer: int) -> None:
+    keys = list(seqs)
+    for direction in ("forward", "backward"):
+        tables = [by_name(layer_parts(seqs[k], layer)[direction]) for k in keys]
+        names = sorted({n for t in tables for n in t}, key=lambda n: -max(
+            t.get(n, (0, 0.0))[1] for t in tables))
+        print(f"--- {direction}, layer {layer}: launches × µs, " + " | ".join(keys))
+        for n in names:
+            cells = [f"{t[n][0]:3d} × {t[n][1]:8.1f}" if n in t else " " * 14 for t in tables]
+            print("  " + " | ".join(cells) + f"  {n}")
+
+
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    seqs = json.load(open(argv[0]))
-    layer = int(argv[1]) if len(argv) > 1 else 8
+    flags = [a for a in argv if a.startswith("--")]
+    args = [a for a in argv if not a.startswith("--")]
+    with open(args[0]) as f:
+        seqs = json.load(f)
+    layer = int(args[1]) if len(args) > 1 else 8
+    if "--by-name" in flags:
+        _print_by_name(seqs, layer)
+        return
     for key, seq in seqs.items():
         print(f"===== {key}: {len(seq)} launches, {sum(s[1] for s in seq) / 1e3:.2f} ms busy, "
               f"{sum(s[2] for s in seq) / 1e3:.2f} ms idle between them")
