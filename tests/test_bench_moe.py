@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_moe.py"
+from script_loader import load_script  # (tests/ is on sys.path)
 
 
 @pytest.mark.usefixtures("single_thread")
 def test_bench_moe_smoke(capsys):
-    spec = importlib.util.spec_from_file_location("bench_moe", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks/bench_moe.py")
     result = bench.main(["--smoke", "--recipes", "nvfp4,fp8_blockwise",
                          "--train-recipes", "mxfp8"])
     last = capsys.readouterr().out.strip().splitlines()[-1]
@@ -56,9 +51,7 @@ def test_torchao_moe_peer_swaps_the_experts_grouped_gemm(capsys, monkeypatch):
                       ("torchao.prototype", types.ModuleType("torchao.prototype")),
                       ("torchao.prototype.moe_training", moe), ("torchao.float8", fp8)):
         monkeypatch.setitem(sys.modules, name, mod)
-    spec = importlib.util.spec_from_file_location("bench_moe", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks/bench_moe.py")
     result = bench.main(["--smoke", "--recipes", "", "--train-recipes", "torchao_moe_rowwise"])
     row = result["train"][1]
     assert row["recipe"] == "torchao_moe_rowwise" and "step_ms" in row, row
@@ -70,9 +63,7 @@ def test_pad_token_groups_keeps_every_group_product():
     """The padded grouped GEMM gives each expert's rows the product they had unpadded, empty
     experts and groups of 1 and 17 rows included."""
     import torch
-    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks/bench_train.py")
     g = torch.Generator().manual_seed(0)
     counts = torch.tensor([1, 0, 17, 16, 3])
     offs = torch.cumsum(counts, 0).to(torch.int32)
@@ -93,9 +84,7 @@ def test_torchao_moe_probe_raises_when_the_hook_never_runs(monkeypatch):
     import types
 
     import torch
-    spec = importlib.util.spec_from_file_location("bench_train", BENCH.parent / "bench_train.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks/bench_train.py")
     moe = types.ModuleType("torchao.prototype.moe_training")
     moe._to_fp8_rowwise_then_scaled_grouped_mm = \
         lambda a, b_t, offs, out_dtype=None: torch._grouped_mm(a, b_t, offs=offs).to(out_dtype)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from script_loader import load_script  # (tests/ is on sys.path)
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train.py"
 
 
 def _bench_train():
-    spec = importlib.util.spec_from_file_location("bench_train", BENCH)
-    bt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bt)
-    return bt
+    return load_script("benchmarks/bench_train.py")
 
 
 def test_profile_kinds_of_the_grouped_kernels():

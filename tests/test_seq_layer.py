@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "seq_layer.py"
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("seq_layer", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from script_loader import load_script  # (tests/ is on sys.path)
 
 
 def test_layer_parts_cut_at_attention_and_sum_by_name():
-    sl = _tool()
+    sl = load_script("tools/seq_layer.py")
     seq = [["flash_fprop", 5, 0], ["gemm", 3, 1], ["amax", 1, 0], ["gemm", 2, 0],
            ["flash_fprop", 5, 0], ["gemm", 4, 0], ["flash_bprop", 9, 0], ["dq", 1, 0],
            ["flash_bprop", 9, 0]]

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "build_deepgemm.py"
+from script_loader import load_script  # (tests/ is on sys.path)
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("build_deepgemm", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/build_deepgemm.py")
 
 
 def test_link_headers_puts_cutlass_where_the_jit_includes_from(tmp_path):
