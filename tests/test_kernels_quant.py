@@ -22,6 +22,7 @@ import os
 
 import pytest
 import torch
+from bitwise import same_values  # (tests/ is on sys.path)
 
 import microscale as ms
 from microscale.backend import KernelUnsupported
@@ -1324,7 +1325,7 @@ def test_nvfp4_col_view_unclamped_same_bits(big, device, shape, monkeypatch, gpu
         for *views, r in zip(*outs, ref):
             want = views[0] if "seed" in row[1] else r                  # SR: the kernels' stream
             for q in views:
-                assert _same_values(q.data, want.data)
+                assert same_values(q.data, want.data)
                 assert torch.equal(q.scale.view(torch.uint8), want.scale.view(torch.uint8))
                 assert torch.equal(q.amax, r.amax)
         if big:
@@ -1343,16 +1344,6 @@ def _huge_chunk_input(shape, seed: int, big: bool, device):
         x[48:64, 9] = float("inf")
     nv = {"check_finite": False}
     return x.to(device), nv, {**nv, "stochastic": True, "seed": torch.tensor([5], device=device)}
-
-
-def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise equal codes, or expanded values bitwise equal apart from NaN payloads (a NaN
-    block's values are NaN in both; the kernels and the reference write different NaNs)."""
-    if not a.dtype.is_floating_point:
-        return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
-    nan = b.isnan()
-    return torch.equal(a.isnan(), nan) and torch.equal(a[~nan].view(torch.int16),
-                                                       b[~nan].view(torch.int16))
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 import torch
+from bitwise import same_values  # (tests/ is on sys.path)
 
 import microscale as ms
 from microscale import ops_many
@@ -261,14 +262,6 @@ def test_nvfp4_weights_quantized_together_give_the_same_bits(backend):
         assert ms.explain()[("quantize_rowcol_many", "nvfp4|none")] == "triton"
 
 
-def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-equal bf16 values, NaN where NaN (the reference's expanded NaN is 0xFFFF, the
-    kernels' 0x7FC0: a NaN block's scale byte says NaN either way)."""
-    nan = a.isnan()
-    return torch.equal(nan, b.isnan()) and torch.equal(a.view(torch.int16)[~nan],
-                                                       b.view(torch.int16)[~nan])
-
-
 def test_nvfp4_many_kernel_matches_the_reference_on_edges():
     """The many-tensor NVFP4 kernel = quantize_rowcol (16x16, expanded) per tensor and the
     reference, with NaN, ±Inf, an all-zero tensor, fp32/bf16 inputs, partial tiles."""
@@ -287,7 +280,7 @@ def test_nvfp4_many_kernel_matches_the_reference_on_edges():
             assert torch.equal(q_wt.data.view(torch.int16), q_w.data.t().view(torch.int16))
             for be in ("triton", "reference"):
                 r_w, _ = quantize_views(x, (view[0], {**view[1], "expand": True}), None, be)
-                assert _same_values(q_w.data, r_w.data)
+                assert same_values(q_w.data, r_w.data)
                 assert torch.equal(q_w.scale.view(torch.uint8), r_w.scale.view(torch.uint8))
                 assert torch.equal(q_w.amax, r_w.amax)
     with pytest.raises(ValueError, match="not supported"):
@@ -323,7 +316,7 @@ def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels():
     for x, (q_w, _) in zip(xs, quantize_views_many(xs, view, view, "triton")):
         for be in ("triton", "reference"):
             r_w, _ = quantize_views(x, (view[0], {**view[1], "expand": True}), None, be)
-            assert _same_values(q_w.data, r_w.data)
+            assert same_values(q_w.data, r_w.data)
             assert torch.equal(q_w.scale.view(torch.uint8), r_w.scale.view(torch.uint8))
             assert torch.equal(q_w.amax, r_w.amax)
 
