@@ -263,6 +263,10 @@ KERNEL_SETS = {
     # default since)
     "nv-col-unclamped": {"quant_nvfp4": {"COL_UNCLAMPED": True}},
     "nv-col-clamped": {"quant_nvfp4": {"COL_UNCLAMPED": False}},
+    # session 55: expanded FP4 operands' block scales handed to the GEMM op again (unread;
+    # under the compiler each NVFP4 weight's transposed tile scales are then computed for
+    # dgrad's Wᵀ, six launches a layer: ops_gemm.CONFIG["SCALES_OF_EXPANDED"])
+    "mm-scales": {"ops_gemm": {"SCALES_OF_EXPANDED": True}},
     # session 53: the row kernel's expanded views (training's split pairs' row launches: du,
     # dy, relu²(u)) at other [BR, NB] block tiles of one warp (the default [4, 8]): whole
     # 512-byte row runs ([2, 16]) or shorter ones ([8, 4])

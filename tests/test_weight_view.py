@@ -125,3 +125,50 @@ def test_gpu_layer_with_one_view_equals_two(recipe, monkeypatch):
     *two, _ = _step(recipe, False, "cuda", monkeypatch, shape, tokens, True)
     for a, b in zip(one, two):
         assert torch.equal(a, b)
+
+
+def _compiled_graphs(layer, x, dy) -> tuple[list, torch.Tensor, torch.Tensor]:
+    """The layer's forward and backward under ``torch.compile`` (AOTAutograd with the min-cut
+    partitioner, graphs run as traced): ``(graphs, y, dx)``."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    graphs = []
+
+    def keep(gm, _inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    backend = aot_autograd(fw_compiler=keep, bw_compiler=keep,
+                           partition_fn=min_cut_rematerialization_partition)
+    torch._dynamo.reset()
+    x = x.detach().requires_grad_(True)
+    y = torch.compile(layer, backend=backend, fullgraph=True)(x)
+    y.backward(dy)
+    return graphs, y.detach(), x.grad
+
+
+def _from(graphs, func: str) -> int:
+    return sum(func in (n.meta.get("stack_trace") or "") for g in graphs for n in g.graph.nodes)
+
+
+def test_compiled_step_does_not_transpose_an_expanded_weights_scales(monkeypatch):
+    """With one weight view, dgrad's Wᵀ is expanded and its GEMM reads no block scales
+    (``ops_gemm._mm_scale``): under a compiler the transposed tile scales
+    (``tensor.transpose_tile_scales``) are never computed, with the same bits as eager."""
+    from microscale import ops_gemm
+    torch.manual_seed(0)
+    layer = ms.Linear(64, 48, recipe="nvfp4_no_sr")
+    x = torch.randn(40, 64)
+    dy = torch.linspace(-1, 1, 40 * 48).reshape(40, 48)
+    xe = x.clone().requires_grad_(True)
+    y_eager = layer(xe)
+    y_eager.backward(dy)
+    graphs, y, dx = _compiled_graphs(layer, x, dy)
+    assert len(graphs) == 2 and _from(graphs, ", in t\n")      # W.t() was traced
+    assert _from(graphs, "transpose_tile_scales") == 0
+    assert torch.equal(y, y_eager.detach()) and torch.equal(dx, xe.grad)
+    # the control: given the scales, the compiled step computes their transpose
+    monkeypatch.setitem(ops_gemm.CONFIG, "SCALES_OF_EXPANDED", True)
+    graphs, y, _ = _compiled_graphs(layer, x, dy)
+    assert _from(graphs, "transpose_tile_scales") > 0 and torch.equal(y, y_eager.detach())

@@ -30,6 +30,10 @@ from .tensor import QuantizedTensor
 
 __all__ = ["mm", "mm_amax", "expand", "hp_mm"]
 
+# SCALES_OF_EXPANDED: hand an expanded FP4 operand's block scales to the GEMM op although it
+# does not read them (:func:`_mm_scale`); on only to measure what leaving them out saves
+CONFIG = {"SCALES_OF_EXPANDED": False}
+
 
 def _scaled_mm_op(a_data: Tensor, a_scale: Tensor, a_amax: Tensor, a_spec: str, b_data: Tensor,
                   b_scale: Tensor, b_amax: Tensor, b_spec: str, out_dtype: torch.dtype,
@@ -152,6 +156,18 @@ def _(a, b, compute_dtype, out_dtype):
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
 
 
+def _mm_scale(q: QuantizedTensor) -> Tensor:
+    """The block scales a GEMM op is given for ``q``: none (an empty tensor) for an expanded
+    FP4 operand, whose data already holds ``value · block_scale`` and whose GEMM reads only
+    that and the amax (``gemm.scaled_mm_reference``, ``kernels/gemm_fp4``). Under a compiler
+    its scales are then not computed at all where nothing else reads them: the transpose of
+    an expanded weight's 16×16 tile scales for dgrad (``tensor.QuantizedTensor.t``, a launch
+    a weight) goes from the step."""
+    if q.expanded and q.fmt.is_fp4 and not CONFIG["SCALES_OF_EXPANDED"]:
+        return torch.empty(0, dtype=q.scale.dtype, device=q.data.device)
+    return q.scale
+
+
 def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend: str,
        apply_factor: bool = True, epilogue: tuple | None = None) -> Tensor:
     """``A Bᵀ`` through ``microscale::scaled_mm``, shaped ``[..., N]`` like A's leading dims.
@@ -164,9 +180,9 @@ def mm(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, backend
     kernel takes one (the NVFP4 α GEMM, ``kernels/gemm_alpha``).
     """
     op, e2 = epilogue if epilogue is not None else ("", None)
-    y = torch.ops.microscale.scaled_mm(qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data,
-                                       qb.scale, qb.amax, operand_spec(qb), out_dtype, backend,
-                                       apply_factor, op, e2)
+    y = torch.ops.microscale.scaled_mm(qa.data, _mm_scale(qa), qa.amax, operand_spec(qa),
+                                       qb.data, _mm_scale(qb), qb.amax, operand_spec(qb),
+                                       out_dtype, backend, apply_factor, op, e2)
     return y.reshape(*qa.shape[:-1], qb.rows)
 
 
@@ -178,6 +194,6 @@ def mm_amax(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dtype, ba
     t's views then needs no amax pass (``nn.mlp``'s ``du`` and ``relu(u)²``)."""
     op, e2 = epilogue if epilogue is not None else ("", None)
     y, amaxes = torch.ops.microscale.scaled_mm_amax(
-        qa.data, qa.scale, qa.amax, operand_spec(qa), qb.data, qb.scale, qb.amax,
+        qa.data, _mm_scale(qa), qa.amax, operand_spec(qa), qb.data, _mm_scale(qb), qb.amax,
         operand_spec(qb), out_dtype, backend, True, op, e2, rht, amax_op)
     return y, amaxes
