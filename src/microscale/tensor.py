@@ -56,8 +56,10 @@ def transpose_tile_scales(scale: torch.Tensor, tile: int) -> torch.Tensor:
     """The scale bytes of the transposed tensor for square ``tile``-tiled scales stored one per
     row and block (``[..., rows, cols/tile]``, each tile's byte on its ``tile`` rows, SPEC §3):
     ``[..., cols, rows/tile]``, over the last two dims (stacked experts too)."""
-    tiles = scale[..., ::tile, :]                                  # [..., rows/t, cols/t]
-    return tiles.transpose(-1, -2).repeat_interleave(tile, dim=-2).contiguous()
+    tiles_t = scale[..., ::tile, :].transpose(-1, -2)               # [..., cols/t, rows/t]
+    *lead, ct, rt = tiles_t.shape           # each row of tiles_t on `tile` rows, in one copy
+    return tiles_t.unsqueeze(-2).expand(*lead, ct, tile, rt).reshape(*lead, ct * tile, rt) \
+        .contiguous()
 
 
 class QFormat(str, Enum):
