@@ -1,9 +1,10 @@
 """Every weight of a zoo model quantized in one launch vs one launch per weight (FP8 128×128,
-MXFP8).
+MXFP8, NVFP4 16×16).
 
     python benchmarks/bench_many.py                      # 125m and 1b weight sets, H100/H200
     python benchmarks/bench_many.py --models 125m --sweep   # + kernel configs of the one launch
     python benchmarks/bench_many.py --fmt fp8_block,mxfp8,mxfp8_expanded   # MXFP8's too
+    python benchmarks/bench_many.py --fmt nvfp4 --models 1b    # NVFP4's two launches (amax, W)
     python benchmarks/bench_many.py --device cpu --models micro  # smoke (TRITON_INTERPRET=1)
 
 What ``ms.weight_cache`` does once per step for ``fp8_blockwise`` (``kernels/quant_many.py``:
@@ -26,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 import microscale as ms  # noqa: E402
-from microscale.kernels import quant_many  # noqa: E402
+from microscale.kernels import quant_many, quant_many_nvfp4  # noqa: E402
+from microscale.ops import quantize_views  # noqa: E402
 from microscale.ops_many import quantize_views_many  # noqa: E402
 from microscale.train.model import MODEL_CONFIGS  # noqa: E402
 
@@ -37,8 +39,18 @@ VIEWS = {"fp8_block": ((ms.QFormat.FP8_BLOCK, {"block": (128, 128), "check_finit
                        2 + 8 / 16384),
          "mxfp8": ((ms.QFormat.MXFP8_E4M3, {"check_finite": False}), 2 + 2 / 32),
          "mxfp8_expanded": ((ms.QFormat.MXFP8_E4M3, {"check_finite": False, "expand": True}),
-                            4 + 2 / 32)}
+                            4 + 2 / 32),
+         # NVFP4 16x16 weights: W alone, expanded (bf16) with a scale byte per row and 16
+         # columns (Wᵀ is its transpose); the roof counts the fp32 masters read once, as
+         # above, though both launches read them (amax, then W)
+         "nvfp4": ((ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False,
+                                       "expand": True}), 2 + 1 / 16)}
 VIEW = VIEWS["fp8_block"][0]
+# NVFP4's two launches: aligned (session 55) and table-addressed (session 26); --sweep adds
+# programs an SM and warps
+NV_CONFIGS = [{"ALIGNED": True}, {"ALIGNED": False}]
+NV_SWEEP = [{"ALIGNED": True, "PROGS_PER_SM": p, "num_warps": w} for p in (4, 8, 16)
+            for w in (4, 8)]
 # the one launch's configs: the register tile (KERNEL "reg", the default since session 46) and
 # the old 128x128 tile code ("tile") at its warps and programs an SM
 SWEEP = [{"KERNEL": "reg", "num_warps_reg": w, "PROGS_PER_SM_reg": p} for w in (4, 8)
@@ -69,29 +81,40 @@ def run(model: str, device, sweep: bool, fmt: str = "fp8_block") -> list[dict]:
     nbytes = sum(w.numel() * (4 + written) for w in ws)
     rate = common.copy_bandwidth_gbs(device) if device.type == "cuda" else None
     rows = []
-    if not view[1].get("expand"):       # (an internal option of the many op: no per-weight row)
+    if fmt == "nvfp4":                  # as the layers do: one view each, amax and W launches
+        per_layer = _time(lambda: [quantize_views(w, view, None, "auto") for w in ws], device)
+        rows.append({"model": model, "fmt": fmt, "variant": "per weight", "ms": per_layer})
+    elif not view[1].get("expand"):     # (an internal option of the many op: no per-weight row)
         per_layer = _time(lambda: [ms.quantize_rowcol(w, view, view) for w in ws], device)
         rows.append({"model": model, "fmt": fmt, "variant": "per weight", "ms": per_layer})
-    configs = [{}] if fmt != "fp8_block" else SWEEP if sweep else \
-        [{"KERNEL": "reg"}, {"KERNEL": "tile"}]
-    saved = dict(quant_many.CONFIG)
+    module = quant_many_nvfp4 if fmt == "nvfp4" else quant_many
+    configs = (NV_SWEEP if sweep else NV_CONFIGS) if fmt == "nvfp4" else \
+        [{}] if fmt != "fp8_block" else SWEEP if sweep else [{"KERNEL": "reg"}, {"KERNEL": "tile"}]
+    saved = dict(module.CONFIG)
     try:
         for cfg in configs:
-            quant_many.CONFIG.update(cfg)
+            module.CONFIG.update(cfg)
             t = _time(lambda: quantize_views_many(ws, view, view, "auto"), device)
-            kind = quant_many.CONFIG["KERNEL"]
-            shown = {k: quant_many.CONFIG[k] for k in ("KERNEL", *KEYS[kind])} \
-                if fmt == "fp8_block" else {}
-            rows.append({"model": model, "fmt": fmt, "variant": f"one launch {shown}",
+            rows.append({"model": model, "fmt": fmt, "variant": f"one launch {_shown(fmt)}",
                          "ms": t})
     finally:
-        quant_many.CONFIG.clear()
-        quant_many.CONFIG.update(saved)
+        module.CONFIG.clear()
+        module.CONFIG.update(saved)
     for r in rows:
         r["weights"], r["params_M"] = len(ws), sum(w.numel() for w in ws) / 1e6
         r["GB/s"] = nbytes / r["ms"] / 1e6
         r["%copy"] = 100 * r["GB/s"] / rate if rate else None
     return rows
+
+
+def _shown(fmt: str) -> dict:
+    """The one launch's config as the row names it."""
+    if fmt == "nvfp4":
+        return dict(quant_many_nvfp4.CONFIG)
+    if fmt != "fp8_block":
+        return {}
+    kind = quant_many.CONFIG["KERNEL"]
+    return {k: quant_many.CONFIG[k] for k in ("KERNEL", *KEYS[kind])}
 
 
 def main(argv=None) -> None:

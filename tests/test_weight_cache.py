@@ -262,16 +262,32 @@ def test_nvfp4_weights_quantized_together_give_the_same_bits(backend):
         assert ms.explain()[("quantize_rowcol_many", "nvfp4|none")] == "triton"
 
 
-def test_nvfp4_many_kernel_matches_the_reference_on_edges():
+def _misaligned(x: torch.Tensor) -> torch.Tensor:
+    """``x`` copied to an address 4 bytes past a 16-byte boundary (contiguous)."""
+    buf = torch.empty(x.numel() + 8, dtype=x.dtype)
+    start = next(k for k in range(1, 8) if (buf.data_ptr() + k * x.element_size()) % 16 == 4)
+    out = buf[start:start + x.numel()].view(x.shape)
+    out.copy_(x)
+    return out
+
+
+@pytest.mark.parametrize("how", ["aligned", "table", "misaligned"])
+def test_nvfp4_many_kernel_matches_the_reference_on_edges(how, monkeypatch):
     """The many-tensor NVFP4 kernel = quantize_rowcol (16x16, expanded) per tensor and the
-    reference, with NaN, ±Inf, an all-zero tensor, fp32/bf16 inputs, partial tiles."""
+    reference, with NaN, ±Inf, an all-zero tensor, fp32/bf16 inputs, partial tiles; its
+    aligned launch (the amax pass's runs of tiles spanning tensors: two programs here), the
+    table-addressed one (``CONFIG["ALIGNED"]`` off), and an input off 16 bytes (table)."""
+    from microscale.kernels import quant_many_nvfp4
     from microscale.ops import quantize_views
     from microscale.ops_many import quantize_views_many
+    monkeypatch.setitem(quant_many_nvfp4.CONFIG, "ALIGNED", how != "table")
     g = torch.Generator().manual_seed(6)
     view = (ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False})
     for dtype in (torch.float32, torch.bfloat16):
         xs = [(torch.randn(r, c, generator=g) * 3).to(dtype) for r, c in
               ((32, 64), (48, 80), (16, 16), (64, 32))]
+        if how == "misaligned":
+            xs[2] = _misaligned(xs[2])
         xs[1][5, 7], xs[1][40, 3] = float("nan"), float("inf")
         xs[0][0, 0] = -float("inf")
         xs[3].zero_()

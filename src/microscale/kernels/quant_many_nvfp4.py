@@ -41,31 +41,80 @@ from .quant_nvfp4_rows import quantize_rows
 __all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
 
 # [BR, BC] tiles, as the per-tensor rows pass's BR x BC = 32 x 32 but twice as wide (fp32
-# masters: 8 KB a tile); not yet timed against other tiles on a GPU.
-CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8}
+# masters: 8 KB a tile). ALIGNED: inputs addressed from the first tensor's pointer, the tables'
+# values stated multiples (quant_many.aligned_tile's lesson: an address cast from the table's
+# integer carries no alignment, so its loads do not vectorize), and the amax pass's atomics
+# relaxed, one per program and tensor (its walk in contiguous runs of tiles), not one per tile
+# with a fence; False: the session 26 kernels (table addresses, an acq_rel atomic a tile).
+CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "ALIGNED": True}
 
 
 @triton.jit
-def nvfp4_2d_many_amax_kernel(tab_ptr, tile_ptr, amax_ptr, n_tiles, IN_DTYPE: tl.constexpr,
-                              BR: tl.constexpr, BC: tl.constexpr):
+def _tile(x0_ptr, x0_addr, tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr,
+          BR: tl.constexpr, BC: tl.constexpr, ALIGNED: tl.constexpr):
+    """Tile ``t``: ``(i, x_ptr, rows, cols, q_off, s_off, c0, offs_r, offs_c)``. ``ALIGNED``
+    (inputs 16-byte aligned, the launch checked): x addressed from ``x0_ptr`` and the values
+    stated multiples of 16 (rows, cols), 256 / 16 (the flat offsets of values and scale
+    bytes), BR / BC (the tile's first row and column), so that loads and stores vectorize."""
+    if ALIGNED:
+        i = tl.load(tile_ptr + 3 * t)
+        r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), BR)
+        c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), BC)
+        x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
+        rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 16)
+        cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 16)
+        q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 256)
+        s_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 4), 16)
+        offs_r, offs_c = r0 + tl.arange(0, BR), c0 + tl.arange(0, BC)
+    else:
+        i, x_ptr, rows, cols, q_off, s_off, _, c0, offs_r, offs_c = table_tile(
+            tab_ptr, tile_ptr, t, IN_DTYPE, BR, BC)
+    return i, x_ptr, rows, cols, q_off, s_off, c0, offs_r, offs_c
+
+
+@triton.jit
+def nvfp4_2d_many_amax_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, n_tiles,
+                              IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr, BR: tl.constexpr,
+                              BC: tl.constexpr, ALIGNED: tl.constexpr):
     """``amax[i] = max |x_i|`` (NaN read as 0) over the tiles of every tensor; ``amax``
-    zeroed before."""
-    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        i, x_ptr, rows, cols, _, _, _, _, offs_r, offs_c = table_tile(tab_ptr, tile_ptr, t,
-                                                                      IN_DTYPE, BR, BC)
+    zeroed before. ``ALIGNED``: each program walks a contiguous run of tiles, keeps the
+    running maximum of the tensor it is in and raises ``amax[i]`` (relaxed: read only after
+    the kernel) when it leaves it; else an atomic a tile, as session 26's kernel."""
+    if ALIGNED:
+        per = tl.cdiv(n_tiles, tl.num_programs(0))
+        start = tl.program_id(0) * per
+        stop = tl.minimum(start + per, n_tiles)
+        step = 1
+    else:
+        start, stop, step = tl.program_id(0), n_tiles, tl.num_programs(0)
+    cur = tl.full((), -1, tl.int32)
+    run = tl.zeros((), tl.float32)
+    for t in tl.range(start, stop, step):
+        i, x_ptr, rows, cols, _, _, _, offs_r, offs_c = _tile(
+            x0_ptr, x0_addr, tab_ptr, tile_ptr, t, IN_DTYPE, X_BYTES, BR, BC, ALIGNED)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
-        tl.atomic_max(amax_ptr + i, tl.max(tl.max(abs_nan0(x.to(tl.float32)), axis=1), axis=0))
+        m = tl.max(tl.max(abs_nan0(x.to(tl.float32)), axis=1), axis=0)
+        if ALIGNED:
+            left = i != cur
+            tl.atomic_max(amax_ptr + cur, run, mask=left & (cur >= 0), sem="relaxed")
+            run = tl.where(left, m, tl.maximum(run, m))
+            cur = i
+        else:
+            tl.atomic_max(amax_ptr + i, m)
+    if ALIGNED:
+        tl.atomic_max(amax_ptr + cur, run, mask=cur >= 0, sem="relaxed")
 
 
 @triton.jit
-def nvfp4_2d_many_kernel(tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, n_tiles,
-                         IN_DTYPE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+def nvfp4_2d_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, n_tiles,
+                         IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr, BR: tl.constexpr,
+                         BC: tl.constexpr, ALIGNED: tl.constexpr):
     """Each tensor's 16×16-tiled NVFP4 view, expanded (bf16 ``value · tile_scale``), with the
     global scales of ``amax[i]``."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        i, x_ptr, rows, cols, q_off, s_off, _, c0, offs_r, offs_c = table_tile(
-            tab_ptr, tile_ptr, t, IN_DTYPE, BR, BC)
+        i, x_ptr, rows, cols, q_off, s_off, c0, offs_r, offs_c = _tile(
+            x0_ptr, x0_addr, tab_ptr, tile_ptr, t, IN_DTYPE, X_BYTES, BR, BC, ALIGNED)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         s_enc6, s_dec = nvfp4_global_scales(amax_ptr + i)
@@ -98,11 +147,13 @@ def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[
     amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)
     n_tiles = tiles.shape[0]
     grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM"]),)
-    code = IN_DTYPE_CODE[xs[0].dtype]
-    nvfp4_2d_many_amax_kernel[grid](tab, tiles, amax, n_tiles, code, br, bc,
+    x0 = xs[0]
+    aligned = CONFIG["ALIGNED"] and all(x.data_ptr() % 16 == 0 for x in xs)
+    args = (IN_DTYPE_CODE[x0.dtype], x0.element_size(), br, bc, aligned)
+    nvfp4_2d_many_amax_kernel[grid](x0, x0.data_ptr(), tab, tiles, amax, n_tiles, *args,
                                     num_warps=CONFIG["num_warps"])
-    nvfp4_2d_many_kernel[grid](tab, tiles, amax, q, s.view(torch.uint8), n_tiles, code, br, bc,
-                               num_warps=CONFIG["num_warps"])
+    nvfp4_2d_many_kernel[grid](x0, x0.data_ptr(), tab, tiles, amax, q, s.view(torch.uint8),
+                               n_tiles, *args, num_warps=CONFIG["num_warps"])
     no_col = [q.new_empty(0, dtype=torch.uint8) for _ in range(2)]   # two: outputs never alias
     return [q, s, *no_col, amax]
 
