@@ -112,6 +112,8 @@ def test_native_refuses_what_cublas_cannot_take():
     with pytest.raises(KernelUnsupported, match="E4M3"):
         blackwell.native_operands(ms.quantize(x, "mxfp8_e5m2", backend="reference"))
     q = ms.quantize(x, "nvfp4", backend="reference")
+    with pytest.raises(KernelUnsupported, match="expanded operand"):
+        blackwell.native_operands(q.expand())                # bf16 values, not codes
     with pytest.raises(KernelUnsupported, match="compute capability"):
         blackwell.scaled_mm_native(q, q)                     # a CPU tensor
     assert not blackwell.has_native_block_scaling(torch.device("cpu"))

@@ -110,6 +110,8 @@ def native_operands(q: QuantizedTensor) -> tuple[torch.Tensor, torch.Tensor]:
                                 "(MXFP8 needs E4M3 on both sides)")
     if q.block != (1, _BLOCK[q.fmt]) and not (q.fmt == QFormat.NVFP4 and q.block == (16, 16)):
         raise KernelUnsupported(f"{q.fmt.value} with block {q.block}")
+    if q.expanded:                  # bf16 value·block_scale (its scales not handed to the op)
+        raise KernelUnsupported("an expanded operand: the native GEMM reads codes and scales")
     if q.fmt.is_fp4:
         if not hasattr(torch, "float4_e2m1fn_x2"):
             raise KernelUnsupported("this torch has no float4_e2m1fn_x2")
