@@ -10,7 +10,6 @@ export TRITON_CACHE_DIR=/tmp/tcache
 TAIL=14 step 150 many_sweep.txt python3 benchmarks/bench_many.py --fmt nvfp4 \
   --models 125m,1b --sweep
 TAIL=3 step 300 train_125m.txt python3 benchmarks/bench_train.py --graph step --warmup 2 \
-  --steps 10 --models 125m --batch 16 --seq 1024 \
-  --recipes bf16,nvfp4,nvfp4@nv-group,nvfp4,nvfp4@nv-group,nvfp4_no_sr,bf16 \
+  --models 125m --recipes bf16,nvfp4,nvfp4@nv-group,nvfp4,nvfp4@nv-group,nvfp4_no_sr,bf16 \
   --out "$OUT/train_125m.json"
 grep -hE '^(model|-----|125m )' "$OUT/train_125m.txt"
