@@ -126,7 +126,9 @@ KERNEL_SETS = {
                                             "EXPAND_MXFP8": False}},
     # session 54: NVFP4 16x16 weights grouped too (amaxes, then every W, in two launches a
     # step; GROUP_FORMATS leaves NVFP4 out since session 26's 125m A/B on an H100); call 2,
-    # 1b: 0.8751x / 0.8797x against 0.8922x / 0.8934x in one process, not taken
+    # 1b: 0.8751x / 0.8797x against 0.8922x / 0.8934x in one process, not taken; session
+    # 55 (its kernels aligned: 2.98 ms for the 1b weights, 5.67 before), call 3: 0.9029x /
+    # 0.8969x against 0.8993x / 0.9068x / 0.9000x, level, not taken
     "nv-group": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40, "GROUP_FORMATS": frozenset(
         {QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QFormat.NVFP4})}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not

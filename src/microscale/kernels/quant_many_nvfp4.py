@@ -22,7 +22,13 @@ against it and the reference. Rows and columns must be multiples of 16 (whole ti
 Measured (H100, session 26, a 125m step profiled): the two launches take 0.67 ms for the 102
 weights (fp32 masters: ~1.5 TB/s) against 1.0 ms one by one. The step did not gain (0.5%
 slower, twice), so the harness groups NVFP4 weights only where ``ms.weight_cache`` is on for
-gradient accumulation (``nn.weight_cache.CONFIG["GROUP_FORMATS"]``).
+gradient accumulation (``nn.weight_cache.CONFIG["GROUP_FORMATS"]``). Those kernels addressed
+each tile from the table's integer (no vectorized loads) and the amax pass raised ``amax[i]``
+by an acq_rel atomic a tile. Aligned (session 55, ``CONFIG["ALIGNED"]``; H200,
+``bench_many.py --fmt nvfp4``, the 1b weight set graph-replayed, 8 programs an SM): 2.98 ms
+against 5.67 ms, and 3.33 ms one launch pair per weight; the 1b step level with per-layer
+weights (0.9029 / 0.8969 against 0.8993 / 0.9068 / 0.9000 of bf16, one process), 125m +0.1%
+(0.7843 / 0.7846 against 0.7830 / 0.7833), so the harness's default stays.
 """
 
 from __future__ import annotations
@@ -46,7 +52,9 @@ __all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
 # integer carries no alignment, so its loads do not vectorize), and the amax pass's atomics
 # relaxed, one per program and tensor (its walk in contiguous runs of tiles), not one per tile
 # with a fence; False: the session 26 kernels (table addresses, an acq_rel atomic a tile).
-CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 8, "ALIGNED": True}
+# PROGS_PER_SM 16 (session 55 sweep, H200, aligned): 2.80 ms for the 1b weights against 2.98 at
+# 8 and 4.04 at 4; 125m 0.63 / 0.65 / 0.80 ms; 8 warps slower at each.
+CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 16, "ALIGNED": True}
 
 
 @triton.jit
