@@ -131,3 +131,28 @@ def test_sequence_lists_launches_in_stream_order_with_their_gaps():
     got = bt._sequence([event("b", 3000, 4500), event("a" * 80, 0, 2000),
                         event("c", 4500, 5000)])
     assert got == [["a" * 70, 2000, 0.0], ["b", 1500, 1000], ["c", 500, 0]]
+
+
+def test_repeat_alternates_the_rows_between_the_bf16_runs():
+    bt = _bench_train()
+    assert bt.repeated(["bf16", "a", "b", "bf16"], 3) == ["bf16"] + ["a", "b"] * 3 + ["bf16"]
+    assert bt.repeated(["a", "b"], 2) == ["a", "b", "a", "b"]
+    assert bt.repeated(["bf16@x", "a"], 2) == ["bf16@x", "a", "a"]
+    assert bt.repeated(["nvfp4"], 3) == ["nvfp4"] * 3
+    assert bt.repeated(["bf16", "a", "bf16"], 1) == ["bf16", "a", "bf16"]
+
+
+def test_recipe_summary_reports_the_spread_against_the_target():
+    """Recipes run more than once get their mean, lowest and highest ratio, and whether the
+    mean and every row meet the target (session 55's 1b nvfp4 rows: mean over, one row under)."""
+    bt = _bench_train()
+    rows = [{"model": "1b", "recipe": "bf16", "x_bf16": 1.0, "target": None}] + [
+        {"model": "1b", "recipe": "nvfp4", "x_bf16": x, "target": 0.9}
+        for x in (0.9000, 0.8988, 0.9068)] + [
+        {"model": "1b", "recipe": "nvfp4_no_sr", "x_bf16": 0.91, "target": 0.8}]
+    (s,) = bt.recipe_summary(rows)                  # a recipe run once gets no summary
+    assert (s["recipe"], s["rows"], s["min"], s["max"]) == ("nvfp4", 3, 0.8988, 0.9068)
+    assert s["mean_x_bf16"] == pytest.approx(0.9018667)
+    assert s["mean_meets"] is True and s["every_row_meets"] is False
+    rows[1]["target"] = rows[2]["target"] = rows[3]["target"] = None
+    assert bt.recipe_summary(rows)[0]["mean_meets"] is None
