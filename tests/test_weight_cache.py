@@ -294,6 +294,11 @@ def test_nvfp4_many_kernel_matches_the_reference_on_edges(how, monkeypatch):
         got = quantize_views_many(xs, view, view, "triton")
         for x, (q_w, q_wt) in zip(xs, got):
             assert torch.equal(q_wt.data.view(torch.int16), q_w.data.t().view(torch.int16))
+            # Wᵀ's scale bytes, written by the op: those of quantizing xᵀ (SPEC §3)
+            r_t, _ = quantize_views(x.t().contiguous(), (view[0], {**view[1], "expand": True}),
+                                    None, "reference")
+            assert q_wt.shape == r_t.shape and same_values(q_wt.data, r_t.data)
+            assert torch.equal(q_wt.scale.view(torch.uint8), r_t.scale.view(torch.uint8))
             for be in ("triton", "reference"):
                 r_w, _ = quantize_views(x, (view[0], {**view[1], "expand": True}), None, be)
                 assert same_values(q_w.data, r_w.data)
@@ -304,6 +309,23 @@ def test_nvfp4_many_kernel_matches_the_reference_on_edges(how, monkeypatch):
     sr = (ms.QFormat.NVFP4, {"block_2d": True, "stochastic": True})
     with pytest.raises(ValueError, match="not supported"):
         quantize_views_many([torch.randn(32, 32)], sr, sr, "triton")
+
+
+def test_nvfp4_many_kernel_writes_the_transposes_scales(monkeypatch):
+    """Wᵀ's scale bytes come from the kernel: no transpose of W's tile scales a weight (the
+    weight cache's fill was one launch a weight for them, session 55)."""
+    from microscale import tensor
+    from microscale.ops_many import quantize_views_many
+    calls = []
+    real = tensor.transpose_tile_scales
+    monkeypatch.setattr(tensor, "transpose_tile_scales",
+                        lambda *a: calls.append(1) or real(*a))
+    view = (ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False})
+    xs = [torch.randn(32, 48), torch.randn(64, 16)]
+    got = quantize_views_many(xs, view, view, "triton")
+    assert not calls and [q_wt.shape for _, q_wt in got] == [(48, 32), (16, 64)]
+    for q_w, q_wt in got:
+        assert torch.equal(q_wt.scale.view(torch.uint8), real(q_w.scale, 16).view(torch.uint8))
 
 
 @pytest.mark.parametrize("backend", ["reference", "triton"])
@@ -329,12 +351,14 @@ def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels():
     xs = [torch.randn(r, c, device="cuda", generator=g) * 0.02 for r, c in
           ((768, 768), (256, 768), (3072, 768), (768, 3072), (2048, 8192), (48, 2064))]
     xs[0][3, 5] = float("nan")
-    for x, (q_w, _) in zip(xs, quantize_views_many(xs, view, view, "triton")):
+    for x, (q_w, q_wt) in zip(xs, quantize_views_many(xs, view, view, "triton")):
         for be in ("triton", "reference"):
             r_w, _ = quantize_views(x, (view[0], {**view[1], "expand": True}), None, be)
             assert same_values(q_w.data, r_w.data)
             assert torch.equal(q_w.scale.view(torch.uint8), r_w.scale.view(torch.uint8))
             assert torch.equal(q_w.amax, r_w.amax)
+            assert torch.equal(q_wt.scale.view(torch.uint8),
+                               r_w.t().scale.view(torch.uint8))      # Wᵀ's, from the op
 
 
 def test_many_kernel_says_which_tile_code_ran(monkeypatch):

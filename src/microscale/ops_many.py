@@ -18,9 +18,10 @@ launches per weight:
   dgrad), in one launch (:mod:`microscale.kernels.quant_many`);
 * NVFP4 16×16 weights (``nvfp4``): the quantized Wᵀ is the transpose of the quantized W
   (SPEC §3), so the op writes one view, W expanded (bf16 ``value · tile_scale``, what both
-  Hopper GEMMs read), and the column outputs are empty; two launches, the amaxes then the
+  Hopper GEMMs read), no column codes, and as the column scales Wᵀ's scale bytes (W's tile
+  bytes transposed, ``tensor.transpose_tile_scales``); two launches, the amaxes then the
   views (:mod:`microscale.kernels.quant_many_nvfp4`). :func:`quantize_views_many` returns
-  ``(W, Wᵀ)`` as that view and its transpose.
+  ``(W, Wᵀ)`` as that view and its transpose (a view of W's data with those scales).
 * MXFP8 weights (``mxfp8``): W's row view and its column view (Wᵀ, 1×32 blocks along N) in
   one launch, as codes, or both expanded with the views' ``expand`` option (bf16 ``value ·
   2^k``, what the Hopper GEMMs would decode them to)
@@ -32,12 +33,14 @@ views it takes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch import Tensor
 
 from .backend import dispatch, rowcol_key
 from .ops import _define, _fake, _pack, parse_view_spec, rowcol_reference, view_spec
-from .tensor import QFormat
+from .tensor import QFormat, transpose_tile_scales
 
 _EMPTY_COL = ""                      # the column view of a one-view (NVFP4 16x16) call
 
@@ -94,7 +97,9 @@ def _block_of(view) -> tuple[int, int]:
 
 def rowcol_many_reference(xs: list[Tensor], row, col) -> list[Tensor]:
     """The spec: ``quantize_rowcol`` per tensor, flattened and concatenated (an absent column
-    view: empty outputs; a view asked expanded: decoded to it, as ``quantize_rowcol`` does)."""
+    view: empty outputs; a view asked expanded: decoded to it, as ``quantize_rowcol`` does).
+    An NVFP4 16×16 row view alone (``col`` None): its transposes' scale bytes as the column
+    scales (``tensor.transpose_tile_scales``), what dgrad's Wᵀ carries."""
     base = [None if v is None else (v[0], {k: o for k, o in v[1].items() if k != "expand"})
             for v in (row, col)]
     pairs = [rowcol_reference(x, *base) for x in xs]
@@ -105,6 +110,8 @@ def rowcol_many_reference(xs: list[Tensor], row, col) -> list[Tensor]:
         for name in ("data", "scale"):
             parts = [getattr(q[v], name).reshape(-1) for q in pairs if q[v] is not None]
             out.append(torch.cat(parts) if parts else xs[0].new_empty(0, dtype=torch.uint8))
+    if col is None and _nvfp4_one_view(row):
+        out[3] = torch.cat([transpose_tile_scales(q[0].scale, 16).reshape(-1) for q in pairs])
     return out + [torch.stack([q[0].amax.reshape(()) for q in pairs])]
 
 
@@ -127,7 +134,8 @@ def _(xs, row, col, backend):
     if fmt == QFormat.NVFP4:
         return [x0.new_empty(nq, dtype=torch.bfloat16),
                 x0.new_empty(ns, dtype=torch.float8_e4m3fn),
-                x0.new_empty(0, dtype=torch.uint8), x0.new_empty(0, dtype=torch.uint8), amax]
+                x0.new_empty(0, dtype=torch.uint8), x0.new_empty(ns, dtype=torch.float8_e4m3fn),
+                amax]
     if fmt.is_mx8:
         codes = torch.bfloat16 if opts.get("expand") else (
             torch.float8_e4m3fn if fmt == QFormat.MXFP8_E4M3 else torch.float8_e5m2)
@@ -176,7 +184,7 @@ def quantize_views_many(xs: list[Tensor], row: tuple, col: tuple, backend: str):
 def _nvfp4_views_many(xs: list[Tensor], row: tuple, backend: str):
     """NVFP4 16×16 weights: one expanded view each from one op call, W and its transpose."""
     w_view = (row[0], {**row[1], "expand": True})
-    q, s, _, _, amax = torch.ops.microscale.quantize_rowcol_many(
+    q, s, _, s_t, amax = torch.ops.microscale.quantize_rowcol_many(
         [x.detach() for x in xs], view_spec(*w_view), _EMPTY_COL, backend)
     q_offs, s_offs, _, _ = flat_offsets([x.shape for x in xs], (1, 16))
     out = []
@@ -186,5 +194,8 @@ def _nvfp4_views_many(xs: list[Tensor], row: tuple, backend: str):
         q_w = _pack(w_view[0], w_view[1], (q[q_at:q_at + nq].view(rows, cols),
                                            s[s_at:s_at + ns].view(rows, cols // 16), amax[i]),
                     torch.Size((rows, cols)), x.dtype)
-        out.append((q_w, q_w.t()))
+        # Wᵀ: what q_w.t() gives (SPEC §3), its scale bytes written by the op
+        q_wt = dataclasses.replace(q_w, data=q_w.data.t(), shape=torch.Size((cols, rows)),
+                                   scale=s_t[s_at:s_at + ns].view(cols, rows // 16))
+        out.append((q_w, q_wt))
     return out

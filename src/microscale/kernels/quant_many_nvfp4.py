@@ -14,10 +14,12 @@ weights took ~1.1 ms of an H100 step, mostly launch and tail (session 25 profile
   amax, then ``quant_nvfp4_rows.quantize_rows``, the per-tensor rows pass's own tile code
   (16×16 tile maxima, E4M3 scale bytes, E2M1 values), written expanded at the tensor's
   offset in one flat bf16 buffer, its scale bytes ``[rows, cols/16]`` (each tile's byte on
-  its 16 rows) at its offset in one flat byte buffer.
+  its 16 rows) at its offset in one flat byte buffer, and Wᵀ's ``[cols, rows/16]`` at the
+  same offset in another (dgrad's view is the transpose of W's: no launch a weight for it).
 
-So each tensor's bytes are those of ``quantize_rowcol(W, nvfp4 2D expanded, None)``, tested
-against it and the reference. Rows and columns must be multiples of 16 (whole tiles).
+So each tensor's bytes are those of ``quantize_rowcol(W, nvfp4 2D expanded, None)``, and
+Wᵀ's scale bytes those of ``tensor.transpose_tile_scales``, tested against them and the
+reference. Rows and columns must be multiples of 16 (whole tiles).
 
 Measured (H100, session 26, a 125m step profiled): the two launches take 0.67 ms for the 102
 weights (fp32 masters: ~1.5 TB/s) against 1.0 ms one by one. The step did not gain (0.5%
@@ -115,11 +117,12 @@ def nvfp4_2d_many_amax_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, n_ti
 
 
 @triton.jit
-def nvfp4_2d_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, n_tiles,
-                         IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr, BR: tl.constexpr,
-                         BC: tl.constexpr, ALIGNED: tl.constexpr):
+def nvfp4_2d_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, st_ptr,
+                         n_tiles, IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr,
+                         BR: tl.constexpr, BC: tl.constexpr, ALIGNED: tl.constexpr):
     """Each tensor's 16×16-tiled NVFP4 view, expanded (bf16 ``value · tile_scale``), with the
-    global scales of ``amax[i]``."""
+    global scales of ``amax[i]``; its scale bytes and those of its transpose (``st_ptr``, at
+    the same flat offsets: Wᵀ's view is W's transposed, SPEC §3)."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
         i, x_ptr, rows, cols, q_off, s_off, c0, offs_r, offs_c = _tile(
             x0_ptr, x0_addr, tab_ptr, tile_ptr, t, IN_DTYPE, X_BYTES, BR, BC, ALIGNED)
@@ -127,7 +130,8 @@ def nvfp4_2d_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, q_ptr, s_
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         s_enc6, s_dec = nvfp4_global_scales(amax_ptr + i)
         quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off, s_ptr + s_off,
-                      amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, False, True, 0, True)
+                      amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, False, True, 0, True,
+                      st_ptr + s_off)
 
 
 def _check(xs: list[torch.Tensor], row, col) -> None:
@@ -144,14 +148,14 @@ def _check(xs: list[torch.Tensor], row, col) -> None:
 
 def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[torch.Tensor]:
     """Kernel twin of ``ops_many.rowcol_many_reference`` for NVFP4 16×16 weights: the flat
-    outputs ``[expanded W (bf16), scale bytes, (empty), (empty), amax]``."""
+    outputs ``[expanded W (bf16), scale bytes, (empty), Wᵀ's scale bytes, amax]``."""
     _check(xs, row, col)
     _, _, nq, ns = flat_offsets([x.shape for x in xs], (1, 16))
     dev = xs[0].device
     br, bc = CONFIG["BR"], CONFIG["BC"]
     tab, tiles = tables(xs, (br, bc), (1, 16))
     q = torch.empty(nq, dtype=torch.bfloat16, device=dev)
-    s = torch.empty(ns, dtype=torch.float8_e4m3fn, device=dev)
+    s, s_t = (torch.empty(ns, dtype=torch.float8_e4m3fn, device=dev) for _ in range(2))
     amax = torch.zeros(len(xs), dtype=torch.float32, device=dev)
     n_tiles = tiles.shape[0]
     grid = (persistent_grid(n_tiles, dev, CONFIG["PROGS_PER_SM"]),)
@@ -161,9 +165,9 @@ def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[
     nvfp4_2d_many_amax_kernel[grid](x0, x0.data_ptr(), tab, tiles, amax, n_tiles, *args,
                                     num_warps=CONFIG["num_warps"])
     nvfp4_2d_many_kernel[grid](x0, x0.data_ptr(), tab, tiles, amax, q, s.view(torch.uint8),
-                               n_tiles, *args, num_warps=CONFIG["num_warps"])
-    no_col = [q.new_empty(0, dtype=torch.uint8) for _ in range(2)]   # two: outputs never alias
-    return [q, s, *no_col, amax]
+                               s_t.view(torch.uint8), n_tiles, *args,
+                               num_warps=CONFIG["num_warps"])
+    return [q, s, q.new_empty(0, dtype=torch.uint8), s_t, amax]
 
 
 register_kernel("quantize_rowcol_many", "nvfp4|none")(quantize_rowcol_many_nvfp4_triton)

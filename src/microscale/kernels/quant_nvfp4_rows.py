@@ -47,11 +47,14 @@ def _tile_max(a, R: tl.constexpr, C: tl.constexpr):
 @triton.jit
 def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r, c0, nrows, ncols,
                   IN_DTYPE: tl.constexpr, R: tl.constexpr, C: tl.constexpr, RHT: tl.constexpr,
-                  TWO_D: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False):
+                  TWO_D: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False,
+                  st_ptr=None):
     """Quantize the fp32 tile ``v [R, C]``: rows ``offs_r`` and columns ``c0 ..`` of an
     ``[nrows, ncols]`` view, blocks of 16 along the columns. Stores packed codes
     ``uint8[nrows, ncols/2]`` (EXP: the expanded bf16 ``[nrows, ncols]`` instead, tensor.py)
-    and E4M3 scale bytes ``[nrows, ncols/16]``."""
+    and E4M3 scale bytes ``[nrows, ncols/16]``. ``st_ptr`` (TWO_D, ``offs_r`` 16-aligned
+    groups): also the transpose's scale bytes ``[ncols, nrows/16]``, each 16×16 tile's byte
+    on its 16 rows there (``tensor.transpose_tile_scales``)."""
     if RHT:
         i16 = tl.arange(0, 16)
         m = tl.load(m_ptr + i16[:, None] * 16 + i16[None, :])
@@ -93,6 +96,23 @@ def quantize_rows(v, s_enc6, s_dec, m_ptr, seed, q_ptr, s_ptr, bits_ptr, offs_r,
         tl.store(q_ptr + offs_r[:, None] * (ncols // 2) + bcol[None, :], byte,
                  mask=(offs_r < nrows)[:, None] & (bcol < ncols // 2)[None, :])
     tl.store(s_ptr + offs_r[:, None] * (ncols // 16) + blk[None, :], scale_byte, mask=ok)
+    if st_ptr is not None:
+        _store_tile_scales_t(st_ptr, scale_byte, offs_r, blk, nrows, ncols, R, C)
+
+
+@triton.jit
+def _store_tile_scales_t(st_ptr, scale_byte, offs_r, blk, nrows, ncols, R: tl.constexpr,
+                         C: tl.constexpr):
+    """The transposed tensor's scale bytes of this tile's 16×16 tiles: tile ``(a, b)``'s byte
+    (the same on its 16 rows of ``scale_byte [R, C/16]``) at rows ``16·blk_b + k`` (k < 16)
+    and column ``offs_r_a / 16`` of ``[ncols, nrows/16]``."""
+    tiles = tl.max(tl.reshape(scale_byte, (R // 16, 16, C // 16)), axis=1)   # [R/16, C/16]
+    rt = tl.max(tl.reshape(offs_r // 16, (R // 16, 16)), axis=1)             # [R/16]
+    k = tl.arange(0, 16)
+    row_t = blk[None, :, None] * 16 + k[None, None, :]                        # [1, C/16, 16]
+    at = row_t * (nrows // 16) + rt[:, None, None]
+    ok = (rt < nrows // 16)[:, None, None] & (blk < ncols // 16)[None, :, None]
+    tl.store(st_ptr + at, tl.broadcast_to(tiles[:, :, None], (R // 16, C // 16, 16)), mask=ok)
 
 
 @triton.jit
