@@ -311,11 +311,16 @@ def test_nvfp4_many_kernel_matches_the_reference_on_edges(how, monkeypatch):
         quantize_views_many([torch.randn(32, 32)], sr, sr, "triton")
 
 
-def test_nvfp4_many_kernel_writes_the_transposes_scales(monkeypatch):
-    """Wᵀ's scale bytes come from the kernel: no transpose of W's tile scales a weight (the
-    weight cache's fill was one launch a weight for them, session 55)."""
+@pytest.mark.parametrize("in_kernel", [True, False])
+def test_nvfp4_many_kernel_writes_the_transposes_scales(in_kernel, monkeypatch):
+    """Wᵀ's scale bytes come from the kernel (``T_SCALES_MAX_BYTES``; else copied per weight
+    after it), not from ``tensor.transpose_tile_scales`` a weight (the weight cache's fill was
+    one launch a weight for them before session 55)."""
     from microscale import tensor
+    from microscale.kernels import quant_many_nvfp4
     from microscale.ops_many import quantize_views_many
+    if not in_kernel:
+        monkeypatch.setitem(quant_many_nvfp4.CONFIG, "T_SCALES_MAX_BYTES", 0)
     calls = []
     real = tensor.transpose_tile_scales
     monkeypatch.setattr(tensor, "transpose_tile_scales",
@@ -341,11 +346,16 @@ def test_nvfp4_many_op_schema_and_fake(backend):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels():
+@pytest.mark.parametrize("t_in_kernel", [True, False])
+def test_gpu_nvfp4_many_kernel_matches_per_tensor_kernels(t_in_kernel, monkeypatch):
     """At the 125m/1b weight shapes (fp32 masters): the two many-tensor launches give each W
-    the bytes of quantize_rowcol's per-tensor kernels and of the reference."""
+    the bytes of quantize_rowcol's per-tensor kernels and of the reference, and Wᵀ's scale
+    bytes written by the kernel or copied after it (``T_SCALES_MAX_BYTES``)."""
+    from microscale.kernels import quant_many_nvfp4
     from microscale.ops import quantize_views
     from microscale.ops_many import quantize_views_many
+    monkeypatch.setitem(quant_many_nvfp4.CONFIG, "T_SCALES_MAX_BYTES", 1 << 40 if t_in_kernel
+                        else 0)
     g = torch.Generator(device="cuda").manual_seed(2)
     view = (ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False})
     xs = [torch.randn(r, c, device="cuda", generator=g) * 0.02 for r, c in

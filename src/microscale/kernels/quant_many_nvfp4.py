@@ -56,7 +56,12 @@ __all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
 # with a fence; False: the session 26 kernels (table addresses, an acq_rel atomic a tile).
 # PROGS_PER_SM 16 (session 55 sweep, H200, aligned): 2.80 ms for the 1b weights against 2.98 at
 # 8 and 4.04 at 4; 125m 0.63 / 0.65 / 0.80 ms; 8 warps slower at each.
-CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 16, "ALIGNED": True}
+# T_SCALES_MAX_BYTES: Wᵀ's scale bytes written by the kernel up to this many in all. They land
+# two bytes a row a tile, scattered, merged in L2 while the buffer fits it: session 55 call 6
+# (H200), 125m's 7.9 MB 0.63 → 0.36 ms for the two launches (no transpose a weight after
+# them), 1b's 55 MB 2.80 → 3.05 ms. Above it each weight's are copied after the launch.
+CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 16, "ALIGNED": True,
+          "T_SCALES_MAX_BYTES": 16 << 20}
 
 
 @triton.jit
@@ -119,19 +124,25 @@ def nvfp4_2d_many_amax_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, n_ti
 @triton.jit
 def nvfp4_2d_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, q_ptr, s_ptr, st_ptr,
                          n_tiles, IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr,
-                         BR: tl.constexpr, BC: tl.constexpr, ALIGNED: tl.constexpr):
+                         BR: tl.constexpr, BC: tl.constexpr, ALIGNED: tl.constexpr,
+                         WRITE_T: tl.constexpr):
     """Each tensor's 16×16-tiled NVFP4 view, expanded (bf16 ``value · tile_scale``), with the
-    global scales of ``amax[i]``; its scale bytes and those of its transpose (``st_ptr``, at
-    the same flat offsets: Wᵀ's view is W's transposed, SPEC §3)."""
+    global scales of ``amax[i]``; its scale bytes and (``WRITE_T``) those of its transpose
+    (``st_ptr``, at the same flat offsets: Wᵀ's view is W's transposed, SPEC §3)."""
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
         i, x_ptr, rows, cols, q_off, s_off, c0, offs_r, offs_c = _tile(
             x0_ptr, x0_addr, tab_ptr, tile_ptr, t, IN_DTYPE, X_BYTES, BR, BC, ALIGNED)
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         s_enc6, s_dec = nvfp4_global_scales(amax_ptr + i)
-        quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off, s_ptr + s_off,
-                      amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, False, True, 0, True,
-                      st_ptr + s_off)
+        if WRITE_T:
+            quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off,
+                          s_ptr + s_off, amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC,
+                          False, True, 0, True, st_ptr + s_off)
+        else:
+            quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off,
+                          s_ptr + s_off, amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC,
+                          False, True, 0, True)
 
 
 def _check(xs: list[torch.Tensor], row, col) -> None:
@@ -164,10 +175,24 @@ def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[
     args = (IN_DTYPE_CODE[x0.dtype], x0.element_size(), br, bc, aligned)
     nvfp4_2d_many_amax_kernel[grid](x0, x0.data_ptr(), tab, tiles, amax, n_tiles, *args,
                                     num_warps=CONFIG["num_warps"])
+    write_t = ns <= CONFIG["T_SCALES_MAX_BYTES"]
     nvfp4_2d_many_kernel[grid](x0, x0.data_ptr(), tab, tiles, amax, q, s.view(torch.uint8),
-                               s_t.view(torch.uint8), n_tiles, *args,
+                               s_t.view(torch.uint8), n_tiles, *args, write_t,
                                num_warps=CONFIG["num_warps"])
+    if not write_t:
+        _transpose_scales_into(s_t, s, [x.shape for x in xs])
     return [q, s, q.new_empty(0, dtype=torch.uint8), s_t, amax]
+
+
+def _transpose_scales_into(s_t: torch.Tensor, s: torch.Tensor, shapes) -> None:
+    """Each weight's transposed tile scale bytes (``tensor.transpose_tile_scales``) copied
+    from ``s`` into ``s_t`` at its flat offset: one copy a weight."""
+    _, s_offs, _, _ = flat_offsets(shapes, (1, 16))
+    for (rows, cols), at in zip(shapes, s_offs):
+        n = rows * (cols // 16)
+        tiles_t = s[at:at + n].view(rows, cols // 16)[::16].t()       # [cols/16, rows/16]
+        s_t[at:at + n].view(cols // 16, 16, rows // 16).copy_(
+            tiles_t[:, None, :].expand(cols // 16, 16, rows // 16))
 
 
 register_kernel("quantize_rowcol_many", "nvfp4|none")(quantize_rowcol_many_nvfp4_triton)
