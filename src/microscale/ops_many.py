@@ -98,7 +98,7 @@ def _block_of(view) -> tuple[int, int]:
 def rowcol_many_reference(xs: list[Tensor], row, col) -> list[Tensor]:
     """The spec: ``quantize_rowcol`` per tensor, flattened and concatenated (an absent column
     view: empty outputs; a view asked expanded: decoded to it, as ``quantize_rowcol`` does).
-    An NVFP4 16×16 row view alone (``col`` None): its transposes' scale bytes as the column
+    An NVFP4 16×16 row view alone (``col`` None): its transpose's scale bytes as the column
     scales (``tensor.transpose_tile_scales``), what dgrad's Wᵀ carries."""
     base = [None if v is None else (v[0], {k: o for k, o in v[1].items() if k != "expand"})
             for v in (row, col)]
