@@ -3,6 +3,8 @@
 # too (9d97abb): its GPU tests (W's and Wᵀ's bytes against the per-tensor kernels and the
 # reference at the 125m/1b shapes) and its timing at the 125m and 1b weight sets.
 #     run (carry [".whl"]): OUT=$OUT timeout 150 bash benchmarks/sessions/run_session55g_gpu.sh
+# (Call 7, refused for lack of device time: the same on ebaf087, whose 16 MB bound sends the
+# 1b weight set to the per-weight copies of Wᵀ's scales; run it first next session.)
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
