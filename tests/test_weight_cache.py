@@ -313,22 +313,25 @@ def test_nvfp4_many_kernel_matches_the_reference_on_edges(how, monkeypatch):
 
 @pytest.mark.parametrize("in_kernel", [True, False])
 def test_nvfp4_many_kernel_writes_the_transposes_scales(in_kernel, monkeypatch):
-    """Wᵀ's scale bytes come from the kernel (``T_SCALES_MAX_BYTES``; else copied per weight
-    after it), not from ``tensor.transpose_tile_scales`` a weight (the weight cache's fill was
-    one launch a weight for them before session 55)."""
+    """Wᵀ's scale bytes come from the kernel (``T_SCALES_MAX_BYTES``), or else are copied per
+    weight straight into the op's output after it; never a transpose a weight afterwards
+    (``QuantizedTensor.t()``: the weight cache's fill before session 55)."""
     from microscale import tensor
     from microscale.kernels import quant_many_nvfp4
     from microscale.ops_many import quantize_views_many
     if not in_kernel:
         monkeypatch.setitem(quant_many_nvfp4.CONFIG, "T_SCALES_MAX_BYTES", 0)
-    calls = []
+    calls, into = [], []
     real = tensor.transpose_tile_scales
     monkeypatch.setattr(tensor, "transpose_tile_scales",
-                        lambda *a: calls.append(1) or real(*a))
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(quant_many_nvfp4, "transpose_tile_scales",
+                        lambda *a, out: into.append(out) or real(*a, out=out))
     view = (ms.QFormat.NVFP4, {"block_2d": True, "check_finite": False})
     xs = [torch.randn(32, 48), torch.randn(64, 16)]
     got = quantize_views_many(xs, view, view, "triton")
     assert not calls and [q_wt.shape for _, q_wt in got] == [(48, 32), (16, 64)]
+    assert len(into) == (0 if in_kernel else len(xs))          # one copy a weight, in place
     for q_w, q_wt in got:
         assert torch.equal(q_wt.scale.view(torch.uint8), real(q_w.scale, 16).view(torch.uint8))
 

@@ -52,14 +52,19 @@ from .validate import check_bool, check_float_dtype
 __all__ = ["QFormat", "QuantizedTensor", "transpose_tile_scales"]
 
 
-def transpose_tile_scales(scale: torch.Tensor, tile: int) -> torch.Tensor:
+def transpose_tile_scales(scale: torch.Tensor, tile: int,
+                          out: torch.Tensor | None = None) -> torch.Tensor:
     """The scale bytes of the transposed tensor for square ``tile``-tiled scales stored one per
     row and block (``[..., rows, cols/tile]``, each tile's byte on its ``tile`` rows, SPEC §3):
-    ``[..., cols, rows/tile]``, over the last two dims (stacked experts too)."""
+    ``[..., cols, rows/tile]``, over the last two dims (stacked experts too); written into
+    ``out`` (contiguous, that shape) where given."""
     tiles_t = scale[..., ::tile, :].transpose(-1, -2)               # [..., cols/t, rows/t]
     *lead, ct, rt = tiles_t.shape           # each row of tiles_t on `tile` rows, in one copy
-    return tiles_t.unsqueeze(-2).expand(*lead, ct, tile, rt).reshape(*lead, ct * tile, rt) \
-        .contiguous()
+    rows_t = tiles_t.unsqueeze(-2).expand(*lead, ct, tile, rt)
+    if out is not None:
+        out.view(*lead, ct, tile, rt).copy_(rows_t)
+        return out
+    return rows_t.reshape(*lead, ct * tile, rt).contiguous()
 
 
 class QFormat(str, Enum):

@@ -87,21 +87,21 @@ def table_tile(tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, BR: tl.constexpr,
 
 @triton.jit
 def aligned_tile(x0_ptr, x0_addr, tab_ptr, tile_ptr, t, X_BYTES: tl.constexpr, BR: tl.constexpr,
-                 S_MULT: tl.constexpr):
+                 S_MULT: tl.constexpr, BC: tl.constexpr = 128, DIM: tl.constexpr = 128):
     """Tile ``t`` of the tables as :func:`table_tile`, for inputs the launch checked: 16-byte
-    aligned, whole 128×128 tiles, walked in ``[BR, 128]`` steps, scale offsets multiples of
-    ``S_MULT``. Returns ``(i, x_ptr, rows, cols, q_off, s_off, r0, c0)``, the values stated
-    multiples of what the launch checked and the input addressed at ``x0_ptr`` (the first
-    tensor, ``x0_addr`` its address) plus its own address's distance from it in elements, so
-    loads and stores vectorize (an address cast from the table's integer carries no
-    alignment)."""
+    aligned, rows and columns multiples of ``DIM`` (whole 128×128 tiles by default), walked
+    in ``[BR, BC]`` steps, scale offsets multiples of ``S_MULT``. Returns ``(i, x_ptr, rows,
+    cols, q_off, s_off, r0, c0)``, the values stated multiples of what the launch checked
+    and the input addressed at ``x0_ptr`` (the first tensor, ``x0_addr`` its address) plus
+    its own address's distance from it in elements, so loads and stores vectorize (an
+    address cast from the table's integer carries no alignment)."""
     i = tl.load(tile_ptr + 3 * t)
     r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), BR)
-    c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), 128)
+    c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), BC)
     x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
-    rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 128)
-    cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 128)
-    q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 16384)
+    rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), DIM)
+    cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), DIM)
+    q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), DIM * DIM)
     s_off = tl.load(tab_ptr + 5 * i + 4)
     if S_MULT > 1:
         s_off = tl.multiple_of(s_off, S_MULT)

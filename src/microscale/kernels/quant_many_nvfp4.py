@@ -41,9 +41,9 @@ import triton.language as tl
 
 from ..backend import KernelUnsupported, register_kernel
 from ..ops_many import flat_offsets
-from ..tensor import QFormat
+from ..tensor import QFormat, transpose_tile_scales
 from ._utils import IN_DTYPE_CODE, abs_nan0, nvfp4_global_scales, persistent_grid
-from .quant_many import check_inputs, table_tile, tables
+from .quant_many import aligned_tile, check_inputs, table_tile, tables
 from .quant_nvfp4_rows import quantize_rows
 
 __all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
@@ -68,18 +68,12 @@ CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 16, "ALIGNED": Tru
 def _tile(x0_ptr, x0_addr, tab_ptr, tile_ptr, t, IN_DTYPE: tl.constexpr, X_BYTES: tl.constexpr,
           BR: tl.constexpr, BC: tl.constexpr, ALIGNED: tl.constexpr):
     """Tile ``t``: ``(i, x_ptr, rows, cols, q_off, s_off, c0, offs_r, offs_c)``. ``ALIGNED``
-    (inputs 16-byte aligned, the launch checked): x addressed from ``x0_ptr`` and the values
-    stated multiples of 16 (rows, cols), 256 / 16 (the flat offsets of values and scale
-    bytes), BR / BC (the tile's first row and column), so that loads and stores vectorize."""
+    (inputs 16-byte aligned, the launch checked): ``quant_many.aligned_tile`` with rows and
+    columns multiples of 16 (the flat offsets of values and scale bytes then multiples of 256
+    and 16), so that loads and stores vectorize."""
     if ALIGNED:
-        i = tl.load(tile_ptr + 3 * t)
-        r0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 1), BR)
-        c0 = tl.multiple_of(tl.load(tile_ptr + 3 * t + 2), BC)
-        x_ptr = x0_ptr + tl.multiple_of((tl.load(tab_ptr + 5 * i) - x0_addr) // X_BYTES, 4)
-        rows = tl.multiple_of(tl.load(tab_ptr + 5 * i + 1).to(tl.int32), 16)
-        cols = tl.multiple_of(tl.load(tab_ptr + 5 * i + 2).to(tl.int32), 16)
-        q_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 3), 256)
-        s_off = tl.multiple_of(tl.load(tab_ptr + 5 * i + 4), 16)
+        i, x_ptr, rows, cols, q_off, s_off, r0, c0 = aligned_tile(
+            x0_ptr, x0_addr, tab_ptr, tile_ptr, t, X_BYTES, BR, 16, BC, 16)
         offs_r, offs_c = r0 + tl.arange(0, BR), c0 + tl.arange(0, BC)
     else:
         i, x_ptr, rows, cols, q_off, s_off, _, c0, offs_r, offs_c = table_tile(
@@ -135,14 +129,9 @@ def nvfp4_2d_many_kernel(x0_ptr, x0_addr, tab_ptr, tile_ptr, amax_ptr, q_ptr, s_
         mask = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
         x = tl.load(x_ptr + offs_r[:, None] * cols + offs_c[None, :], mask=mask, other=0.0)
         s_enc6, s_dec = nvfp4_global_scales(amax_ptr + i)
-        if WRITE_T:
-            quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off,
-                          s_ptr + s_off, amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC,
-                          False, True, 0, True, st_ptr + s_off)
-        else:
-            quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off,
-                          s_ptr + s_off, amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC,
-                          False, True, 0, True)
+        quantize_rows(x.to(tl.float32), s_enc6, s_dec, amax_ptr, 0, q_ptr + q_off, s_ptr + s_off,
+                      amax_ptr, offs_r, c0, rows, cols, IN_DTYPE, BR, BC, False, True, 0, True,
+                      st_ptr + s_off if WRITE_T else None)
 
 
 def _check(xs: list[torch.Tensor], row, col) -> None:
@@ -190,9 +179,8 @@ def _transpose_scales_into(s_t: torch.Tensor, s: torch.Tensor, shapes) -> None:
     _, s_offs, _, _ = flat_offsets(shapes, (1, 16))
     for (rows, cols), at in zip(shapes, s_offs):
         n = rows * (cols // 16)
-        tiles_t = s[at:at + n].view(rows, cols // 16)[::16].t()       # [cols/16, rows/16]
-        s_t[at:at + n].view(cols // 16, 16, rows // 16).copy_(
-            tiles_t[:, None, :].expand(cols // 16, 16, rows // 16))
+        transpose_tile_scales(s[at:at + n].view(rows, cols // 16), 16,
+                              out=s_t[at:at + n].view(cols, rows // 16))
 
 
 register_kernel("quantize_rowcol_many", "nvfp4|none")(quantize_rowcol_many_nvfp4_triton)
