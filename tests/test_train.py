@@ -228,17 +228,19 @@ def test_grad_accum_matches_one_batch_and_quantizes_weights_once(tmp_path, data,
     real = Linear.set_weight_cache        # each layer's cached views, one by one or many at once
     monkeypatch.setattr(Linear, "set_weight_cache",
                         lambda self, *a: fills.append(1) or real(self, *a))
-    runs = {}
+    runs, filled = {}, {}
     for n in (1, 2):
         out = tmp_path / f"accum{n}"
+        fills.clear()
         Trainer(_cfg(out, recipe="nvfp4_no_sr", steps=4, batch_size=4, log_every=1,
                      ckpt_every=0, grad_accum=n, keep_hp="none"), data=data).fit()
-        runs[n] = [r["loss"] for r in _records(out) if "loss" in r]
+        runs[n], filled[n] = [r["loss"] for r in _records(out) if "loss" in r], len(fills)
     assert len(runs[2]) == 4
     assert runs[2] == pytest.approx(runs[1], rel=2e-3)
     layers = sum(isinstance(m, Linear) for m in Trainer(_cfg(tmp_path / "n", recipe="nvfp4_no_sr",
                                                               keep_hp="none"), data=data).model.modules())
-    assert len(fills) == 4 * layers                  # once per step and layer, not per micro-batch
+    assert filled[2] == 4 * layers                   # once per step and layer, not per micro-batch
+    assert filled[1] == 4 * layers                   # small NVFP4 weights grouped without it too
     with pytest.raises(ValueError, match="grad_accum"):
         _cfg(tmp_path / "bad", batch_size=3, grad_accum=2)
 

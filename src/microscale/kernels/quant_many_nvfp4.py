@@ -30,7 +30,9 @@ by an acq_rel atomic a tile. Aligned (session 55, ``CONFIG["ALIGNED"]``; H200,
 ``bench_many.py --fmt nvfp4``, the 1b weight set graph-replayed, 8 programs an SM): 2.98 ms
 against 5.67 ms, and 3.33 ms one launch pair per weight; the 1b step level with per-layer
 weights (0.9029 / 0.8969 against 0.8993 / 0.9068 / 0.9000 of bf16, one process), 125m +0.1%
-(0.7843 / 0.7846 against 0.7830 / 0.7833), so the harness's default stays.
+(0.7843 / 0.7846 against 0.7830 / 0.7833). With Wᵀ's scale bytes written here too (session
+56: 125m's fill 0.36 ms), 125m read +0.9% grouped (0.7958 against 0.7885 of bf16, three rows
+each, alternated), so the harness now groups small NVFP4 weights as it does FP8 and MXFP8.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ __all__ = ["quantize_rowcol_many_nvfp4_triton", "CONFIG"]
 # T_SCALES_MAX_BYTES: Wᵀ's scale bytes written by the kernel up to this many in all. They land
 # two bytes a row a tile, scattered, merged in L2 while the buffer fits it: session 55 call 6
 # (H200), 125m's 7.9 MB 0.63 → 0.36 ms for the two launches (no transpose a weight after
-# them), 1b's 55 MB 2.80 → 3.05 ms. Above it each weight's are copied after the launch.
+# them), 1b's 55 MB 2.80 → 3.05 ms. Above it each weight's are copied after the launch
+# (session 56 call 1: 1b 2.79 ms that way, 125m 0.36 ms in the kernel; GPU tests of both).
 CONFIG = {"BR": 32, "BC": 64, "num_warps": 4, "PROGS_PER_SM": 16, "ALIGNED": True,
           "T_SCALES_MAX_BYTES": 16 << 20}
 
