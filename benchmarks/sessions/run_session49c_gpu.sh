@@ -4,6 +4,7 @@
 # as in call 1, the 125m GEMMs JIT-compiled in parallel beside DeepGEMM's GPU tests, then every
 # recipe and torchao float8 in one process, bf16 first and last.
 #     run (carry [".whl", ".deps"]): OUT=$OUT timeout 590 bash benchmarks/sessions/run_session49c_gpu.sh
+# (Session 56, call 2: the same, on that day's defaults, for the README's 125m row.)
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache DG_JIT_CACHE_DIR=/tmp/dgcache
