@@ -132,11 +132,9 @@ KERNEL_SETS = {
     # 55 (its kernels aligned: 2.98 ms for the 1b weights, 5.67 before), call 3: 0.9029x /
     # 0.8969x against 0.8993x / 0.9068x / 0.9000x, level, not taken; session 56 (Wᵀ's scale
     # bytes from the kernel), 125m: +0.9%, so small NVFP4 weights are grouped by default
-    # ("nv-per-layer" is that A/B now); 1b stays per layer (GROUP_MAX_MEAN_NUMEL)
+    # ("nvfp4@nogroup" is that A/B now); 1b stays per layer (GROUP_MAX_MEAN_NUMEL)
     "nv-group": {"nn.weight_cache": {"GROUP_MAX_MEAN_NUMEL": 1 << 40, "GROUP_FORMATS": frozenset(
         {QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2, QFormat.NVFP4})}},
-    "nv-per-layer": {"nn.weight_cache": {"GROUP_FORMATS": frozenset(
-        {QFormat.FP8_BLOCK, QFormat.MXFP8_E4M3, QFormat.MXFP8_E5M2})}},
     # session 12: the MLP's down projection keeps the activation's sources for backward, not
     # its quantized input's column view (ms.Linear.recompute_input, microscale.nn.recompute);
     # session 15: on by default where that view is FP8, so "no-recompute" is the A/B there
