@@ -599,6 +599,8 @@ def _run_one(model_name: str, recipe: str, args, device: torch.device, compile_h
            "mfu": tok_s * flops_per_token(cfg, seq) / peak if peak else None,
            "peak_gb": torch.cuda.max_memory_allocated(device) / 1e9 if device.type == "cuda" else None,
            "compile_s": compile_s,
+           # whether each step ran inside ms.weight_cache (the weights quantized together)
+           "grouped": bool(getattr(model, "_ms_group_weights", False)),
            # which kernel path each quantize / GEMM op of this model took (ms.explain())
            "paths": {f"{op}({key})": path for (op, key), path in ms.explain(model).items()}}
     del model, opt, step
@@ -955,7 +957,7 @@ def main(argv=None) -> None:
     ok = [r for r in rows if "error" not in r]
     add_ratios(ok)
     cols = ["model", "recipe", "compile", "graph", "batch", "quantized", "step_ms", "tok_s", "x_bf16",
-            "target", "mfu", "peak_gb", "mem_x", "compile_s"]
+            "target", "mfu", "peak_gb", "mem_x", "grouped", "compile_s"]
     print(common.fmt_table(ok, cols))
     for r in rows:
         if "error" in r:
