@@ -5,6 +5,7 @@
 # making its own amax, had run in the interpreter only) and issue 12 item 5's NVFP4 half:
 # every 50m/125m GEMM on the path training takes (bench_alpha_mm.py --training).
 #     run (carry [".whl"]): OUT=$OUT timeout 590 bash benchmarks/sessions/run_session50b_gpu.sh
+# (Session 56, call 4: the same, on that day's defaults, for the README's 1b row.)
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
