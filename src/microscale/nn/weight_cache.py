@@ -104,9 +104,10 @@ def _fill(layers: list) -> list[int]:
 # views of every weight held through the step).
 # GROUP_FORMATS: the formats whose grouping pays without gradient accumulation
 # (groups_weights). NVFP4 was left out until session 56: at 125m its two launches took 0.67 ms
-# against 1.0 ms for the weights one by one, yet the step ran 0.5% slower grouped, twice (H100, session 26 calls 1-2,
-# both orders: 0.703x / 0.707x, 0.710x / 0.715x of bf16; profiled, the GEMMs and Inductor's
-# kernels each ~0.3 ms slower with the cached views as graph inputs). Under gradient
+# against 1.0 ms for the weights one by one, yet the step ran 0.5% slower grouped, twice
+# (H100, session 26 calls 1-2, both orders: 0.703x / 0.707x, 0.710x / 0.715x of bf16;
+# profiled, the GEMMs and Inductor's kernels each ~0.3 ms slower with the cached views as
+# graph inputs). Under gradient
 # accumulation ms.weight_cache still quantizes NVFP4 weights all at once (once a step instead
 # of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took 0.84 ms a
 # step one by one and the GEMMs 0.55 ms more decoding them; grouped and expanded, 0.31 ms and
@@ -116,8 +117,9 @@ def _fill(layers: list) -> list[int]:
 # 0.7830x / 0.7833x per layer, 1b 0.9029x / 0.8969x against 0.8993x / 0.9068x / 0.9000x:
 # level within the rows' spread. Session 56 (H200), Wᵀ's scale bytes written by the many kernel
 # (125m's fill 0.63 -> 0.36 ms): 125m 0.7960x / 0.7958x / 0.7956x grouped against 0.7876x /
-# 0.7875x / 0.7905x per layer, alternated in one process (+0.9%), so NVFP4 is in; 1b's mean
-# weight (7.3M) stays over GROUP_MAX_MEAN_NUMEL (its A/B read level).
+# 0.7875x / 0.7905x per layer, alternated in one process (+0.9%; call 3: +0.8% at 125m, +1.3%
+# at 50m, level at 350m), so NVFP4 is in; 1b's mean weight (7.3M) stays over
+# GROUP_MAX_MEAN_NUMEL (its A/B read level).
 # EXPAND_MXFP8: grouped MXFP8 weights written expanded (cacheable_expanded_mx8).
 # Session 46 (H200, bench_many): the FP8 many kernel now runs the register tile
 # (quant_many.fp8_w128_many_kernel): 125m's weights 0.72 -> 0.21 ms (85% of the copy rate),
@@ -133,8 +135,8 @@ def groups_weights(model: torch.nn.Module) -> bool:
     """Whether to run a training step inside :func:`weight_cache` without gradient
     accumulation: it would quantize two or more of ``model``'s weights in one call, in a format
     where that pays (``GROUP_FORMATS``: FP8 128×128, MXFP8 and NVFP4 16×16 weights, one or
-    two launches instead of one or two per layer), and they are small enough (mean size ≤ ``CONFIG["GROUP_MAX_MEAN_NUMEL"]``). False for
-    FSDP2-sharded models."""
+    two launches instead of one or two per layer), and they are small enough (mean size ≤
+    ``CONFIG["GROUP_MAX_MEAN_NUMEL"]``). False for FSDP2-sharded models."""
     try:
         layers = _cached_layers(model)
     except ValueError:                                   # sharded: gathered per forward
