@@ -56,7 +56,29 @@ def test_explain_lists_a_models_paths():
     layer = ms.Linear(128, 128, recipe="fp8_blockwise")
     layer(torch.randn(128, 128, requires_grad=True)).sum().backward()
     report = ms.explain(torch.nn.Sequential(layer))
-    assert set(report) == layer.recipe.op_keys()
+    # every op the step ran; the weights' many-tensor op only if a weight cache ran it (in this
+    # process: the paths are the last call's of each op and key, whichever model made it)
+    assert layer.recipe.op_keys() <= set(report) \
+        <= layer.recipe.op_keys() | layer.recipe.weight_cache_keys()
     assert all(path == "reference (cpu tensor)" for path in report.values())
     assert "scaled_mm(fp8_blockxfp8_block)" in str(report)
     assert ("quantize_rowcol", "fp8_block|fp8_block") in layer.recipe.op_keys()
+
+
+def test_explain_shows_the_weight_caches_many_op():
+    """A model whose step runs inside ``ms.weight_cache`` quantizes its weights all at once
+    (``quantize_rowcol_many``): ``ms.explain(model)`` says which path that took, for NVFP4's
+    one view (W, its transpose for dgrad) as for FP8 128x128 pairs; a model whose recipe
+    never reaches that op does not list it."""
+    for recipe, key in (("nvfp4_no_sr", "nvfp4|none"), ("fp8_blockwise", "fp8_block|fp8_block")):
+        model = torch.nn.Sequential(ms.Linear(128, 128, recipe=recipe),
+                                    ms.Linear(128, 128, recipe=recipe))
+        with ms.weight_cache(model):
+            model(torch.randn(32, 128, requires_grad=True)).sum().backward()
+        report = ms.explain(model)
+        assert report[("quantize_rowcol_many", key)] == "reference (cpu tensor)"
+        assert f"quantize_rowcol_many({key})" in str(report)
+    other = torch.nn.Sequential(ms.Linear(128, 128, recipe="fp8_tensorwise"))
+    other(torch.randn(32, 128)).sum().backward()
+    assert not any(op == "quantize_rowcol_many" and k != "fp8_tensor|fp8_tensor"
+                   for op, k in ms.explain(other))

@@ -201,7 +201,8 @@ class PathReport(dict):
 def explain(model=None) -> PathReport:
     """Which path every quantize / GEMM call took, by op and format key (run a step first).
 
-    With ``model``, only the keys its ``ms.Linear`` layers use (their recipes' operand formats).
+    With ``model``, only the keys its ``ms.Linear`` layers use (their recipes' operand formats,
+    and the weights' ``quantize_rowcol_many`` where :func:`microscale.weight_cache` ran it).
     """
     paths = dict(_PATHS)
     if model is not None:
@@ -211,7 +212,7 @@ def explain(model=None) -> PathReport:
             if hasattr(m, "op_keys"):               # e.g. grouped (MoE) layers: their own ops
                 used |= m.op_keys()
             elif recipe is not None and hasattr(recipe, "op_keys"):
-                used |= recipe.op_keys()
+                used |= recipe.op_keys() | recipe.weight_cache_keys()
         # "KEY detail" entries (e.g. one kernel for one block pair of KEY) belong to KEY
         paths = {k: v for k, v in paths.items() if (k[0], k[1].split(" ", 1)[0]) in used}
     return PathReport(paths)

@@ -176,6 +176,18 @@ class Recipe:
                     keys.add(("expand", fmt(g, "a")))
         return keys
 
+    def weight_cache_keys(self) -> set[tuple[str, str]]:
+        """The ``quantize_rowcol_many`` keys :func:`microscale.weight_cache` may dispatch for
+        a layer's W and Wᵀ, all the model's weights in one call (``ops_many``): both views, or
+        W's alone for NVFP4 16×16 weights (their Wᵀ is W's transpose). Not in
+        :meth:`op_keys`: a step runs them only inside the cache."""
+        from .backend import rowcol_key
+        w, w_t = (getattr(self, g).b.format.value if getattr(self, g).quantized else None
+                  for g in ("fprop", "dgrad"))
+        if w is None and w_t is None:
+            return set()
+        return {("quantize_rowcol_many", rowcol_key(w, None if w == "nvfp4" else w_t))}
+
     @classmethod
     def from_name(cls, name: str, **overrides) -> "Recipe":
         if name not in PRESETS:
