@@ -276,6 +276,9 @@ def test_compiled_training_matches_eager_and_check_compile_stops_a_fault(tmp_pat
 
     from microscale.train import model as zoo
     torch._dynamo.reset()
+    # both runs on torch's own bf16 GEMMs (an eager CPU run would take train/cpu_gemm.py's
+    # fp32 ones, a compiled run Inductor's): the comparison is of the compiled blocks alone
+    monkeypatch.setenv("MICROSCALE_CPU_BF16_GEMM", "native")
     cfg = dict(recipe="nvfp4_no_sr", steps=4, switch_step=2, switch_mode="all", eval_every=100,
                ckpt_every=0)
     runs = {}

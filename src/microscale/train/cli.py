@@ -178,6 +178,8 @@ def _announce(trainer, recipe: str, out: str) -> None:
     n_conv = len(trainer.report.converted) if trainer.report is not None else 0
     where = f"{trainer.world} processes ({trainer.cfg.dist})" if hasattr(trainer, "world") else \
         f"device {trainer.device}"
+    if trainer.bf16_gemm == "fp32":             # train/cpu_gemm.py: this CPU's bf16 GEMMs
+        where += " (bf16 GEMMs as fp32 GEMMs of bf16 values; MICROSCALE_CPU_BF16_GEMM=native)"
     print(f"[{recipe}] {trainer.model.num_params():,} params, {n_conv} linears quantized, "
           f"{where}, {trainer.data.describe()} -> {out}", flush=True)
 

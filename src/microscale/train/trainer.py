@@ -57,6 +57,7 @@ from .checkpoint import (
     save_checkpoint,
 )
 from .config import _RESUME_FIXED, DivergenceError, TrainConfig, keep_hp_arg, lr_at
+from .cpu_gemm import cpu_bf16_gemm, cpu_gemm_context
 from .data import BatchSampler, TokenData, load_data
 from .model import build_model, flops_per_token
 from .records import Window, progress_bar, report_progress, truncate_metrics
@@ -126,6 +127,7 @@ class Trainer:
         self.compiled = self._compile_wanted()
         if self.compiled:
             compile_blocks(self.model, cfg.compile_mode)
+        self.bf16_gemm = cpu_bf16_gemm(self.device, self.compiled)   # "fp32" on most CPUs
         self.net = self._parallelize(self.model)      # what forward runs (DDP wraps; FSDP2 shards)
         self._group_weights = self.recipe is not None and cfg.dist != "fsdp" \
             and groups_weights(self.model)
@@ -179,7 +181,7 @@ class Trainer:
 
     def _run_config(self) -> dict:
         return {**dataclasses.asdict(self.cfg), "device_resolved": str(self.device),
-                "threads_resolved": self._threads(),
+                "threads_resolved": self._threads(), "cpu_bf16_gemm": self.bf16_gemm,
                 "model_config": dataclasses.asdict(self.model.config), "params": self.model.num_params(),
                 "data_desc": self.data.describe(), "data_meta": self.data.meta, "recipe_desc": str(self.recipe) if self.recipe else "bf16",
                 "convert_report": str(self.report) if self.report is not None else None,
@@ -289,7 +291,8 @@ class Trainer:
         threads = torch.get_num_threads()
         torch.set_num_threads(self._threads())
         try:
-            return self._fit()
+            with cpu_gemm_context(self.bf16_gemm):     # steps, evaluations, their backward
+                return self._fit()
         finally:
             torch.set_num_threads(threads)
 
