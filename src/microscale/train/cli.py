@@ -179,7 +179,8 @@ def _announce(trainer, recipe: str, out: str) -> None:
     where = f"{trainer.world} processes ({trainer.cfg.dist})" if hasattr(trainer, "world") else \
         f"device {trainer.device}"
     if trainer.bf16_gemm == "fp32":             # train/cpu_gemm.py: this CPU's bf16 GEMMs
-        where += " (bf16 GEMMs as fp32 GEMMs of bf16 values; MICROSCALE_CPU_BF16_GEMM=native)"
+        where += (" (bf16 GEMMs as fp32 GEMMs of the bf16 values; torch's own with "
+                  "MICROSCALE_CPU_BF16_GEMM=native)")
     print(f"[{recipe}] {trainer.model.num_params():,} params, {n_conv} linears quantized, "
           f"{where}, {trainer.data.describe()} -> {out}", flush=True)
 
