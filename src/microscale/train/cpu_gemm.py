@@ -4,7 +4,7 @@ The harness trains under ``torch.autocast(bf16)`` on every device, so that the b
 the quantized recipes' unquantized parts (the high-precision layers, attention's projections in
 bf16 runs, the LM head) compute as they do on a GPU. A GPU's bf16 GEMM multiplies bf16
 operands (each product exact in fp32), sums in fp32 and rounds the output to bf16 once. On a
-CPU without AVX512-BF16 or AMX (this project's 2-core AVX2 machine, most laptops) torch's bf16
+CPU without AVX512-BF16 or AMX (this project's 2-core AVX2 machine, for one) torch's bf16
 GEMM kernel runs far slower than its fp32 one, and how much depends on the operands' layouts:
 torch 2.13, ``[1024, 128] @ [128, 512]``, 1.5 ms in fp32 against 4.5 to 180 ms in bf16
 (2026-11-29). The default ``microscale compare`` spent ~90% of its bf16 run in ``aten::mm``.
