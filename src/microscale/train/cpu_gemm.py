@@ -26,7 +26,7 @@ import os
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["Bf16GemmsInFp32", "cpu_bf16_gemm", "cpu_gemm_context"]
+__all__ = ["Bf16GemmsInFp32", "cpu_bf16_gemm", "cpu_gemm_context", "native_bf16_cpu"]
 
 _GEMMS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
 
@@ -57,10 +57,9 @@ def cpu_bf16_gemm(device: torch.device, compiled: bool) -> str:
     """How a run's bf16 GEMMs compute: ``"fp32"`` (:class:`Bf16GemmsInFp32`) for an eager CPU
     run on a CPU without native bf16, unless ``MICROSCALE_CPU_BF16_GEMM=native``; else
     ``"native"`` (a GPU's, a compiled graph's or such a CPU's own kernels)."""
-    if os.environ.get("MICROSCALE_CPU_BF16_GEMM", "auto") not in ("auto", "fp32", "native"):
-        raise ValueError("MICROSCALE_CPU_BF16_GEMM must be auto, fp32 or native, got "
-                         f"{os.environ['MICROSCALE_CPU_BF16_GEMM']!r}")
     choice = os.environ.get("MICROSCALE_CPU_BF16_GEMM", "auto")
+    if choice not in ("auto", "fp32", "native"):
+        raise ValueError(f"MICROSCALE_CPU_BF16_GEMM must be auto, fp32 or native, got {choice!r}")
     if device.type != "cpu" or compiled or choice == "native":
         return "native"
     return "fp32" if choice == "fp32" or not native_bf16_cpu() else "native"
