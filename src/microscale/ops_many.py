@@ -33,8 +33,6 @@ views it takes.
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 from torch import Tensor
 
@@ -194,8 +192,6 @@ def _nvfp4_views_many(xs: list[Tensor], row: tuple, backend: str):
         q_w = _pack(w_view[0], w_view[1], (q[q_at:q_at + nq].view(rows, cols),
                                            s[s_at:s_at + ns].view(rows, cols // 16), amax[i]),
                     torch.Size((rows, cols)), x.dtype)
-        # Wᵀ: what q_w.t() gives (SPEC §3), its scale bytes written by the op
-        q_wt = dataclasses.replace(q_w, data=q_w.data.t(), shape=torch.Size((cols, rows)),
-                                   scale=s_t[s_at:s_at + ns].view(cols, rows // 16))
-        out.append((q_w, q_wt))
+        # Wᵀ (SPEC §3), its scale bytes written by the op
+        out.append((q_w, q_w.t(s_t[s_at:s_at + ns].view(cols, rows // 16))))
     return out

@@ -157,13 +157,15 @@ class Recipe:
                     need[rows_dim] = math.lcm(need[rows_dim], op.block[0])
         return need
 
+    def _format_of(self, gemm: str, operand: str) -> str | None:
+        """The format name of ``gemm``'s operand ``a`` or ``b``; None where it is unquantized."""
+        cfg = getattr(self, gemm)
+        return getattr(cfg, operand).format.value if cfg.quantized else None
+
     def op_keys(self) -> set[tuple[str, str]]:
         """The ``(op, key)`` pairs a layer's training step dispatches (``backend.explain``)."""
         from .backend import mm_key, rowcol_key
-
-        def fmt(gemm: str, operand: str) -> str | None:
-            cfg = getattr(self, gemm)
-            return getattr(cfg, operand).format.value if cfg.quantized else None
+        fmt = self._format_of
         keys = set()
         for (g1, o1), (g2, o2) in ((("fprop", "a"), ("wgrad", "b")), (("fprop", "b"), ("dgrad", "b")),
                                    (("dgrad", "a"), ("wgrad", "a"))):
@@ -182,8 +184,7 @@ class Recipe:
         W's alone for NVFP4 16×16 weights (their Wᵀ is W's transpose). Not in
         :meth:`op_keys`: a step runs them only inside the cache."""
         from .backend import rowcol_key
-        w, w_t = (getattr(self, g).b.format.value if getattr(self, g).quantized else None
-                  for g in ("fprop", "dgrad"))
+        w, w_t = self._format_of("fprop", "b"), self._format_of("dgrad", "b")
         if w is None and w_t is None:
             return set()
         return {("quantize_rowcol_many", rowcol_key(w, None if w == "nvfp4" else w_t))}

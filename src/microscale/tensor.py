@@ -191,13 +191,14 @@ class QuantizedTensor:
         return x.clamp(-top, top).reshape(self.shape).to(dtype)     # satfinite; NaN stays
 
     # ----------------------------------------------------------------- transpose
-    def t(self) -> "QuantizedTensor":
+    def t(self, scale_t: torch.Tensor | None = None) -> "QuantizedTensor":
         """Exact transpose for square-tiled formats (NVFP4 16×16, FP8 128×128).
 
         SPEC §3/§8: a 2D-tiled tensor's quantized transpose is the transpose of its codes and
         its tile scales, so dgrad can reuse fprop's weight without re-quantizing. Only 2-D.
         An expanded NVFP4 operand's data comes back as a transposed *view* (no copy; the GEMMs
-        read it in place), its scales transposed like the codes'.
+        read it in place), its scales transposed like the codes'. ``scale_t`` (NVFP4): those
+        transposed scale bytes where a kernel already wrote them (``ops_many``'s weights).
         """
         if len(self.shape) != 2 or self.block[0] != self.block[1] or self.block[0] == 1:
             raise ValueError(f"t() needs a 2-D tensor with square 2D tiles, got shape "
@@ -209,9 +210,12 @@ class QuantizedTensor:
         rows, cols = self.shape
         if self.fmt == QFormat.NVFP4:
             from .formats import pack_nibbles
-            scale = transpose_tile_scales(self.scale, self.block[0])
+            scale = transpose_tile_scales(self.scale, self.block[0]) if scale_t is None \
+                else scale_t
             data = self.data.t() if self.expanded else \
                 pack_nibbles(unpack_fp4(self.data).t().contiguous())
+        elif scale_t is not None:
+            raise ValueError(f"t(scale_t=...) is for NVFP4 tiles, not {self.fmt.value}")
         elif self.fmt == QFormat.FP8_BLOCK:
             data, scale = self.data.t().contiguous(), self.scale.t().contiguous()
         else:

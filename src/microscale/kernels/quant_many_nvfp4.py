@@ -153,7 +153,7 @@ def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[
     """Kernel twin of ``ops_many.rowcol_many_reference`` for NVFP4 16×16 weights: the flat
     outputs ``[expanded W (bf16), scale bytes, (empty), Wᵀ's scale bytes, amax]``."""
     _check(xs, row, col)
-    _, _, nq, ns = flat_offsets([x.shape for x in xs], (1, 16))
+    _, s_offs, nq, ns = flat_offsets([x.shape for x in xs], (1, 16))
     dev = xs[0].device
     br, bc = CONFIG["BR"], CONFIG["BC"]
     tab, tiles = tables(xs, (br, bc), (1, 16))
@@ -172,14 +172,13 @@ def quantize_rowcol_many_nvfp4_triton(xs: list[torch.Tensor], row, col) -> list[
                                s_t.view(torch.uint8), n_tiles, *args, write_t,
                                num_warps=CONFIG["num_warps"])
     if not write_t:
-        _transpose_scales_into(s_t, s, [x.shape for x in xs])
+        _transpose_scales_into(s_t, s, [x.shape for x in xs], s_offs)
     return [q, s, q.new_empty(0, dtype=torch.uint8), s_t, amax]
 
 
-def _transpose_scales_into(s_t: torch.Tensor, s: torch.Tensor, shapes) -> None:
+def _transpose_scales_into(s_t: torch.Tensor, s: torch.Tensor, shapes, s_offs) -> None:
     """Each weight's transposed tile scale bytes (``tensor.transpose_tile_scales``) copied
-    from ``s`` into ``s_t`` at its flat offset: one copy a weight."""
-    _, s_offs, _, _ = flat_offsets(shapes, (1, 16))
+    from ``s`` into ``s_t`` at its flat offset (``s_offs``): one copy a weight."""
     for (rows, cols), at in zip(shapes, s_offs):
         n = rows * (cols // 16)
         transpose_tile_scales(s[at:at + n].view(rows, cols // 16), 16,
