@@ -407,6 +407,17 @@ for _br, _nb in ((1, 32), (4, 8)):
         _br * _nb * 16)
 
 
+# session 57: training's expanded row views (quant_nvfp4.CONFIG["ROW1"]: [4, 8] blocks, one
+# warp, PREFETCH), RNE (x, relu²(u)) and SR with wide Philox (dy, du)
+PRESETS["nv_row1_exp_now"] = (
+    quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
+    _NV_ROW1_NOW | dict(EXP=1, BR=4, NB=8, PREFETCH=True), 1, 1, 4 * 8 * 16)
+PRESETS["nv_row1_sr_exp_now"] = (
+    quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
+    _NV_ROW1_NOW | dict(EXP=1, SR=2, BR=4, NB=8, PREFETCH=True, PHILOX_WIDE=True), 1, 1,
+    4 * 8 * 16)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,7 +9,8 @@ grid, the grid's ties and their fp32 neighbours, with random bytes and the extre
 (``scaled_e2m1_code_fast``: the value times 2^-126, whose bits are the code) must equal the
 comparison chain's. Runs in Triton's interpreter (CI) and, marked ``gpu``, compiled, where the
 compiler must not fold ``(a + m) - m`` away nor flush the subnormal 2^-127 to zero, and where
-SR floors with PTX ``mul.rz`` (the interpreter runs no PTX: a float64 model of it is checked
+SR floors with PTX ``mul.rz`` and RNE rounds in the scaled domain with one ``fma`` (the
+interpreter runs no PTX and rounds a product before adding: float64 models of both are checked
 here against the library's encoder too).
 """
 
@@ -121,6 +122,24 @@ def test_sr_codes_through_mul_rz_model(fill):
     rbytes = _sr_bytes(y, fill)
     want = formats.e2m1_stochastic_encode(y, rbytes).to(torch.int32)
     assert torch.equal(_sr_codes_through_mul_rz(y, rbytes), want)
+
+
+def _rne_codes_through_fma(y: torch.Tensor) -> torch.Tensor:
+    """``_e2m1``'s GPU RNE codes (``_rne_grid_bits``), modelled in torch: ``m'`` from ``a``'s
+    exponent bits, ``fma(a, 2^-126, m')`` as one rounding of the exact sum (taken in float64,
+    then rounded to fp32: exact wherever ``a`` is near a tie, ``a ≥ 2^-3``, and far from every
+    tie below), minus ``m'`` (exact), the code in bits 22-24."""
+    a = y.abs().clamp(max=6.0)
+    m = torch.clamp((a.view(torch.int32) & 0x7F800000) - 0x33C00000,
+                    min=0x0BC00000).view(torch.float32)
+    t = (a.double() * 2.0 ** -126 + m.double()).float()
+    return ((t - m).view(torch.int32) >> 22) | ((y.view(torch.int32) >> 28) & 8)
+
+
+def test_rne_codes_through_fma_model():
+    """The GPU's RNE codes rounded in the 2^-126-scaled domain equal the library's encoder."""
+    y = _inputs(torch.device("cpu"))
+    assert torch.equal(_rne_codes_through_fma(y), formats.e2m1_encode(y).to(torch.int32))
 
 
 @pytest.mark.gpu

@@ -54,7 +54,8 @@ from ._host import interpreting
 from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
-           "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "e2m1_rne_mag",
+           "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "scaled_e2m1_nibble",
+           "e2m1_rne_mag",
            "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
 
 # PTX for the SR floor (``mul.rz``) where Triton compiles; the interpreter runs none.
@@ -144,8 +145,54 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
     if SR:
         code = (_sr_grid_bits(a, rbyte) >> 22) | sign_nibble(y)
     else:
-        code = e2m1_code_of_mag(e2m1_rne_mag(a), y)
+        code = (_rne_grid_bits(a) >> 22) | sign_nibble(y)
     return code
+
+
+@triton.jit
+def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
+    """:func:`scaled_e2m1_code_fast`'s code already at bit ``s`` of a packed word (``s`` a
+    multiple of 4, known at compile time per element, at most 28), so that packing is an OR.
+    The grid bits hold the magnitude code at bits 22-24 (RNE: nothing else, :func:`_rne_grid_bits`;
+    SR: the truncated bits below, masked off), moved by one shift; the sign is ``y``'s bit 31
+    moved to bit ``s + 3``. Compiled, ~3 instructions an element for what took ~5 (shift to
+    the code, the sign's shift and merge, the shift into place, the sum)."""
+    y = v * enc
+    a = tl.minimum(tl.abs(y), 6.0)
+    if SR:
+        bits = _sr_grid_bits(a, rbyte)
+    else:
+        bits = _rne_grid_bits(a)
+    # (above bit 22, the code itself shifted: ptxas 12.8 once dropped an element's ``bits << 6``
+    # from a packed word, session 41; ``(bits >> 22) << 28`` compiled right)
+    mag = tl.where(s <= 22, bits >> tl.maximum(22 - s, 0), (bits >> 22) << tl.maximum(s, 22))
+    if SR:                                  # the truncated bits below the code
+        mag = mag & (7 << s)
+    sign = (y.to(tl.uint32, bitcast=True) >> (28 - s).to(tl.uint32)).to(tl.int32, bitcast=True)
+    return mag | (sign & (8 << s))
+
+
+@triton.jit
+def _rne_grid_bits(a):
+    """The fp32 bits of RNE's E2M1 magnitude of ``a`` (in [0, 6]) times 2^-126, whose bits
+    >> 22 are its code (:func:`e2m1_code_of_mag`). Compiled, the rounding happens in that
+    scaled domain: ``m' = m · 2^-126`` (``m`` :func:`e2m1_rne_mag`'s magic, whose ulp is the
+    step) has the bits ``binade - 0x33C00000``, one integer max-add from ``a``'s exponent
+    bits; one fused multiply-add ``a · 2^-126 + m'`` rounds the exact sum once, at the step
+    scaled by 2^-126 (a normal number, so scaling commutes with rounding); minus ``m'`` it is
+    the scaled grid value, exactly (a subnormal for 0.5, kept). Five instructions where the
+    unscaled rounding and the scaling took six. The interpreter's ``fma`` rounds the product
+    first, so there the value is rounded unscaled and scaled after (the same bits;
+    ``tests/test_e2m1_values.py`` models the fused one)."""
+    if _RZ_PTX:
+        bits_m = tl.inline_asm_elementwise(          # one VIADDMNMX (LLVM would reorder)
+            "{ .reg .s32 t; sub.s32 t, $1, 868220928; max.s32 $0, t, 197132288; }", "=r,r",
+            [a.to(tl.int32, bitcast=True) & 0x7F800000], dtype=tl.int32, is_pure=True, pack=1)
+        m = bits_m.to(tl.float32, bitcast=True)
+        bits = (tl.fma(a, 1.1754943508222875e-38, m) - m).to(tl.int32, bitcast=True)
+    else:
+        bits = (e2m1_rne_mag(a) * 1.1754943508222875e-38).to(tl.int32, bitcast=True)
+    return bits
 
 
 # --------------------------------------------------------------------------- values

@@ -19,8 +19,8 @@ whole block and every per-block operation stays in registers:
 * codes pack in-thread: byte j of half h's word is ``code(8h+2j) | code(8h+2j+1) << 4``, and
   the block's two words go out together (the expanded values: two 16-byte stores of bf16
   pairs);
-* E2M1 codes come from the rounded value (``_e2m1.scaled_e2m1_code_fast``: the value times
-  2^-126, whose bits are the code), three instructions instead of a compare-and-select chain.
+* E2M1 codes come from the rounded value times 2^-126, whose bits are the code, each shifted
+  straight to its nibble (``_e2m1.scaled_e2m1_nibble``): no compare-and-select chain.
 * SR: the block's 128 Philox bits (counter ``r · cols/16 + b``, key ``seed``, byte k for
   element k, as the other passes) come from one ``randint4x`` in the same thread; with
   ``PHILOX_WIDE`` from ``_philox.philox4x32``, the same words with each round's high and low
@@ -72,7 +72,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast, scaled_e2m1_nibble
 from ._philox import philox_words
 from ._rht import rht_butterfly
 from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
@@ -299,15 +299,15 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
         if EXP:
             outs = outs + (nvfp4_expanded_value(v[i], enc[:, :, None], rb,
                                                 scale_byte[:, :, None], SR > 0),)
-        else:
-            outs = outs + (scaled_e2m1_code_fast(v[i], enc[:, :, None], rb, SR > 0),)
+        else:   # element 8h + 2j + p: nibble 2j + p of word h, placed as it is rounded
+            s = 8 * tl.arange(0, 4)[None, None, :] + 4 * (i % 2)
+            outs = outs + (scaled_e2m1_nibble(v[i], enc[:, :, None], rb, SR > 0, s),)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
         _store_half_values(q_ptr, outs[2], outs[3], r, b, 1, rows, cols, EVEN)
     else:
-        sh = 8 * tl.arange(0, 4)[None, None, :]
-        word0 = tl.sum((outs[0] | (outs[1] << 4)) << sh, axis=2)
-        word1 = tl.sum((outs[2] | (outs[3] << 4)) << sh, axis=2)
+        word0 = tl.sum(outs[0] | outs[1], axis=2)
+        word1 = tl.sum(outs[2] | outs[3], axis=2)
         _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN, STORE64)
     if EXP:
         _store_scales(s_ptr, scale_byte, r, b, rows, cols, EVEN, STORE64)
