@@ -418,6 +418,14 @@ PRESETS["nv_row1_sr_exp_now"] = (
     4 * 8 * 16)
 
 
+PRESETS["nv_col_rht_now"] = (                    # an RHT column view alone, codes, REG_COL RNE
+    quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
+    _NV_REG | dict(NI=8, BC=32, ROW=False, FAST_E2M1=True, PREFETCH=True), 2, 1, 128 * 32)
+PRESETS["nv_row1_rht_now"] = (                   # a row view with the RHT, codes (1x16_rht)
+    quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
+    _NV_ROW1_NOW | dict(RHT=True, BR=2, NB=32, PREFETCH=True), 1, 1, 2 * 32 * 16)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

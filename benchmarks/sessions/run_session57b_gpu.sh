@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 57, calls 2-3 (one H200, ~9 minutes each): call 1's kernel changes in training. The
+# Session 57, calls 3-4 (one H200, ~9 minutes each): the kernel changes in training. The
 # 1b model, bf16 / nvfp4 / bf16 in one process, once on the commit before them (.base/src,
-# carried) and once on this one, in the order ORDER gives (call 2 "base new", call 3 "new
+# carried) and once on this one, in the order ORDER gives (call 3 "base new", call 4 "new
 # base"); each process's ratios are against its own bf16.
 #     run: OUT=$OUT ORDER="base new" timeout 590 bash benchmarks/sessions/run_session57b_gpu.sh
 #     (carry .base)

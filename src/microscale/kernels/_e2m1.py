@@ -152,7 +152,8 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
 @triton.jit
 def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
     """:func:`scaled_e2m1_code_fast`'s code already at bit ``s`` of a packed word (``s`` a
-    multiple of 4, known at compile time per element, at most 28), so that packing is an OR.
+    multiple of 4, at most 28, a constexpr or known per element at compile time), so that
+    packing is an OR.
     The grid bits hold the magnitude code at bits 22-24 (RNE: nothing else, :func:`_rne_grid_bits`;
     SR: the truncated bits below, masked off), moved by one shift; the sign is ``y``'s bit 31
     moved to bit ``s + 3``. Compiled, ~3 instructions an element for what took ~5 (shift to
@@ -168,8 +169,9 @@ def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
     mag = tl.where(s <= 22, bits >> tl.maximum(22 - s, 0), (bits >> 22) << tl.maximum(s, 22))
     if SR:                                  # the truncated bits below the code
         mag = mag & (7 << s)
-    sign = (y.to(tl.uint32, bitcast=True) >> (28 - s).to(tl.uint32)).to(tl.int32, bitcast=True)
-    return mag | (sign & (8 << s))
+    sign = (y.to(tl.uint32, bitcast=True) >> tl.cast(28 - s, tl.uint32)) \
+        & tl.cast(8 << s, tl.uint32)                  # (bit 31 when s is 28: unsigned)
+    return mag | sign.to(tl.int32, bitcast=True)
 
 
 @triton.jit

@@ -376,9 +376,11 @@ def tile_coords(t, n_tc, BR: tl.constexpr, BC: tl.constexpr):
     n = tl.maximum(tl.cast(n_tc, tl.uint32), 1)        # (n_tc may be a constexpr 1)
     tu = tl.cast(t, tl.uint32)
     q = tl.umulhi(tu, tl.full([], 0xFFFFFFFF, tl.uint32) // n)
-    fix = tu - q * n >= n
+    r = tu - q * n
+    fix = r >= n
     q = tl.where(fix, q + 1, q)
-    return q.to(tl.int32) * BR, (tu - q * n).to(tl.int32) * BC
+    r = tl.where(fix, r - n, r)
+    return q.to(tl.int32) * BR, r.to(tl.int32) * BC
 
 
 @triton.jit

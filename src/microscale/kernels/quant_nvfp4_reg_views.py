@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from ._rht import rht_butterfly, rht_pair_maxima
-from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code, scaled_e2m1_nibble
 from ._philox import philox_words
 from .quant_rowcol_reg import prologue_of
 from ._utils import (NATIVE_CASTS, bf16_pair, bits_byte, max_abs, max_keep_nan,
@@ -255,10 +255,7 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
     hi = tl.zeros((NI, W), dtype=tl.int32)
     vals = ()
     for j in tl.static_range(16):
-        if RHT:
-            v = ys[j]
-        else:
-            v = tl.where(ys[j] != ys[j], 0.0, ys[j])
+        v = ys[j] if RHT else tl.where(ys[j] != ys[j], 0.0, ys[j])
         if SR == 1:
             rb = tl.load(b_ptr + c * rows + grp * 16 + j, mask=ok, other=0).to(tl.int32)
         elif SR == 2:
@@ -267,10 +264,15 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
             rb = 0
         if EXP:                                # NaN where the scale is the NaN byte
             vals = vals + (nvfp4_expanded_value(v, enc, rb, scale_byte, SR > 0),)
-        elif j < 8:
-            lo = lo | (scaled_e2m1_code(v, enc, rb, SR > 0, FAST) << (4 * j))
         else:
-            hi = hi | (scaled_e2m1_code(v, enc, rb, SR > 0, FAST) << (4 * (j - 8)))
+            if FAST:                           # the code shifted to its nibble as it rounds
+                nib = scaled_e2m1_nibble(v, enc, rb, SR > 0, 4 * (j % 8))
+            else:
+                nib = scaled_e2m1_code(v, enc, rb, SR > 0, False) << (4 * (j % 8))
+            if j < 8:
+                lo = lo | nib
+            else:
+                hi = hi | nib
     if EXP:
         pairs = ()                             # bf16 pairs as words: [NI, W, 8]
         for m in tl.static_range(8):

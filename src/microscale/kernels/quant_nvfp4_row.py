@@ -72,7 +72,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code_fast, scaled_e2m1_nibble
+from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_nibble
 from ._philox import philox_words
 from ._rht import rht_butterfly
 from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
@@ -244,11 +244,10 @@ def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYP
             rb = rbs[k]
         else:
             rb = 0
-        code = scaled_e2m1_code_fast(ys[k], enc, rb, SR > 0)
         if k < 8:
-            word0 = word0 | (code << (4 * k))
+            word0 = word0 | scaled_e2m1_nibble(ys[k], enc, rb, SR > 0, 4 * k)
         else:
-            word1 = word1 | (code << (4 * (k - 8)))
+            word1 = word1 | scaled_e2m1_nibble(ys[k], enc, rb, SR > 0, 4 * (k - 8))
     _store_codes(q_ptr, s_ptr, tl.where(bad, 0, word0), tl.where(bad, 0, word1), scale_byte,
                  r, b, rows, cols, EVEN, STORE64)
 
