@@ -48,16 +48,12 @@ at the end rather than masked), so one warp a program keeps loads in flight with
 occupancy that two warps bought before. Codes at [2, 32] blocks (two a thread), 24 programs an
 SM; expanded views at [4, 8], 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 
-Measured (H100, graph-replayed, 8192² bf16, amax given): RNE codes 85.4 µs against the reg
-pass's 125.9 in session 31 (46% -> 67% of the copy rate counting x once), 76.2 µs with the
-NaN tiles, the stores and the [8, 16] tile in session 32 (75%); SR 104.2 against 150.6 (38% ->
-55%), then 93.6 at [4, 8] with 1 warp (61%), 87.4 with SR's floor as PTX ``mul.rz`` (66%,
-session 36: 1.14-1.16x the RNE time); with the RHT 83.7 µs (68%; the rows pass: 24%
-with its amax pass, 38% now). Written expanded (a training split pair's row launch) it ran
-level with the reg pass until ``PREFETCH`` (session 40, H200): RNE codes 70.2 -> 58.7 µs,
-SR codes 86.0 -> 75.4, expanded RNE 95.0 (reg pass) -> 85.0, expanded SR 109.0 -> 87.7;
-``PHILOX_WIDE`` (session 41, the same process each): expanded SR 103.2 -> 87.8, SR codes
-75.4 -> 75.1.
+Measured (graph-replayed, 8192² bf16, amax given; ``benchmarks/results/quant_notes.md``): RNE
+codes 85.4 µs against the reg pass's 125.9 (H100, session 31), 58.7 with ``PREFETCH`` (H200,
+session 40), 55.8 with session 57's cheaper tile index, scale decode and codes (72% of the
+copy rate counting x once); SR codes 75.1, expanded RNE 84.3, expanded SR 87.2 (session 57).
+``UNROLL2`` (with ``PREFETCH``): two tiles an iteration, so that the next tile's words land
+in the registers of the tile just quantized instead of being moved there each iteration.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -358,7 +354,8 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
                      STORE64: tl.constexpr = False, RHT: tl.constexpr = False,
-                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
+                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False,
+                     UNROLL2: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -369,7 +366,21 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
     store_amaxes(amax, amax, ar_ptr, ar_ptr, True, False, NP)
     s_enc6, s_dec = nvfp4_scales_of(amax)
     seed = tl.load(seed_ptr) if SR == 2 else 0
-    if PREFETCH:       # the next tile's words load while this one's are quantized
+    if PREFETCH and UNROLL2:    # two tiles an iteration (module docstring), as below
+        step = tl.num_programs(0)
+        r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB)
+        wa = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
+        for t in tl.range(tl.program_id(0), n_tiles, 2 * step, num_stages=1):
+            r2, b2 = _tile(tl.minimum(t + step, n_tiles - 1), n_tc, BR, NB)
+            wb = _load_words(x_ptr, y_ptr, r2, b2, rows, cols, EVEN, PRO)
+            _block(wa, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE,
+                   SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
+            r, b = _tile(tl.minimum(t + 2 * step, n_tiles - 1), n_tc, BR, NB)
+            wa = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
+            if t + step < n_tiles:
+                _block(wb, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r2, b2, rows, cols,
+                       IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
+    elif PREFETCH:     # the next tile's words load while this one's are quantized
         # (the grid never exceeds the tiles, quant_nvfp4.launch_row; the clamp keeps the
         # first load inside x whatever the grid)
         r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB)
