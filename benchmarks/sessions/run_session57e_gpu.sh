@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 57, call 5 (one H200, ~4 minutes): calls 3-4 read 1b nvfp4 0.7-1.2% slower on the
+# session's kernel changes than on the commit before them (.base/src, carried), both orders,
+# while 125m read +0.4% and every kernel timed alone was level or faster. One profiled 1b
+# nvfp4 step on each, its launches in order (train_1b_SIDE.seq.json; tools/seq_layer.py
+# --by-name sets one layer's launches side by side).
+#     run: OUT=$OUT timeout 300 bash benchmarks/sessions/run_session57e_gpu.sh  (carry .base)
+set -uo pipefail
+source "$(dirname "$0")/../gpu_env.sh"
+export TRITON_CACHE_DIR=/tmp/tcache
+NEW=$PYTHONPATH
+BASE=$PWD/.base/src:$PYTHONPATH
+for side in base new; do
+  if [ "$side" = base ]; then export PYTHONPATH=$BASE; else export PYTHONPATH=$NEW; fi
+  TAIL=4 step 140 "train_1b_$side.txt" python3 benchmarks/bench_train.py --graph step \
+    --warmup 2 --steps 3 --models 1b --batch 8 --seq 2048 --recipes nvfp4 --profile nvfp4 \
+    --out "$OUT/train_1b_$side.json"
+done
+export PYTHONPATH=$NEW
