@@ -425,11 +425,6 @@ PRESETS["nv_row1_rht_now"] = (                   # a row view with the RHT, code
     quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
     _NV_ROW1_NOW | dict(RHT=True, BR=2, NB=32, PREFETCH=True), 1, 1, 2 * 32 * 16)
 
-for _name in ("nv_row1_rne_now", "nv_row1_sr_wide", "nv_row1_rht_now", "nv_row1_exp_now",
-              "nv_row1_sr_exp_now"):        # session 57: two tiles an iteration
-    _fn, _sig, _c, _w, _s, _e = PRESETS[_name]
-    PRESETS[_name + "_u2"] = (_fn, _sig, _c | dict(UNROLL2=True), _w, _s, _e)
-
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,

@@ -125,14 +125,16 @@ def e5m2_byte(v):
 
 
 @triton.jit
-def e4m3_value(byte):
-    """Positive E4M3 byte (no NaN) -> its exact fp32 value (on the GPU the hardware's
-    ``cvt.rn.f16x2.e4m3x2``, two bytes an instruction, for ~10 integer ones a byte)."""
-    if NATIVE_CASTS:
+def e4m3_value(byte, NATIVE: tl.constexpr = False):
+    """Positive E4M3 byte (no NaN) -> its exact fp32 value (``NATIVE``, on the GPU: the
+    hardware's ``cvt.rn.f16x2.e4m3x2``, for ~10 integer instructions a byte)."""
+    if NATIVE and NATIVE_CASTS:
         return byte.to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float32)
     b = byte.to(tl.int32)
-    normal = ((((b >> 3) + 120) << 23) | ((b & 7) << 20)).to(tl.float32, bitcast=True)
-    return tl.where(b >= 8, normal, (b & 7).to(tl.float32) * 0.001953125)
+    e = b >> 3
+    m = b & 7
+    normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
+    return tl.where(e > 0, normal, m.to(tl.float32) * 0.001953125)
 
 
 # --------------------------------------------------------------------------- MX scales
@@ -199,10 +201,11 @@ def nvfp4_scales_of(amax):
 
 
 @triton.jit
-def nvfp4_block_scales(vmax, s_enc6, s_dec):
+def nvfp4_block_scales(vmax, s_enc6, s_dec, NATIVE: tl.constexpr = False):
     """E4M3 scale bytes and fp32 encode factors from fp32 block maxima (SPEC §2 steps 3-4)."""
     scale_byte = e4m3_byte(tl.minimum(vmax * s_enc6, 448.0))
-    enc = tl.minimum(tl.math.div_rn(1.0, e4m3_value(scale_byte) * s_dec), 3.4028234663852886e38)
+    enc = tl.minimum(tl.math.div_rn(1.0, e4m3_value(scale_byte, NATIVE) * s_dec),
+                     3.4028234663852886e38)
     return scale_byte, enc
 
 
@@ -369,18 +372,20 @@ def block_flag(mask, AXIS: tl.constexpr):
 
 @triton.jit
 def tile_coords(t, n_tc, BR: tl.constexpr, BC: tl.constexpr):
-    """Tile index ``t`` (row-major over ``n_tc`` tile columns) -> (row0, col0): the quotient
-    by a high multiply with ``floor((2^32 - 1) / n_tc)`` (one short at most for ``t < 2^32``)
-    and one correction, ~7 instructions a tile for a signed division's ~27. That divisor is
-    known non-zero, so the compiler hoists the one division out of a persistent loop."""
+    """Tile index ``t`` (row-major over a grid of ``n_tc`` tile columns) -> (row0, col0)."""
+    return (t // n_tc) * BR, (t % n_tc) * BC
+
+
+@triton.jit
+def tile_coords_hoisted(t, n_tc, BR: tl.constexpr, BC: tl.constexpr):
+    """:func:`tile_coords` by a high multiply with ``floor((2^32 - 1) / n_tc)`` (one short at
+    most for ``t < 2^32``), corrected: ~7 instructions a tile for a signed division's ~27 (the
+    divisor is known non-zero, so the one division is hoisted out of a persistent loop)."""
     n = tl.maximum(tl.cast(n_tc, tl.uint32), 1)        # (n_tc may be a constexpr 1)
-    tu = tl.cast(t, tl.uint32)
-    q = tl.umulhi(tu, tl.full([], 0xFFFFFFFF, tl.uint32) // n)
-    r = tu - q * n
+    q = tl.umulhi(tl.cast(t, tl.uint32), tl.full([], 0xFFFFFFFF, tl.uint32) // n)
+    r = tl.cast(t, tl.uint32) - q * n
     fix = r >= n
-    q = tl.where(fix, q + 1, q)
-    r = tl.where(fix, r - n, r)
-    return q.to(tl.int32) * BR, r.to(tl.int32) * BC
+    return tl.where(fix, q + 1, q).to(tl.int32) * BR, tl.where(fix, r - n, r).to(tl.int32) * BC
 
 
 @triton.jit

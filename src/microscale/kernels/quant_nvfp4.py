@@ -253,7 +253,6 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
         RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
-        UNROLL2=cfg.get("UNROLL2", False),
         num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 

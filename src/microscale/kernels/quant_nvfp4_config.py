@@ -185,10 +185,6 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    # element's `bits << 6` from the word, caught by the GPU tests.)
                    "PHILOX_WIDE": os.environ.get("MICROSCALE_NVFP4_ROW1_PHILOX_WIDE",
                                                  "1") != "0",
-                   # UNROLL2 (with PREFETCH): two tiles an iteration, so no register moves
-                   # carry the next tile's words (offline SASS, Triton 3.6: RNE codes 15.7 ->
-                   # 15.1 instructions an element, the loop's code twice as long)
-                   "UNROLL2": os.environ.get("MICROSCALE_NVFP4_ROW1_UNROLL2", "0") != "0",
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,

@@ -51,9 +51,11 @@ SM; expanded views at [4, 8], 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 Measured (graph-replayed, 8192² bf16, amax given; ``benchmarks/results/quant_notes.md``): RNE
 codes 85.4 µs against the reg pass's 125.9 (H100, session 31), 58.7 with ``PREFETCH`` (H200,
 session 40), 55.8 with session 57's cheaper tile index, scale decode and codes (72% of the
-copy rate counting x once); SR codes 75.1, expanded RNE 84.3, expanded SR 87.2 (session 57).
-``UNROLL2`` (with ``PREFETCH``): two tiles an iteration, so that the next tile's words land
-in the registers of the tile just quantized instead of being moved there each iteration.
+copy rate counting x once); SR codes 74.6. Those codes take the hoisted tile division and the
+hardware's scale decode; training's expanded views (84.3 / 87.2 µs, RNE / SR) do not: alone
+they ran level with them, but a 1b step ran 0.7-1.2% slower with them in every kernel (two
+process pairs, not yet explained). Two tiles an iteration (no register moves carrying the
+next tile's words) ran 4-18% slower.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -72,7 +74,8 @@ from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_nibble
 from ._philox import philox_words
 from ._rht import rht_butterfly
 from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
-                     nvfp4_scales_of, rotated_block_max, split_nan, store_amaxes, tile_coords)
+                     nvfp4_scales_of, rotated_block_max, split_nan, store_amaxes, tile_coords,
+                     tile_coords_hoisted)
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import _prologue_words, _word_half
 
@@ -226,7 +229,7 @@ def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYP
     NaN byte and its codes are 0, as the reference's NaN-read-as-0 rotation gives."""
     ys = rht_butterfly(_elements(v), 16, IN_DTYPE, _SIGNS)
     vmax, bad = rotated_block_max(ys)
-    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, True)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 1:                 # byte k of the caller's for element k, loaded as the parts are
         rbs = _elements((_caller_bytes(b_ptr, r, b, 0, 0, rows, cols),
@@ -279,7 +282,7 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
             PHILOX_WIDE: tl.constexpr = False):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
     expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`)."""
-    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec)
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, EXP == 0)   # (codes: _tile)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
         w0, w1, w2, w3 = philox_words(seed, r * (cols // 16) + b, PHILOX_WIDE)
@@ -354,8 +357,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
                      STORE64: tl.constexpr = False, RHT: tl.constexpr = False,
-                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False,
-                     UNROLL2: tl.constexpr = False):
+                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -366,28 +368,15 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
     store_amaxes(amax, amax, ar_ptr, ar_ptr, True, False, NP)
     s_enc6, s_dec = nvfp4_scales_of(amax)
     seed = tl.load(seed_ptr) if SR == 2 else 0
-    if PREFETCH and UNROLL2:    # two tiles an iteration (module docstring), as below
-        step = tl.num_programs(0)
-        r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB)
-        wa = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
-        for t in tl.range(tl.program_id(0), n_tiles, 2 * step, num_stages=1):
-            r2, b2 = _tile(tl.minimum(t + step, n_tiles - 1), n_tc, BR, NB)
-            wb = _load_words(x_ptr, y_ptr, r2, b2, rows, cols, EVEN, PRO)
-            _block(wa, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE,
-                   SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
-            r, b = _tile(tl.minimum(t + 2 * step, n_tiles - 1), n_tc, BR, NB)
-            wa = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
-            if t + step < n_tiles:
-                _block(wb, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r2, b2, rows, cols,
-                       IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
-    elif PREFETCH:     # the next tile's words load while this one's are quantized
+    if PREFETCH:       # the next tile's words load while this one's are quantized
         # (the grid never exceeds the tiles, quant_nvfp4.launch_row; the clamp keeps the
         # first load inside x whatever the grid)
-        r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB)
+        r, b = _tile(tl.minimum(tl.program_id(0), n_tiles - 1), n_tc, BR, NB, EXP)
         x0, x1, y0, y1 = _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO)
         for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=1):
             # past the last tile, the last tile again (loaded, never stored: no mask needed)
-            r_nx, b_nx = _tile(tl.minimum(t + tl.num_programs(0), n_tiles - 1), n_tc, BR, NB)
+            r_nx, b_nx = _tile(tl.minimum(t + tl.num_programs(0), n_tiles - 1), n_tc, BR, NB,
+                               EXP)
             nx = _load_words(x_ptr, y_ptr, r_nx, b_nx, rows, cols, EVEN, PRO)
             _block((x0, x1, y0, y1), b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
                    cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
@@ -396,15 +385,16 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
     else:
         for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0),
                           num_stages=NUM_STAGES):
-            r, b = _tile(t, n_tc, BR, NB)
+            r, b = _tile(t, n_tc, BR, NB, EXP)
             _block(_load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO), b_ptr, q_ptr,
                    s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE, SR, EXP, EVEN, PRO,
                    NAN_TILE, STORE64, RHT, PHILOX_WIDE)
 
 
 @triton.jit
-def _tile(t, n_tc, BR: tl.constexpr, NB: tl.constexpr):
-    """Rows ``[BR, 1]`` and block columns ``[1, NB]`` of tile ``t``."""
-    r0, b0 = tile_coords(t, n_tc, BR, NB)
+def _tile(t, n_tc, BR: tl.constexpr, NB: tl.constexpr, EXP: tl.constexpr):
+    """Rows ``[BR, 1]`` and block columns ``[1, NB]`` of tile ``t``. Codes (``EXP`` 0) take the
+    hoisted tile division and the hardware's scale decode (session 57, module docstring)."""
+    r0, b0 = tile_coords_hoisted(t, n_tc, BR, NB) if EXP == 0 else tile_coords(t, n_tc, BR, NB)
     return r0 + tl.arange(0, BR)[:, None], b0 + tl.arange(0, NB)[None, :]
 
