@@ -55,8 +55,7 @@ from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
            "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "scaled_e2m1_nibble",
-           "e2m1_rne_mag",
-           "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
+           "e2m1_rne_mag", "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
 
 # PTX for the SR floor (``mul.rz``) where Triton compiles; the interpreter runs none.
 _RZ_PTX = tl.constexpr(not interpreting())
@@ -153,11 +152,11 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
 def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
     """:func:`scaled_e2m1_code_fast`'s code already at bit ``s`` of a packed word (``s`` a
     multiple of 4, at most 28, a constexpr or known per element at compile time), so that
-    packing is an OR.
-    The grid bits hold the magnitude code at bits 22-24 (RNE: nothing else, :func:`_rne_grid_bits`;
-    SR: the truncated bits below, masked off), moved by one shift; the sign is ``y``'s bit 31
-    moved to bit ``s + 3``. Compiled, ~3 instructions an element for what took ~5 (shift to
-    the code, the sign's shift and merge, the shift into place, the sum)."""
+    packing is an OR. The grid bits hold the magnitude code at bits 22-24 (RNE: nothing else,
+    :func:`_rne_grid_bits`; SR: the truncated bits below, masked off), moved by one shift; the
+    sign is ``y``'s bit 31 moved to bit ``s + 3``. Compiled, ~3 instructions an element for
+    what took ~5 (the shift to the code, the sign's shift and merge, the shift into place,
+    the sum)."""
     y = v * enc
     a = tl.minimum(tl.abs(y), 6.0)
     if SR:

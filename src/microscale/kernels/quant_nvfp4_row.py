@@ -282,7 +282,7 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
             PHILOX_WIDE: tl.constexpr = False):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
     expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`)."""
-    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, EXP == 0)   # (codes: _tile)
+    scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, EXP == 0)   # (_tile's rule)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
         w0, w1, w2, w3 = philox_words(seed, r * (cols // 16) + b, PHILOX_WIDE)
