@@ -33,7 +33,7 @@ and the floor), a quarter of the FMA rate. Neither is needed:
   it is ``binade · r/512 = u · step`` exactly (Sterbenz), so ``t = a + (that - binade)`` is
   the same fp32 sum.
 * The floor onto the grid is ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``,
-  subnormals kept): as for :func:`e2m1_code_of_mag`, that scaling maps the E2M1 grid onto
+  subnormals kept): as for :func:`_grid_bits`, that scaling maps the E2M1 grid onto
   fp32's exponent field and top mantissa bit, and the truncation keeps only those, so the
   bits >> 22 are the floored code (0.5·floor(2t) below 1, one mantissa bit above; ``t < 8``
   keeps it ≤ 6). Triton's interpreter runs no PTX, so it floors as above (the same numbers:
@@ -54,7 +54,7 @@ from ._host import interpreting
 from ._utils import e4m3_value
 
 __all__ = ["e2m1_mag_code", "e2m1_sr_mag_code", "sign_nibble", "e2m1_code", "e2m1_sr_code",
-           "scaled_e2m1_code", "e2m1_code_of_mag", "scaled_e2m1_code_fast", "scaled_e2m1_nibble",
+           "scaled_e2m1_code", "scaled_e2m1_code_fast", "scaled_e2m1_nibble",
            "e2m1_rne_mag", "e2m1_sr_mag", "e2m1_round_value", "nvfp4_expanded_value"]
 
 # PTX for the SR floor (``mul.rz``) where Triton compiles; the interpreter runs none.
@@ -121,31 +121,31 @@ def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr, FAST: tl.constexpr = False
 
 
 @triton.jit
-def e2m1_code_of_mag(r, y):
-    """The E2M1 code (int32 0..15) of a grid magnitude ``r`` (fp32, one of 0, 0.5, 1, 1.5, 2,
-    3, 4, 6: what :func:`e2m1_rne_mag` / :func:`e2m1_sr_mag` return) with ``y``'s sign.
+def _grid_bits(v, enc, rbyte, SR: tl.constexpr):
+    """``(y, bits)``: ``y = v · enc`` and the fp32 bits of the E2M1 magnitude of ``clamp(y,
+    ±6)`` (RNE, or SR with ``rbyte``) times 2^-126, whose bits >> 22 are its code.
 
     E2M1 is a float with a 1-bit mantissa whose smallest normal is 1 and whose one subnormal
-    is 0.5; fp32 scaled by 2^-126 is the same picture at fp32's own smallest normal. So
-    ``r · 2^-126`` is exact (0.5 lands on the subnormal 2^-127) and its bits >> 22 are the
-    magnitude code (exponent field and top mantissa bit): 0.5 -> 1, 1 -> 2, 1.5 -> 3, 6 -> 7.
-    Three instructions instead of the compare-and-select chain of :func:`e2m1_mag_code`; it
-    needs fp32 subnormals kept (PTX ``mul.f32`` without ``.ftz``, as Triton emits it)."""
-    mag = (r * 1.1754943508222875e-38).to(tl.int32, bitcast=True) >> 22
-    return mag | sign_nibble(y)
+    is 0.5; fp32 scaled by 2^-126 is the same picture at fp32's own smallest normal. So a grid
+    magnitude times 2^-126 is exact (0.5 lands on the subnormal 2^-127) and its exponent field
+    and top mantissa bit are the magnitude code: 0.5 -> 1, 1 -> 2, 1.5 -> 3, 6 -> 7. A few
+    instructions instead of the compare-and-select chain of :func:`e2m1_mag_code`; it needs
+    fp32 subnormals kept (PTX without ``.ftz``, as Triton emits it)."""
+    y = v * enc
+    a = tl.minimum(tl.abs(y), 6.0)
+    if SR:
+        bits = _sr_grid_bits(a, rbyte)
+    else:
+        bits = _rne_grid_bits(a)
+    return y, bits
 
 
 @triton.jit
 def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
-    """:func:`scaled_e2m1_code` through the rounded value (:func:`e2m1_code_of_mag`): the same
+    """:func:`scaled_e2m1_code` through the rounded value (:func:`_grid_bits`): the same
     codes (``tests/test_e2m1_values.py`` over every bf16 pattern and random bytes)."""
-    y = v * enc
-    a = tl.minimum(tl.abs(y), 6.0)
-    if SR:
-        code = (_sr_grid_bits(a, rbyte) >> 22) | sign_nibble(y)
-    else:
-        code = (_rne_grid_bits(a) >> 22) | sign_nibble(y)
-    return code
+    y, bits = _grid_bits(v, enc, rbyte, SR)
+    return (bits >> 22) | sign_nibble(y)
 
 
 @triton.jit
@@ -157,12 +157,7 @@ def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
     sign is ``y``'s bit 31 moved to bit ``s + 3``. Compiled, ~3 instructions an element for
     what took ~5 (the shift to the code, the sign's shift and merge, the shift into place,
     the sum)."""
-    y = v * enc
-    a = tl.minimum(tl.abs(y), 6.0)
-    if SR:
-        bits = _sr_grid_bits(a, rbyte)
-    else:
-        bits = _rne_grid_bits(a)
+    y, bits = _grid_bits(v, enc, rbyte, SR)
     # (above bit 22, the code itself shifted: ptxas 12.8 once dropped an element's ``bits << 6``
     # from a packed word, session 41; ``(bits >> 22) << 28`` compiled right)
     mag = tl.where(s <= 22, bits >> tl.maximum(22 - s, 0), (bits >> 22) << tl.maximum(s, 22))
@@ -176,7 +171,7 @@ def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
 @triton.jit
 def _rne_grid_bits(a):
     """The fp32 bits of RNE's E2M1 magnitude of ``a`` (in [0, 6]) times 2^-126, whose bits
-    >> 22 are its code (:func:`e2m1_code_of_mag`). Compiled, the rounding happens in that
+    >> 22 are its code (:func:`_grid_bits`). Compiled, the rounding happens in that
     scaled domain: ``m' = m · 2^-126`` (``m`` :func:`e2m1_rne_mag`'s magic, whose ulp is the
     step) has the bits ``binade - 0x33C00000``, one integer max-add from ``a``'s exponent
     bits; one fused multiply-add ``a · 2^-126 + m'`` rounds the exact sum once, at the step
@@ -226,7 +221,7 @@ def _sr_sum(a, rbyte):
 @triton.jit
 def _sr_grid_bits(a, rbyte):
     """The fp32 bits of SR's E2M1 magnitude of ``a`` times 2^-126: its code is bits >> 22
-    (as :func:`e2m1_code_of_mag` reads it), its value the bits masked to 0x7FC00000 times
+    (:func:`_grid_bits`), its value the bits masked to 0x7FC00000 times
     2^126. On the GPU, ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``, without
     ``.ftz``: the subnormal 2^-127, the grid's 0.5, is kept), whose truncation is the floor
     onto the grid (module docstring); the interpreter, which runs no PTX, floors ``t / step``."""
