@@ -107,9 +107,8 @@ def _fill(layers: list) -> list[int]:
 # against 1.0 ms for the weights one by one, yet the step ran 0.5% slower grouped, twice
 # (H100, session 26 calls 1-2, both orders: 0.703x / 0.707x, 0.710x / 0.715x of bf16;
 # profiled, the GEMMs and Inductor's kernels each ~0.3 ms slower with the cached views as
-# graph inputs). Under gradient
-# accumulation ms.weight_cache still quantizes NVFP4 weights all at once (once a step instead
-# of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took 0.84 ms a
+# graph inputs). Under gradient accumulation ms.weight_cache still quantized NVFP4 weights all
+# at once (once a step instead of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took 0.84 ms a
 # step one by one and the GEMMs 0.55 ms more decoding them; grouped and expanded, 0.31 ms and
 # none: 125m mxfp8 0.826-0.831x -> 0.843-0.847x of bf16 (H200, session 45 calls 1-3).
 # NVFP4 again in session 55 (H200), its two launches aligned (2.80 ms for the 1b weights
