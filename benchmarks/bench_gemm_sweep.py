@@ -12,7 +12,8 @@ out, in, T). For each shape it times bf16 cuBLAS and every path of every family 
 ``kernels/gemm_paths.py`` chooses between (operands pre-quantized; the GEMM alone):
 
 * fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles, and three with K split over
-  programs: ``split_k``); and, to see whether the
+  programs: ``split_k``), ``rowwise`` (K = 128 only: one K block as a rowwise-scaled
+  ``torch._scaled_mm``); and, to see whether the
   operand order matters to cuBLASLt, ``torch_swap``: ``(B Aᵀ)ᵀ`` (a transposed view) and
   ``torch_swapc`` (made contiguous), and ``torch_fast`` (cuBLASLt's fast accumulation), not
   paths of the table
@@ -96,6 +97,9 @@ def candidates():
         lambda qa, qb: gemm_fp8.scaled_mm_fp8(qb, qa, bf16, path="torch").t().contiguous())]
     out["fp8"].append(("torch_fast", "torch_fast", {}, lambda qa, qb: _fast_accum(
         gemm_fp8.scaled_mm_fp8, qa, qb, bf16, path="torch")))
+    # one K block (K = 128) as a rowwise-scaled torch._scaled_mm (session 58); others refuse
+    out["fp8"].append(("rowwise", "rowwise", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
+        qa, qb, bf16, path="rowwise")))
     out["fp8t"] = [("torch", "torch", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="torch"))]
     out["fp8"] += [(f"triton{i}", "triton", t, lambda qa, qb, t=t: gemm_fp8.scaled_mm_fp8(
@@ -225,6 +229,7 @@ def main(argv=None):
     p.add_argument("--tiny", action="store_true", help="one small shape (smoke test)")
     p.add_argument("--models", default="50m,125m", help="zoo sizes whose linears to sweep")
     p.add_argument("--families", default="fp8,fp4,mxfp8", help="path families to time")
+    p.add_argument("--shapes", default=None, help="instead of the models' shapes: MxNxK,...")
     p.add_argument("--mxfp8-configs", action="store_true",
                    help="instead: every MXFP8 tile config at 8192^3 and a LLaMA-7B shape")
     p.add_argument("--out", default="gemm_table_suggested.json", help="suggested rules (JSON)")
@@ -248,6 +253,8 @@ def main(argv=None):
     models = args.models.split(",")
     shapes = [(64, 128, 256)] if args.tiny else training_shapes(
         [16384] if args.quick else [8192, 16384], models)
+    if args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     widths = {w for dims in linear_dims(models) for w in dims}
     cands, results = {f: v for f, v in candidates().items()
                       if f in args.families.split(",")}, {}

@@ -43,6 +43,8 @@ def _x(shape, dtype=torch.bfloat16, seed=0):
     x[3, 5], x[7, 9], x[1, 2] = float("nan"), float("inf"), -3e38 if dtype == torch.bfloat16 \
         else -6e4
     x[0, 1], x[2, 20] = -0.0, -1e-30            # sign-only codes (8): -0, and one that rounds to -0
+    if dtype == torch.bfloat16:                 # past the RHT's input clamp 2^125; subnormals
+        x[4, 17], x[5, 33], x[6, 34] = 5e37, 3e-39, -1e-40
     return x
 
 
@@ -176,8 +178,19 @@ def test_row_kernel_rht_with_a_prologue(prologue, row1):
 @pytest.mark.parametrize("shape,dtype", [((64, 256), torch.bfloat16), ((37, 48), torch.bfloat16),
                                          ((20, 272), torch.float16)])
 def test_row_kernel_rht_matches_reference(shape, dtype, row1):
-    """The RHT'd row view (NaN filling its block, Inf clamped, a huge value, partial tiles)."""
-    _check_against_reference(_x(shape, dtype, seed=11), "cpu", rht=True)
+    """The RHT'd row view (NaN filling its block, Inf clamped, a huge value, partial tiles, a
+    block whose signed sum overflows fp32 unless its input is clamped)."""
+    _check_against_reference(_x_rht(shape, dtype, seed=11), "cpu", rht=True)
+
+
+def _x_rht(shape, dtype, seed):
+    """``_x`` with row 8's second block ``c · s_j`` (``s_j`` the RHT's signs): its rotation's
+    first output is ``4c``, past fp32 for c past 2^125 unless the input clamp takes c there."""
+    from microscale.kernels.quant_nvfp4_reg import RHT_SIGN_MASK
+    x = _x(shape, dtype, seed=seed)
+    c = 3e38 if dtype == torch.bfloat16 else 6e4
+    x[8, 16:32] = torch.tensor([c * (1 - 2 * ((RHT_SIGN_MASK >> j) & 1)) for j in range(16)])
+    return x
 
 
 # the kernel's switches (CONFIG["ROW1"] keys, both on by default): a NaN-free tile without
@@ -228,7 +241,7 @@ def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1", {**quant_nvfp4.CONFIG["ROW1"], **opts})
     x = _x(shape, seed=7)
     _check_against_reference(x, "cuda")
-    _check_against_reference(x, "cuda", rht=True)
+    _check_against_reference(_x_rht(shape, torch.bfloat16, seed=7), "cuda", rht=True)
     _philox_pairs(x, "cuda", row1)
 
 

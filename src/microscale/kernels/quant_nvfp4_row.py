@@ -72,7 +72,7 @@ import triton.language as tl
 
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_nibble
 from ._philox import philox_words
-from ._rht import rht_butterfly
+from ._rht import clamp_bf16_words, rht_butterfly, round_bf16_blocks
 from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
                      nvfp4_scales_of, rotated_block_max, split_nan, store_amaxes, tile_coords,
                      tile_coords_hoisted)
@@ -176,6 +176,9 @@ def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
     its maxima as they are (the same bits: with no NaN, the selects change nothing)."""
     raw0 = _raw(words[0], words[2], IN_DTYPE, PRO)
     raw1 = _raw(words[1], words[3], IN_DTYPE, PRO)
+    if RHT and IN_DTYPE == 1:                  # the RHT's input clamp, two values a word
+        raw0 = clamp_bf16_words(raw0)
+        raw1 = clamp_bf16_words(raw1)
     v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
     if RHT:
@@ -227,8 +230,12 @@ def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYP
     the RHT chunk, so the whole rotation stays in the thread: ``_rht.rht_butterfly``, as the
     reg pass rotates its column view). A NaN fills its block: the block's scale byte is the
     NaN byte and its codes are 0, as the reference's NaN-read-as-0 rotation gives."""
-    ys = rht_butterfly(_elements(v), 16, IN_DTYPE, _SIGNS)
-    vmax, bad = rotated_block_max(ys)
+    if IN_DTYPE == 1:                          # clamped in _block; rounded and maxima paired
+        ys, vmax, bad = round_bf16_blocks(rht_butterfly(_elements(v), 16, 1, _SIGNS, False,
+                                                        False))
+    else:
+        ys = rht_butterfly(_elements(v), 16, IN_DTYPE, _SIGNS)
+        vmax, bad = rotated_block_max(ys)
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, True)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 1:                 # byte k of the caller's for element k, loaded as the parts are
