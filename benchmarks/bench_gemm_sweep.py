@@ -12,8 +12,7 @@ out, in, T). For each shape it times bf16 cuBLAS and every path of every family 
 ``kernels/gemm_paths.py`` chooses between (operands pre-quantized; the GEMM alone):
 
 * fp8:   ``torch`` (cuBLASLt blockwise), ``triton`` (three tiles, and three with K split over
-  programs: ``split_k``), ``rowwise`` (K = 128 only: one K block as a rowwise-scaled
-  ``torch._scaled_mm``); and, to see whether the
+  programs: ``split_k``); and, to see whether the
   operand order matters to cuBLASLt, ``torch_swap``: ``(B Aᵀ)ᵀ`` (a transposed view) and
   ``torch_swapc`` (made contiguous), and ``torch_fast`` (cuBLASLt's fast accumulation), not
   paths of the table
@@ -97,9 +96,6 @@ def candidates():
         lambda qa, qb: gemm_fp8.scaled_mm_fp8(qb, qa, bf16, path="torch").t().contiguous())]
     out["fp8"].append(("torch_fast", "torch_fast", {}, lambda qa, qb: _fast_accum(
         gemm_fp8.scaled_mm_fp8, qa, qb, bf16, path="torch")))
-    # one K block (K = 128) as a rowwise-scaled torch._scaled_mm (session 58); others refuse
-    out["fp8"].append(("rowwise", "rowwise", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
-        qa, qb, bf16, path="rowwise")))
     out["fp8t"] = [("torch", "torch", {}, lambda qa, qb: gemm_fp8.scaled_mm_fp8(
         qa, qb, bf16, path="torch"))]
     out["fp8"] += [(f"triton{i}", "triton", t, lambda qa, qb, t=t: gemm_fp8.scaled_mm_fp8(

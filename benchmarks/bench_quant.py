@@ -392,6 +392,13 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (4, 8, 32), (1, 32, 28), (2, 32, 24))),
               ("nvfp4/1x16@amax_given", "RNE_CODES",
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (2, 32, 24))))],
+        # session 58: the RHT'd row codes at 72 registers (offline, Triton 3.6; 80 before the
+        # bf16-pair clamp, rounding and maxima): 28 one-warp programs fit an SM, 32 at 64
+        *[(quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16_rht@amax_given", [
+            {"RHT_CODES": {"BR": br, "NB": nb, "PROGS_PER_SM": pps, **extra}}
+            for br, nb, pps, extra in ((2, 32, 24, {}), (2, 32, 28, {}), (2, 32, 26, {}),
+                                       (1, 64, 28, {}), (2, 32, 32, {"maxnreg": 64}),
+                                       (4, 32, 14, {"num_warps": 2}), (2, 32, 24, {}))])],
         # (session 42, call 3, at f78d286: the MXFP8 pair kernel with each program's next
         # tile loaded first as raw int32 words, PREFETCH_reg; 128 -> 167 registers. µs
         # graph-replayed, default -> prefetch at 6 / 5 / 4 programs an SM: x pair at

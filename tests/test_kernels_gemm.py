@@ -166,28 +166,6 @@ def test_fp8_triton_split_k(split_k):
         gemm_fp8.scaled_mm_fp8(qa, qb, path="triton", split_k=0)
 
 
-@pytest.mark.parametrize("blocks", [((1, 128), (128, 128)), ((1, 128), (1, 128))])
-def test_fp8_block_one_k_block_rowwise(blocks, k=128):
-    """A blockwise product with one K block as a rowwise-scaled ``torch._scaled_mm``: each
-    row's own scale (a 128x128 block's repeated over its 128 rows); rows spread over six
-    decades so that a scale on the wrong row shows."""
-    g = torch.Generator().manual_seed(6)
-    a = torch.randn(64, k, generator=g) * torch.logspace(-3, 3, 64)[:, None]
-    b = torch.randn(256, k, generator=g) * torch.logspace(3, -3, 256)[:, None]
-    qa = ms.quantize(a.to(DEV), "fp8_block", block=blocks[0], backend="reference")
-    qb = ms.quantize(b.to(DEV), "fp8_block", block=blocks[1], backend="reference")
-    y = gemm_fp8.scaled_mm_fp8(qa, qb, torch.bfloat16, path="rowwise")
-    assert y.dtype == torch.bfloat16 and y.shape == (64, 256)
-    ref = scaled_mm_reference(qa, qb)
-    torch.testing.assert_close(y.float(), ref, rtol=8e-3, atol=0.0)   # bf16's rounding
-    with pytest.raises(KernelUnsupported, match="bf16"):
-        gemm_fp8.scaled_mm_fp8(qa, qb, torch.float32, path="rowwise")
-    q2 = ms.quantize(torch.randn(64, 256).to(DEV), "fp8_block", block=(1, 128),
-                     backend="reference")
-    with pytest.raises(KernelUnsupported, match="one K block"):
-        gemm_fp8.scaled_mm_fp8(q2, q2, torch.bfloat16, path="rowwise")
-
-
 def test_unsupported_and_bad_arguments():
     qa, _ = _operands("nvfp4xnvfp4", 16, 16, 64)
     _, qb8 = _operands("mxfp8_e4m3xmxfp8_e4m3", 16, 16, 64)

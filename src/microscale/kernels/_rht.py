@@ -17,12 +17,13 @@ import triton
 import triton.language as tl
 
 from ._host import interpreting
-from ._utils import TENSOR_CORE_RHT, abs_for_max, clamp_keep_nan, round_to_input_dtype
+from ._utils import (TENSOR_CORE_RHT, abs_for_max, clamp_keep_nan, rotated_block_max,
+                     round_to_input_dtype)
 from .quant_rowcol_reg import prologue_of
 
 __all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_cols_max", "tile_amaxes", "raise_amaxes",
            "rht_butterfly", "rht_pair_maxima", "finish_rotated", "clamp_bf16_words",
-           "round_bf16_blocks"]
+           "round_bf16_blocks", "rotated_blocks"]
 
 _PACKED_PTX = tl.constexpr(not interpreting())   # bf16x2 PTX (the interpreter: the same bits)
 
@@ -346,3 +347,18 @@ def round_bf16_blocks(ys):
         y_lo, y_hi = _bf16_halves(words[i])
         out = out + (y_lo, y_hi)
     return out, tl.maximum(tl.abs(lo), tl.abs(hi)), out[0] != out[0]
+
+
+@triton.jit
+def rotated_blocks(xs, IN_DTYPE: tl.constexpr, SIGNS: tl.constexpr):
+    """``(ys, vmax, bad)`` of RHT'd 16-element blocks held one a thread (element k of every
+    block in ``xs[k]``): the rotated values, the block maxima and the NaN flags (as
+    ``_utils.rotated_block_max``). bf16: ``xs`` already clamped (:func:`clamp_bf16_words` on the
+    raw pairs), rounded and maximized on pairs (:func:`round_bf16_blocks`); fp16: as
+    :func:`rht_butterfly` rounds them (fp16 needs no clamp, its rounding a saturation)."""
+    if IN_DTYPE == 1:
+        ys, vmax, bad = round_bf16_blocks(rht_butterfly(xs, 16, 1, SIGNS, False, False))
+    else:
+        ys = rht_butterfly(xs, 16, IN_DTYPE, SIGNS)
+        vmax, bad = rotated_block_max(ys)
+    return ys, vmax, bad

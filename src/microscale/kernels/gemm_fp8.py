@@ -28,9 +28,6 @@ faster: ``gemm_deepgemm``):
    split over that many programs per output tile, fp32 partials summed in a fixed order, for
    weight gradients whose few output tiles leave most SMs idle).
 
-Where the table asks for ``rowwise``, a blockwise product whose K is one 128-wide block runs as
-a rowwise-scaled ``torch._scaled_mm`` (one scale a row of each operand: the same factors).
-
 Measured on an H200 with torch 2.11 (``benchmarks/results/gemm_notes.md``): the first layout
 (column-major 1×128, padded-transpose 128×128) is accepted; 1×128 × 128×128 runs at
 ~1120-1160 TF/s (1.45-1.67x bf16), cuBLAS refuses fast accumulation with 128×128 scaling;
@@ -56,7 +53,7 @@ from .gemm_paths import choose_path
 __all__ = ["scaled_mm_fp8", "has_blockwise_scaled_mm", "blockwise_call_args", "PATHS"]
 
 log = logging.getLogger(__name__)
-PATHS = ("auto", "torch", "triton", "rowwise")
+PATHS = ("auto", "torch", "triton")
 _KBLOCK = 128
 
 
@@ -247,32 +244,6 @@ def _torch_tensorwise(qa, qb, out_dtype) -> torch.Tensor:
         raise KernelUnsupported(f"torch._scaled_mm: {err}") from None
 
 
-def _rowwise_scale(q: QuantizedTensor) -> torch.Tensor:
-    """The one fp32 scale of each row of a blockwise operand with a single K block, ``[rows,
-    1]`` (a 128x128 block's scale repeated over its rows)."""
-    s = q.scale.float()
-    if q.block[0] != 1:
-        s = s.repeat_interleave(q.block[0], dim=0)      # (128x128 tiles: rows % 128 == 0)
-    return s.flatten().view(q.rows, 1)              # strides (1, 1), as torch asks
-
-
-def _torch_rowwise(qa, qb, out_dtype) -> torch.Tensor:
-    """A blockwise product whose K is one 128-wide block (K <= 128) is a rowwise-scaled one:
-    ``y[m, n] = sa[m] · sb[n] · Σ_k a[m, k] · b[n, k]``, the same sum and factors, so
-    ``torch._scaled_mm`` with a scale per row of A and per row of B (cuBLASLt's or CUTLASS's
-    rowwise FP8 GEMM) computes it, exactly up to the order of the two factors' products."""
-    if not (qa.fmt == qb.fmt == QFormat.FP8_BLOCK and qa.cols <= _KBLOCK):
-        raise KernelUnsupported("the rowwise path takes blockwise operands with one K block")
-    if out_dtype != torch.bfloat16 or not hasattr(torch, "_scaled_mm"):
-        raise KernelUnsupported("torch's rowwise FP8 GEMM writes bf16 only")
-    try:
-        return torch._scaled_mm(qa.data, qb.data.t(), scale_a=_rowwise_scale(qa),
-                                scale_b=_rowwise_scale(qb).reshape(1, qb.rows),
-                                out_dtype=out_dtype)
-    except _TORCH_ERRORS as err:
-        raise KernelUnsupported(f"torch._scaled_mm rowwise: {err}") from None
-
-
 def _deepgemm(qa, qb, out_dtype) -> torch.Tensor | None:
     """DeepGEMM's blockwise kernel where it is installed, takes the call and is the faster for
     this shape (:mod:`.gemm_deepgemm`); None: cuBLASLt runs it (an error from DeepGEMM is a
@@ -305,23 +276,12 @@ def scaled_mm_fp8(qa: QuantizedTensor, qb: QuantizedTensor, out_dtype: torch.dty
         raise KernelUnsupported(f"{qa.fmt.value} x {qb.fmt.value} is not FP8 x FP8")
     if out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise KernelUnsupported(f"out_dtype {out_dtype}")
-    y, why = None, f"path={path!r}"
+    y, why = None, "path='triton'"
     key = mm_key(qa.fmt.value, qb.fmt.value)
-    if path == "auto":                  # the per-shape table may prefer another path
+    if path == "auto":                  # the per-shape table may prefer the Triton kernel
         chosen, tile_cfg, rule = choose_path("fp8", qa.rows, qb.rows, qa.cols)
         if chosen == "triton":
             path, why, tile = "triton", f"gemm_paths {rule}", {**tile_cfg, **tile}
-        elif chosen == "rowwise" and qa.device.type == "cuda":
-            try:                        # a rule's shape may come with operands it cannot take
-                y = _torch_rowwise(qa, qb, out_dtype)
-                why = f"gemm_paths {rule}"
-            except KernelUnsupported:
-                pass                    # then the default path, which records itself
-    elif path == "rowwise":             # asked for by name: it runs, or says why not
-        y = _torch_rowwise(qa, qb, out_dtype)
-    if y is not None:
-        note_path("scaled_mm", key, f"torch._scaled_mm rowwise, one K block ({why})")
-        return gemm_out(y, qa, qb)
     if path != "triton" and qa.device.type == "cuda" and qa.fmt == qb.fmt:
         blockwise = qa.fmt == QFormat.FP8_BLOCK
         if blockwise and path == "auto" and (y := _deepgemm(qa, qb, out_dtype)) is not None:

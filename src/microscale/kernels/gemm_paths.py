@@ -9,9 +9,7 @@ at 8192³). The choice is made here and nowhere else:
 family      paths
 =========== ====================================================================================
 ``fp8``     ``torch``: cuBLASLt through ``F.scaled_mm`` / ``torch._scaled_mm`` (falls back to
-            Triton when torch refuses); ``triton``: the Triton FP8 blockwise kernel;
-            ``rowwise``: a blockwise product with one K block (K <= 128) as a rowwise-scaled
-            ``torch._scaled_mm`` (bf16 output; otherwise the default, noted)
+            Triton when torch refuses); ``triton``: the Triton FP8 blockwise kernel
 ``fp4``     ``dequant``: Triton dequantize pass + cuBLAS bf16; ``mainloop``: decode in the GEMM
 ``mxfp8``   ``fp8``: FP8 tensor cores (Hopper: Gluon ``gemm_mxfp8_wgmma``; else or with a
             ``config``: ``tl`` ``gemm_mxfp8``); ``dequant``; ``mainloop``
@@ -69,7 +67,7 @@ __all__ = ["FAMILIES", "RULES", "choose_path", "family_of", "set_table", "table"
            "takes_expanded", "dequant_at_every_m", "factor_in_epilogue", "alpha_epilogue",
            "output_tiles", "EPILOGUE"]
 
-FAMILIES = {"fp8": ("torch", "triton", "rowwise"), "fp4": ("dequant", "mainloop"),
+FAMILIES = {"fp8": ("torch", "triton"), "fp4": ("dequant", "mainloop"),
             "mxfp8": ("fp8", "dequant", "mainloop")}
 # Built-in rules: only where a path beats the family default with the GEMM timed as training
 # runs it, replayed from a CUDA graph (bench_gemm_sweep.py, session 8 on an H100, torch 2.11,

@@ -191,7 +191,10 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    # 24% with its amax pass, now 38%)
                    "rht": os.environ.get("MICROSCALE_NVFP4_ROW1_RHT", "1") != "0",
                    "RNE_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24},
-                   "SR_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24}},
+                   "SR_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24},
+                   # the rotated codes' own tile: 72 registers since session 58's bf16-pair
+                   # clamp, rounding and maxima (80 before), so 28 one-warp programs fit
+                   "RHT_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24}},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row
           # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes) instead of the compare-
           # and-select chain. Offline SASS (Triton 3.6, sm_90, session 31): x pair 54.1 -> 49.5

@@ -31,10 +31,10 @@ whole block and every per-block operation stays in registers:
   one takes the per-element selects that read NaN as 0 (a branch on the tile's flag: the
   selects were ~3 of the ~23 instructions an element).
 * RHT (codes, RNE or the caller's bytes): the block is the RHT's 16-chunk, so its rotation
-  (``_rht.rht_butterfly``, the reg pass column view's) runs in the same thread, and a NaN,
-  which fills its block, zeroes the block's codes under the NaN scale byte. Its amax is the
-  v3 amax pass's (the reg amax pass has no row RHT). A row view with the RHT rounded with
-  in-kernel Philox, or written expanded, keeps the rows pass.
+  (``_rht.rotated_blocks``: bf16 clamped, rounded and maximized two values a word) runs in
+  the same thread, and a NaN, which fills its block, zeroes the block's codes under the NaN
+  scale byte. Its amax is the v3 amax pass's. A row view with the RHT rounded with in-kernel
+  Philox, or written expanded, keeps the rows pass.
 * Stores (``STORE64``): a block's two code words as one 8-byte store and its scale byte
   from the thread that holds it, the offsets marked non-contiguous so that Triton does not
   regroup them through shared memory (two barriers a tile).
@@ -51,11 +51,10 @@ SM; expanded views at [4, 8], 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 Measured (graph-replayed, 8192² bf16, amax given; ``benchmarks/results/quant_notes.md``): RNE
 codes 85.4 µs against the reg pass's 125.9 (H100, session 31), 58.7 with ``PREFETCH`` (H200,
 session 40), 55.8 with session 57's cheaper tile index, scale decode and codes (72% of the
-copy rate counting x once); SR codes 74.6. Those codes take the hoisted tile division and the
-hardware's scale decode; training's expanded views (84.3 / 87.2 µs, RNE / SR) do not: alone
-they ran level with them, but a 1b step ran 0.7-1.2% slower with them in every kernel (two
-process pairs, not yet explained). Two tiles an iteration (no register moves carrying the
-next tile's words) ran 4-18% slower.
+copy rate counting x once); SR codes 74.6; RHT codes 67.3 with session 58's bf16 pairs (60%).
+Training's expanded views (84.3 / 87.2 µs, RNE / SR) keep the old tile index and scale decode
+(session 57: level alone, a 1b step 0.7-1.2% slower with them; session 58's profile: noise
+the likelier cause). Two tiles an iteration ran 4-18% slower.
 
 Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
 ``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
@@ -72,10 +71,9 @@ import triton.language as tl
 
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_nibble
 from ._philox import philox_words
-from ._rht import clamp_bf16_words, rht_butterfly, round_bf16_blocks
+from ._rht import clamp_bf16_words, rotated_blocks
 from ._utils import (bf16_pair, max_keep_nan, nvfp4_amax_of, nvfp4_block_scales,
-                     nvfp4_scales_of, rotated_block_max, split_nan, store_amaxes, tile_coords,
-                     tile_coords_hoisted)
+                     nvfp4_scales_of, split_nan, store_amaxes, tile_coords, tile_coords_hoisted)
 from .quant_nvfp4_reg import RHT_SIGN_MASK
 from .quant_nvfp4_reg_views import _prologue_words, _word_half
 
@@ -119,12 +117,15 @@ def _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN: tl.constexpr, PRO: tl.cons
 
 
 @triton.jit
-def _raw(xw, yw, IN_DTYPE: tl.constexpr, PRO: tl.constexpr):
-    """A half's raw words of ``x``, or of ``op(x, y)`` with a prologue (``PRO`` > 0)."""
+def _raw(xw, yw, IN_DTYPE: tl.constexpr, PRO: tl.constexpr, RHT: tl.constexpr):
+    """A half's raw words of ``x``, or of ``op(x, y)`` with a prologue (``PRO`` > 0); bf16 to
+    be rotated clamped to the RHT's ``±L(16)`` here, two values a word."""
     if PRO == 2 or PRO == 4:
         xw = _prologue_words(xw, yw, PRO, IN_DTYPE)
     elif PRO > 0:
         xw = _prologue_words(xw, xw, PRO, IN_DTYPE)
+    if RHT and IN_DTYPE == 1:
+        xw = clamp_bf16_words(xw)
     return xw
 
 
@@ -174,11 +175,8 @@ def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
     ``NAN_TILE`` (codes only): the block maxima are taken with NaN kept, and only a tile that
     holds a NaN takes the per-element NaN selects (NaN reads as 0); a tile without one uses
     its maxima as they are (the same bits: with no NaN, the selects change nothing)."""
-    raw0 = _raw(words[0], words[2], IN_DTYPE, PRO)
-    raw1 = _raw(words[1], words[3], IN_DTYPE, PRO)
-    if RHT and IN_DTYPE == 1:                  # the RHT's input clamp, two values a word
-        raw0 = clamp_bf16_words(raw0)
-        raw1 = clamp_bf16_words(raw1)
+    raw0 = _raw(words[0], words[2], IN_DTYPE, PRO, RHT)
+    raw1 = _raw(words[1], words[3], IN_DTYPE, PRO, RHT)
     v = (_word_half(raw0, 0, IN_DTYPE), _word_half(raw0, 1, IN_DTYPE),      # (h, p) order
          _word_half(raw1, 0, IN_DTYPE), _word_half(raw1, 1, IN_DTYPE))
     if RHT:
@@ -227,15 +225,10 @@ def _elements(v):
 def _finish_rht(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, r, b, rows, cols, IN_DTYPE: tl.constexpr,
                 SR: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr):
     """Codes of the RHT'd blocks (SPEC §4: ``y = x_block @ M``, d = 16, the block itself being
-    the RHT chunk, so the whole rotation stays in the thread: ``_rht.rht_butterfly``, as the
+    the RHT chunk, so the whole rotation stays in the thread: ``_rht.rotated_blocks``, as the
     reg pass rotates its column view). A NaN fills its block: the block's scale byte is the
     NaN byte and its codes are 0, as the reference's NaN-read-as-0 rotation gives."""
-    if IN_DTYPE == 1:                          # clamped in _block; rounded and maxima paired
-        ys, vmax, bad = round_bf16_blocks(rht_butterfly(_elements(v), 16, 1, _SIGNS, False,
-                                                        False))
-    else:
-        ys = rht_butterfly(_elements(v), 16, IN_DTYPE, _SIGNS)
-        vmax, bad = rotated_block_max(ys)
+    ys, vmax, bad = rotated_blocks(_elements(v), IN_DTYPE, _SIGNS)      # bf16: clamped in _raw
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, True)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 1:                 # byte k of the caller's for element k, loaded as the parts are
