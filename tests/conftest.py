@@ -171,7 +171,8 @@ def _interpreter_tiles() -> None:
     _GPU_CONFIGS["quant_mx"] = {"BR": quant_mx.CONFIG["BR"]}
     row1 = CONFIG["ROW1"]
     CONFIG["ROW1"] = {**row1, "BR": 64, "NB": 32, "SR_CODES": {**row1["SR_CODES"], "BR": 64},
-                      "RNE_CODES": {**row1["RNE_CODES"], "BR": 64}}
+                      "RNE_CODES": {**row1["RNE_CODES"], "BR": 64},
+                      "RHT_CODES": {**row1["RHT_CODES"], "BR": 64}}
     for key in ("REG", "REG_ROW", "REG_COL", "REG_AMAX"):
         CONFIG[key] = {**CONFIG[key], "BC": 128}
         if "BC" in CONFIG[key].get("RNE", {}):          # (REG_COL's RNE column views)

@@ -218,12 +218,14 @@ def test_row_kernel_variants(opts, shape, dtype, row1, gpu_tiles, monkeypatch):
     with every switch at its default."""
     from microscale.kernels import quant_nvfp4
     gpu = gpu_tiles.configs("quant_nvfp4").get("ROW1", {})   # its tiles, not its switches
-    tiles = {k: gpu[k] for k in ("BR", "NB", "RNE_CODES", "SR_CODES") if k in gpu}
+    tiles = {k: gpu[k] for k in ("BR", "NB", "RNE_CODES", "SR_CODES", "RHT_CODES") if k in gpu}
     monkeypatch.setitem(quant_nvfp4.CONFIG, "ROW1",
                         {**quant_nvfp4.CONFIG["ROW1"], **tiles, **opts})
     x = _x(shape, dtype, seed=8)
     x[-1, -3] = -float("nan")                     # a second NaN tile, a negative NaN
     _check_against_reference(x, "cpu")
+    if opts == {}:                                # the rotated codes at their own tile
+        _check_against_reference(_x_rht(shape, dtype, seed=8), "cpu", rht=True)
     _philox_pairs(x, "cpu", row1)
 
 

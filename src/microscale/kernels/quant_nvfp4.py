@@ -235,15 +235,15 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
                pro=(None, 0), parts=(), rht: bool = False) -> None:
     """Launch :func:`nvfp4_row_kernel` over ``x2 [rows, cols]`` at ``cfg``'s tile (``BR``,
     ``NB``, ``num_warps``, ``PROGS_PER_SM``, ``NUM_STAGES``, optional ``maxnreg``; codes with
-    ``cfg["RHT_CODES"]``'s (rotated), ``cfg["SR_CODES"]``'s or ``cfg["RNE_CODES"]``'s keys over
-    those) and switches
+    ``cfg["SR_CODES"]``'s, ``cfg["RHT_CODES"]``'s (rotated, RNE) or ``cfg["RNE_CODES"]``'s keys
+    over those) and switches
     (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first,
     ``PHILOX_WIDE``: Philox's products as wide multiplies); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
     maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
     if exp_code == 0:
-        key = "RHT_CODES" if rht and "RHT_CODES" in cfg else "SR_CODES" if sr_mode else "RNE_CODES"
+        key = "SR_CODES" if sr_mode else "RHT_CODES" if rht and "RHT_CODES" in cfg else "RNE_CODES"
         cfg = {**cfg, **cfg.get(key, {})}
     rows, cols = x2.shape
     n_tc = cdiv(cols // 16, cfg["NB"])

@@ -192,9 +192,15 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    "rht": os.environ.get("MICROSCALE_NVFP4_ROW1_RHT", "1") != "0",
                    "RNE_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24},
                    "SR_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24},
-                   # the rotated codes' own tile: 72 registers since session 58's bf16-pair
-                   # clamp, rounding and maxima (80 before), so 28 one-warp programs fit
-                   "RHT_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 24}},
+                   # RHT_CODES: the rotated RNE codes' own tile. Session 58 (H200, call 3,
+                   # graph-replayed, amax given, 8192² / 16384x4096; every tile bit-exact):
+                   # with the bf16-pair clamp, rounding and maxima (80 -> 72 registers) the
+                   # RNE codes' [2, 32] / 24 ran 67.5-67.7 / 67.5-67.6 µs (59.9-60.0% of the
+                   # copy rate counting x once), 28 programs 67.4 / 67.6, [1, 64] / 28 66.7 /
+                   # 66.9, capped at 64 registers (no spill offline) with 32 programs 65.7 /
+                   # 65.9 (61.5-61.6%). (The caller's-bytes RHT codes would spill at 64: they
+                   # keep the RNE codes' tile.)
+                   "RHT_CODES": {"BR": 2, "NB": 32, "PROGS_PER_SM": 32, "maxnreg": 64}},
           # FAST_E2M1: the reg pass makes its E2M1 codes from the rounded value (the row
           # kernel's way, _e2m1.scaled_e2m1_code_fast; the same codes) instead of the compare-
           # and-select chain. Offline SASS (Triton 3.6, sm_90, session 31): x pair 54.1 -> 49.5
