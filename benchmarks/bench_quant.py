@@ -399,6 +399,14 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
             for br, nb, pps, extra in ((2, 32, 24, {}), (2, 32, 28, {}), (2, 32, 26, {}),
                                        (1, 64, 28, {}), (2, 32, 32, {"maxnreg": 64}),
                                        (4, 32, 14, {"num_warps": 2}), (2, 32, 24, {}))])],
+        # session 58, call 5: the same cap for the RNE and SR codes (80 registers: 25 one-warp
+        # programs fit where 24 run; offline, capped, they spill a little: RNE 8 / 32 bytes
+        # at 72 / 64 registers, SR 16 / 56)
+        *[(quant_nvfp4.CONFIG["ROW1"], name, [
+            {key: {"BR": 2, "NB": 32, "PROGS_PER_SM": pps}, "maxnreg": cap}
+            for pps, cap in ((24, None), (28, 72), (32, 64), (24, None))])
+          for name, key in (("nvfp4/1x16_sr@amax_given", "SR_CODES"),
+                            ("nvfp4/1x16@amax_given", "RNE_CODES"))],
         # (session 42, call 3, at f78d286: the MXFP8 pair kernel with each program's next
         # tile loaded first as raw int32 words, PREFETCH_reg; 128 -> 167 registers. µs
         # graph-replayed, default -> prefetch at 6 / 5 / 4 programs an SM: x pair at
