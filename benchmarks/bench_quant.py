@@ -401,7 +401,9 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                                        (4, 32, 14, {"num_warps": 2}), (2, 32, 24, {}))])],
         # session 58, call 5: the same cap for the RNE and SR codes (80 registers: 25 one-warp
         # programs fit where 24 run; offline, capped, they spill a little: RNE 8 / 32 bytes
-        # at 72 / 64 registers, SR 16 / 56)
+        # at 72 / 64 registers, SR 16 / 56). µs, 8192² / 16384x4096: RNE 55.3-55.8 / 55.7-55.9
+        # uncapped, 56.7 / 56.5 at 72 and 28 programs, 63.5 / 63.7 at 64 and 32; SR 74.6-74.9
+        # / 74.9-75.2, 76.1 / 75.9, 85.0 / 84.8. The spills cost more than the warps gain.
         *[(quant_nvfp4.CONFIG["ROW1"], name, [
             {key: {"BR": 2, "NB": 32, "PROGS_PER_SM": pps}, "maxnreg": cap}
             for pps, cap in ((24, None), (28, 72), (32, 64), (24, None))])
