@@ -140,6 +140,35 @@ def _patch_lang_once_a_launch() -> None:
 
 _patch_lang_once_a_launch()
 
+
+def _exact_bf16_widening() -> None:
+    """Triton's interpreter widens bf16 to fp32 through a general float conversion that
+    renormalizes a subnormal's significand, then finds no exponent below fp32's smallest
+    normal to give it (bf16 has fp32's exponent range): 1.0e-39 loads as 4.4e-39 (Triton
+    3.9). On the GPU the widening is exact: bf16's 16 bits become fp32's top 16. Here too, so
+    that kernels which widen loaded bf16 see the GPU's values on subnormal inputs (every
+    other bf16 value widens to the same bits as before; ``test_interpreter_patches.py``)."""
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    convert = getattr(interpreter, "_convert_float", None)
+    if convert is None:
+        return                          # another Triton: leave its interpreter as it is
+
+    def widen_bf16_exactly(input, input_dtype, output_dtype, rounding_mode):
+        if input_dtype == tl.bfloat16 and output_dtype == tl.float32:
+            bits = np.frombuffer(input.tobytes(), dtype=np.uint16).astype(np.uint32) << 16
+            return bits.reshape(input.shape)
+        return convert(input, input_dtype, output_dtype, rounding_mode)
+
+    widen_bf16_exactly.triton_original = convert
+    interpreter._convert_float = widen_bf16_exactly
+
+
+_exact_bf16_widening()
+
 # The launch configs _interpreter_tiles changes, as configured for the GPU: per module
 # ("quant_nvfp4", "quant_mx"), its CONFIG entries.
 _GPU_CONFIGS: dict[str, dict] = {}

@@ -6,7 +6,8 @@ element-by-element fold, and ``_patch_lang_once_a_launch`` skips a helper call's
 (NaN, ±Inf, zeros, a row without NaN) gives the same bits with each patch as with Triton's
 original. ``_overflow_check_only_when_asserted`` builds the signed-integer overflow check only
 where its assert acts: an overflowing add wraps the same way without ``debug``, and still
-fails with it.
+fails with it. ``_exact_bf16_widening`` is a fix, not a speed-up: bf16 widens to fp32 by its
+bits, as on the GPU, where Triton's own conversion misplaces subnormals.
 """
 
 import dataclasses
@@ -97,3 +98,29 @@ def test_overflow_check_only_where_it_asserts(monkeypatch):
     monkeypatch.setattr(builder, "options", dataclasses.replace(builder.options, debug=True))
     with pytest.raises(Exception, match="overflow"):     # with debug, the patched check fails
         _add(big, one)
+
+
+@triton.jit
+def _widen_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(o_ptr + i, tl.load(x_ptr + i).to(tl.float32))
+
+
+def test_bf16_widening_is_exact():
+    """Every bf16 bit pattern (NaNs, Infs, zeros, subnormals) widens to the fp32 whose top half
+    it is, as torch widens it; Triton's own conversion, kept as ``triton_original``, misplaces
+    the subnormals and nothing else."""
+    from triton.runtime import interpreter
+    convert = interpreter._convert_float
+    original = getattr(convert, "triton_original", None)
+    assert original is not None, "conftest's _exact_bf16_widening is not in place"
+    x = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    out = torch.empty(x.numel(), dtype=torch.float32)
+    _widen_kernel[(1,)](x, out, x.numel())
+    assert torch.equal(out.view(torch.int32), x.float().view(torch.int32))
+    raw = x.view(torch.int16).numpy()
+    theirs = original(raw, tl.bfloat16, tl.float32, None).view("uint32")
+    ours = convert(raw, tl.bfloat16, tl.float32, None).view("uint32")
+    exp_bits = (raw.view("uint16") >> 7) & 0xFF
+    subnormal = (exp_bits == 0) & ((raw.view("uint16") & 0x7F) != 0)
+    assert (theirs != ours)[subnormal].all() and (theirs == ours)[~subnormal].all()

@@ -183,6 +183,22 @@ def test_row_kernel_rht_matches_reference(shape, dtype, row1):
     _check_against_reference(_x_rht(shape, dtype, seed=11), "cpu", rht=True)
 
 
+def _x_subnormal(shape, seed):
+    """bf16 subnormals only (random magnitudes and signs, a few zeros): every rotated value and
+    every maximum stays below fp32's and bf16's smallest normal, where a flush to zero or a
+    rounding that drops the subnormal grid would show."""
+    g = torch.Generator().manual_seed(seed)
+    mag = torch.randint(0, 128, shape, generator=g, dtype=torch.int32)
+    sign = torch.randint(0, 2, shape, generator=g, dtype=torch.int32) << 15
+    return (mag | sign).to(torch.int16).view(torch.bfloat16)
+
+
+@pytest.mark.parametrize("rht", [True, False])
+def test_row_kernel_subnormal_input(rht, row1):
+    """A tensor of bf16 subnormals, rotated or not, against the reference."""
+    _check_against_reference(_x_subnormal((16, 96), seed=4), "cpu", rht=rht)
+
+
 def _x_rht(shape, dtype, seed):
     """``_x`` with row 8's second block ``c · s_j`` (``s_j`` the RHT's signs): its rotation's
     first output is ``4c``, past fp32 for c past 2^125 unless the input clamp takes c there."""
@@ -244,6 +260,8 @@ def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     x = _x(shape, seed=7)
     _check_against_reference(x, "cuda")
     _check_against_reference(_x_rht(shape, torch.bfloat16, seed=7), "cuda", rht=True)
+    for rht in (True, False):
+        _check_against_reference(_x_subnormal(shape, seed=5), "cuda", rht=rht)
     _philox_pairs(x, "cuda", row1)
 
 
