@@ -21,7 +21,7 @@ Triton GEMM writing α · the sum in fp32 itself (its default tile), ``tiles`` i
 tiles (``gemm_paths.EPILOGUE["fp32_min_tiles"]`` is the rule), ``gain`` = fp32·α / alpha.
 
 ``--training``: issue 12 item 5's NVFP4 half. Every fprop, dgrad and wgrad GEMM of the
-``--models`` (zoo sizes, T = 16384 tokens) on the path ``ms.Linear`` takes there, its operands
+``--models`` (zoo sizes, T = ``--tokens``, 16384 by default) on the path ``ms.Linear`` takes there, its operands
 in bf16 ``value · block_scale`` form (as the quantizers write x and dy; wgrad's saved xᵀ is
 decoded to it by a dequantize pass of its own, not timed here): ``gemm_alpha`` with α and the
 output in its epilogue, or (an fp32 weight gradient under ``fp32_min_tiles`` output tiles)
@@ -179,12 +179,13 @@ def main() -> None:
                     help="the fp32-output weight-gradient GEMMs (module docstring)")
     ap.add_argument("--training", action="store_true",
                     help="every GEMM of --models on the path training takes (docstring)")
+    ap.add_argument("--tokens", type=int, default=16384, help="T of --training's GEMMs")
     args = ap.parse_args()
     dev = torch.device("cuda")
     if args.training:
         print(common.env_header())
         rows = [_training_row(*shape, dev=dev)
-                for shape in training_shapes(args.models.split(","))]
+                for shape in training_shapes(args.models.split(","), args.tokens)]
         print(common.fmt_table(rows, ["model", "gemm", "shape", "path", "bf16", "nvfp4",
                                       "x_bf16"]))
         ratios = [r["x_bf16"] for r in rows if r.get("x_bf16")]
