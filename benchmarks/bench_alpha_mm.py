@@ -50,6 +50,10 @@ SHAPES = {
     # the zoo's separate projections (q and o are "o"'s shape, fprop and dgrad)
     "125m-kv": [("kv", 16384, 256, 768), ("dgrad_kv", 16384, 768, 256)],
     "1b-kv": [("kv", 16384, 512, 2048), ("dgrad_kv", 16384, 2048, 512)],
+    # 50m's 640-wide outputs (N = 640: 2.5 of the default's 256-wide tiles), 8192 and 16384
+    # tokens: its up dgrad and down fprop (K 2560) ran 0.69x bf16 at 8192 (session 58)
+    "50m-640": [("down", 8192, 640, 2560), ("o", 8192, 640, 640), ("down", 16384, 640, 2560),
+                ("o", 16384, 640, 640)],
     "1b": [("qkv", 16384, 6144, 2048), ("o", 16384, 2048, 2048), ("up", 16384, 8192, 2048),
            ("down", 16384, 2048, 8192), ("dgrad_qkv", 16384, 2048, 6144),
            ("dgrad_up", 16384, 2048, 8192), ("dgrad_down", 16384, 8192, 2048)],
