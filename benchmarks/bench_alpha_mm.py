@@ -21,12 +21,12 @@ Triton GEMM writing α · the sum in fp32 itself (its default tile), ``tiles`` i
 tiles (``gemm_paths.EPILOGUE["fp32_min_tiles"]`` is the rule), ``gain`` = fp32·α / alpha.
 
 ``--training``: issue 12 item 5's NVFP4 half. Every fprop, dgrad and wgrad GEMM of the
-``--models`` (zoo sizes, T = ``--tokens``, 16384 by default) on the path ``ms.Linear`` takes there, its operands
-in bf16 ``value · block_scale`` form (as the quantizers write x and dy; wgrad's saved xᵀ is
-decoded to it by a dequantize pass of its own, not timed here): ``gemm_alpha`` with α and the
-output in its epilogue, or (an fp32 weight gradient under ``fp32_min_tiles`` output tiles)
-cuBLAS's fp32 sum then the α pass; ``bf16`` is what a bf16 layer pays for the same GEMM
-(cuBLAS, bf16 in and out), ``x_bf16`` = bf16 / path.
+``--models`` (zoo sizes, T = ``--tokens``, 16384 by default) on the path ``ms.Linear`` takes
+there, its operands in bf16 ``value · block_scale`` form (as the quantizers write x and dy;
+wgrad's saved xᵀ is decoded to it by a dequantize pass of its own, not timed here):
+``gemm_alpha`` with α and the output in its epilogue, or (an fp32 weight gradient under
+``fp32_min_tiles`` output tiles) cuBLAS's fp32 sum then the α pass; ``bf16`` is what a bf16
+layer pays for the same GEMM (cuBLAS, bf16 in and out), ``x_bf16`` = bf16 / path.
 """
 
 from __future__ import annotations
@@ -51,9 +51,11 @@ SHAPES = {
     "125m-kv": [("kv", 16384, 256, 768), ("dgrad_kv", 16384, 768, 256)],
     "1b-kv": [("kv", 16384, 512, 2048), ("dgrad_kv", 16384, 2048, 512)],
     # 50m's 640-wide outputs (N = 640: 2.5 of the default's 256-wide tiles), 8192 and 16384
-    # tokens: its up dgrad and down fprop (K 2560) ran 0.69x bf16 at 8192 (session 58)
+    # tokens: its up dgrad and down fprop (K 2560) ran 0.69x bf16 at 8192 (session 58); and
+    # its 128-wide k/v fprop (half of one such tile)
     "50m-640": [("down", 8192, 640, 2560), ("o", 8192, 640, 640), ("down", 16384, 640, 2560),
                 ("o", 16384, 640, 640)],
+    "50m-128": [("kv", 8192, 128, 640), ("kv", 16384, 128, 640)],
     "1b": [("qkv", 16384, 6144, 2048), ("o", 16384, 2048, 2048), ("up", 16384, 8192, 2048),
            ("down", 16384, 2048, 8192), ("dgrad_qkv", 16384, 2048, 6144),
            ("dgrad_up", 16384, 2048, 8192), ("dgrad_down", 16384, 8192, 2048)],

@@ -65,21 +65,21 @@ from .quant_rowcol_reg import prologue_of
 
 __all__ = ["alpha_mm", "tile_for", "CONFIG"]
 
-# Tile (BM, BN, BK, stages, warps): the best of bench_alpha_mm.py's eight configs at every
-# 125m and 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16 -> bf16; 128x256
-# with 4 stages does not fit the shared memory, 128x128 tiles ran 4-12% slower).
-# SMALL_TILE, for B of at most SMALL_NK elements (N·K): the epilogue stored in two halves
-# frees the shared memory for a fourth stage. Session 26 (H100, graph-replayed, call 3): at
-# every 125m shape 3-14% faster than TILE (0.96-0.99x cuBLAS: q/o 38.5 -> 36.3 µs, k/v 24.9 ->
-# 21.4, up 124.5 -> 121.1, down 116.0 -> 110.9, their dgrads 23.0 -> 21.0, 116.7 -> 111.5,
-# 124.4 -> 121.2), slower at the 1b shapes it was tried on (2048² 197.8 -> 211.4, 2048x8192
-# 779 -> 798), hence the bound (3072·768 in, 2048² out).
-# Not flattening TILE's loops (FLATTEN off) ran the 1b K 6144-8192 shapes 0.3-2.7% faster in
-# that sweep, yet a 1b nvfp4 step 0.6% slower in one process (session 28, call 4): flattened.
+# Tile (BM, BN, BK, stages, warps): the best of bench_alpha_mm.py's configs at every 125m and
+# 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16; 128x128 4-12% slower there).
+# SMALL_TILE, for B of at most SMALL_NK elements: the epilogue stored in two halves frees the
+# shared memory for a fourth stage (session 26, H100: 3-14% faster than TILE at every 125m
+# shape, e.g. q/o 38.5 -> 36.3 µs; slower at 1b's, 2048² 197.8 -> 211.4). TILE's loops
+# flattened: not flattening ran the 1b K 6144-8192 shapes 0.3-2.7% faster, a 1b nvfp4 step
+# 0.6% slower (session 28). NARROW_TILE where N leaves an eighth or more of the 256-wide
+# tiles' columns empty (N = 128, 384, 640, ...): session 58 (H200, call 9, graph-replayed),
+# µs SMALL_TILE -> NARROW_TILE (bf16): 8192x640x2560 58.4 -> 54.0 (40.1; 0.69x -> 0.74x),
+# 8192x640x640 22.5 -> 20.2, 16384x640x2560 91.1 -> 88.0; the other 13 tiles slower there.
 CONFIG = {
     "TMA": True,
     "TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
     "SMALL_TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=4, num_warps=8, SUBTILE=True),
+    "NARROW_TILE": dict(BM=128, BN=128, BK=64, NUM_STAGES=4, num_warps=4),
     "SMALL_NK": 3072 * 768,
     "GROUP_M": 8,
 }
@@ -87,6 +87,9 @@ CONFIG = {
 
 def tile_for(n: int, k: int) -> dict:
     """The default tile of an ``[M, K] · [N, K]ᵀ`` call (:data:`CONFIG`)."""
+    padded = cdiv(n, 256) * 256
+    if CONFIG.get("NARROW_TILE") and 8 * (padded - n) >= padded:
+        return CONFIG["NARROW_TILE"]
     return CONFIG["SMALL_TILE"] if n * k <= CONFIG["SMALL_NK"] else CONFIG["TILE"]
 
 
