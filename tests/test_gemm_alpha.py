@@ -128,6 +128,19 @@ def test_alpha_from_amaxes_is_nvfp4_alpha(amaxes):
     assert torch.equal(y[0, 1], torch.zeros((), dtype=torch.float32)) or torch.isnan(want)
 
 
+def test_narrow_tile_where_wide_tiles_leave_columns_empty():
+    """The 128-wide tile where 256-wide tiles would leave an eighth or more of their columns
+    empty (50m's 640- and 128-wide outputs), the wide ones elsewhere (every 125m/350m/1b width,
+    and 1152, whose empty eighth is short), and never where the caller turns it off."""
+    from microscale.kernels.gemm_alpha import CONFIG, tile_for
+    narrow, small, wide = CONFIG["NARROW_TILE"], CONFIG["SMALL_TILE"], CONFIG["TILE"]
+    assert tile_for(640, 2560) is narrow and tile_for(128, 640) is narrow
+    assert tile_for(384, 4096) is narrow and tile_for(200, 96) is narrow
+    assert tile_for(768, 768) is small and tile_for(1152, 768) is small
+    assert tile_for(2048, 8192) is wide and tile_for(14336, 4096) is wide
+    assert tile_for(640, 2560, narrow=False) is small
+
+
 def test_alpha_mm_bad_arguments():
     from microscale.kernels.gemm_alpha import alpha_mm
     f = torch.ones(1)

@@ -15,16 +15,14 @@ amaxes, as ``quant.nvfp4.nvfp4_alpha`` does, so no small kernels run before it) 
 output dtype directly: ``y[m, n] = round(α · Σ_k a[m, k] · b[n, k])``, the products and the
 sum in fp32 on the tensor cores, then the reference's own arithmetic (one fp32 multiply, one
 rounding). Exact up to summation order, like every GEMM path here. Measured (H100, session
-16): 0.91-1.03x cuBLAS bf16 -> bf16 at the 125m/1b shapes; 125m nvfp4 step 0.557x -> 0.606x of
-bf16, 1b 0.732x -> 0.772x (``benchmarks/results/h100_20261126_session16/``).
+16): 0.91-1.03x cuBLAS bf16 at the 125m/1b shapes; 125m nvfp4 step 0.557x -> 0.606x of bf16.
 
 An *epilogue op* (``alpha_mm(..., epilogue=(op, e2))``, an op of two tensors from
 ``op_specs.PROLOGUES``) makes the kernel store ``op(y, e2)`` instead of ``y``: the output is
 rounded as usual, the op runs on it and e2's tile (``quant_rowcol_reg.prologue_of``'s
 arithmetic, one more rounding), so e2 is read once and ``y`` is never written. The relu² MLP's
 backward uses it to write ``du = relu_square_grad(ds, u)`` from the down projection's dgrad
-(``nn.mlp``, ``DU_IN_DGRAD``). The TMA kernel then stores in halves with three stages: e's tile
-buffer would not fit beside four (offline, sm_90: 208 KB of shared memory).
+(``nn.mlp``). The TMA kernel then stores in halves with three stages (e's tile buffer).
 
 Layout: A ``[M, K]`` K-contiguous; B ``[N, K]`` either K-contiguous or N-contiguous (the
 transpose of a row-major ``[K, N]``: an NVFP4 weight's 16×16-tiled expanded view serves fprop as
@@ -69,12 +67,10 @@ __all__ = ["alpha_mm", "tile_for", "CONFIG"]
 # 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16; 128x128 4-12% slower there).
 # SMALL_TILE, for B of at most SMALL_NK elements: the epilogue stored in two halves frees the
 # shared memory for a fourth stage (session 26, H100: 3-14% faster than TILE at every 125m
-# shape, e.g. q/o 38.5 -> 36.3 µs; slower at 1b's, 2048² 197.8 -> 211.4). TILE's loops
-# flattened: not flattening ran the 1b K 6144-8192 shapes 0.3-2.7% faster, a 1b nvfp4 step
-# 0.6% slower (session 28). NARROW_TILE where N leaves an eighth or more of the 256-wide
-# tiles' columns empty (N = 128, 384, 640, ...): session 58 (H200, call 9, graph-replayed),
-# µs SMALL_TILE -> NARROW_TILE (bf16): 8192x640x2560 58.4 -> 54.0 (40.1; 0.69x -> 0.74x),
-# 8192x640x640 22.5 -> 20.2, 16384x640x2560 91.1 -> 88.0; the other 13 tiles slower there.
+# shape; slower at 1b's). TILE's loops flattened (session 28: a 1b step 0.6% faster so).
+# NARROW_TILE where N leaves an eighth or more of the 256-wide tiles' columns empty (N = 128,
+# 384, 640, ...): session 58 (H200, call 9, graph-replayed), µs SMALL_TILE -> NARROW_TILE
+# (bf16): 8192x640x2560 58.4 -> 54.0 (40.1; 0.69x -> 0.74x), 16384x640x2560 91.1 -> 88.0.
 CONFIG = {
     "TMA": True,
     "TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),
@@ -85,10 +81,11 @@ CONFIG = {
 }
 
 
-def tile_for(n: int, k: int) -> dict:
-    """The default tile of an ``[M, K] · [N, K]ᵀ`` call (:data:`CONFIG`)."""
+def tile_for(n: int, k: int, narrow: bool = True) -> dict:
+    """The default tile of an ``[M, K] · [N, K]ᵀ`` call (:data:`CONFIG`); ``narrow``: the
+    narrow tile may be taken (``alpha_mm``: only as session 58 timed it)."""
     padded = cdiv(n, 256) * 256
-    if CONFIG.get("NARROW_TILE") and 8 * (padded - n) >= padded:
+    if narrow and CONFIG.get("NARROW_TILE") and 8 * (padded - n) >= padded:
         return CONFIG["NARROW_TILE"]
     return CONFIG["SMALL_TILE"] if n * k <= CONFIG["SMALL_NK"] else CONFIG["TILE"]
 
@@ -280,11 +277,14 @@ def alpha_mm(a: torch.Tensor, b: torch.Tensor, f: torch.Tensor | tuple, out_dtyp
         if out_amax is not None:
             out_amax.filled = True              # zeros: the amaxes of an empty output
         return y
-    cfg = {**tile_for(n, k), **tile}
+    # the narrow tile only as timed: 2-byte out, no tile asked for, the TMA kernel (session 58)
+    plain = not (tile or epi or out_amax is not None or out_dtype == torch.float32)
+    tma_ok = _tma_ok(a, b, y, e2)
+    cfg = {**tile_for(n, k, plain and (_interpreting() or tma_ok)), **tile}
     amax_args = {} if out_amax is None else \
         dict(amax_ptr=out_amax.buf, AMAX=2 if out_amax.rht else 1, SIGNS=RHT_SIGN_MASK,
              AMAX_OP=PROLOGUES[out_amax.op][2] if out_amax.op else 0)
-    use_tma = cfg.pop("TMA", True) and _tma_ok(a, b, y, e2)
+    use_tma = cfg.pop("TMA", True) and tma_ok
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
     if use_tma and (epi or out_dtype == torch.float32 or out_amax is not None):
         # e's tile buffer, or a 4-byte output tile: 128x256 + 4 stages would need 256 KB of
