@@ -2,6 +2,7 @@
 
     python benchmarks/bench_gemm_sweep.py                   # 50m + 125m shapes, T = 8192, 16384
     python benchmarks/bench_gemm_sweep.py --quick           # T = 16384 only
+    python benchmarks/bench_gemm_sweep.py --families fp8 --shapes 16384x640x128   # given shapes
     python benchmarks/bench_gemm_sweep.py --mxfp8-configs   # MXFP8 tile configs at big shapes
     python benchmarks/bench_gemm_sweep.py --device cpu --tiny   # smoke test (TRITON_INTERPRET=1)
 

@@ -51,7 +51,7 @@ SM; expanded views at [4, 8], 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 Measured (graph-replayed, 8192² bf16, amax given; ``benchmarks/results/quant_notes.md``): RNE
 codes 85.4 µs against the reg pass's 125.9 (H100, session 31), 58.7 with ``PREFETCH`` (H200,
 session 40), 55.8 with session 57's cheaper tile index, scale decode and codes (72% of the
-copy rate counting x once); SR codes 74.6; RHT codes 67.3 with session 58's bf16 pairs (60%).
+copy rate counting x once); SR codes 74.6; RHT codes 65.6-66.2 (61.5-62.1%, session 58).
 Training's expanded views (84.3 / 87.2 µs, RNE / SR) keep the old tile index and scale decode
 (session 57: level alone, a 1b step 0.7-1.2% slower with them; session 58's profile: noise
 the likelier cause). Two tiles an iteration ran 4-18% slower.
