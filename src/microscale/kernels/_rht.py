@@ -17,13 +17,13 @@ import triton
 import triton.language as tl
 
 from ._host import interpreting
-from ._utils import (TENSOR_CORE_RHT, abs_for_max, clamp_keep_nan, rotated_block_max,
-                     round_to_input_dtype)
+from ._utils import (TENSOR_CORE_RHT, abs_for_max, bf16_pair, clamp_keep_nan,
+                     rotated_block_max, round_to_input_dtype)
 from .quant_rowcol_reg import prologue_of
 
 __all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_cols_max", "tile_amaxes", "raise_amaxes",
-           "rht_butterfly", "rht_pair_maxima", "finish_rotated", "clamp_bf16_words",
-           "round_bf16_blocks", "rotated_blocks"]
+           "rht_butterfly", "rht_pair_maxima", "finish_rotated", "bf16_halves",
+           "round_bf16_pair", "clamp_bf16_words", "round_bf16_blocks", "rotated_blocks"]
 
 _PACKED_PTX = tl.constexpr(not interpreting())   # bf16x2 PTX (the interpreter: the same bits)
 
@@ -271,16 +271,9 @@ def finish_rotated(v, IN_DTYPE: tl.constexpr):
 # instruction on the packed pairs (sm_80+ ``min/max.bf16x2``, ``cvt.rn.bf16x2.f32``) where
 # fp32 takes one an element. The interpreter runs the same steps unpacked: the same bits.
 @triton.jit
-def _bf16_halves(w):
-    """The fp32 values of a word's low and high bf16 halves."""
+def bf16_halves(w):
+    """The fp32 values of a word's low and high bf16 halves (``_utils.bf16_pair`` undone)."""
     return (w << 16).to(tl.float32, bitcast=True), (w & -65536).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _bf16_word(lo, hi):
-    """The word of two fp32 values that are bf16 values (low half ``lo``)."""
-    lo_bits = (lo.to(tl.uint32, bitcast=True) >> 16).to(tl.int32, bitcast=True)
-    return (hi.to(tl.int32, bitcast=True) & -65536) | lo_bits
 
 
 @triton.jit
@@ -294,22 +287,22 @@ def clamp_bf16_words(w):
             "max.NaN.bf16x2 t, $1, lo; min.NaN.bf16x2 $0, t, hi; }",
             "=r,r", [w], dtype=tl.int32, is_pure=True, pack=1)
     else:
-        lo, hi = _bf16_halves(w)
+        lo, hi = bf16_halves(w)
         lim = 4.253529586511731e37             # 2^125 = L(16)
-        out = _bf16_word(clamp_keep_nan(lo, lim), clamp_keep_nan(hi, lim))
+        out = bf16_pair(clamp_keep_nan(lo, lim), clamp_keep_nan(hi, lim))
     return out
 
 
 @triton.jit
-def _round_pair(a, b):
+def round_bf16_pair(a, b):
     """fp32 ``a``, ``b`` rounded to bf16 (RNE) as one word, ``a`` in the low half: one
-    ``cvt.rn.bf16x2.f32`` for what took a conversion each (no saturation needed: every rotated
-    ``|y| <= 2^127``)."""
+    ``cvt.rn.bf16x2.f32`` for what took a conversion each (no saturation: the caller's values
+    stay within bf16's range, e.g. every rotated ``|y| <= 2^127``)."""
     if _PACKED_PTX:
         out = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [a, b],
                                         dtype=tl.int32, is_pure=True, pack=1)
     else:
-        out = _bf16_word(round_to_input_dtype(a, 1), round_to_input_dtype(b, 1))
+        out = bf16_pair(round_to_input_dtype(a, 1), round_to_input_dtype(b, 1))
     return out
 
 
@@ -321,9 +314,9 @@ def _max_abs_words(w0, w1):
         out = tl.inline_asm_elementwise("max.xorsign.abs.bf16x2 $0, $1, $2;", "=r,r,r",
                                         [w0, w1], dtype=tl.int32, is_pure=True, pack=1)
     else:
-        lo0, hi0 = _bf16_halves(w0)
-        lo1, hi1 = _bf16_halves(w1)
-        out = _bf16_word(tl.maximum(tl.abs(lo0), tl.abs(lo1)),
+        lo0, hi0 = bf16_halves(w0)
+        lo1, hi1 = bf16_halves(w1)
+        out = bf16_pair(tl.maximum(tl.abs(lo0), tl.abs(lo1)),
                          tl.maximum(tl.abs(hi0), tl.abs(hi1)))
     return out
 
@@ -338,14 +331,14 @@ def round_bf16_blocks(ys):
     where one conversion and one widening a value and 15 maxima took 47."""
     words = ()
     for i in tl.static_range(8):
-        words = words + (_round_pair(ys[2 * i], ys[2 * i + 1]),)
+        words = words + (round_bf16_pair(ys[2 * i], ys[2 * i + 1]),)
     m = ()
     for i in tl.static_range(4):
         m = m + (_max_abs_words(words[2 * i], words[2 * i + 1]),)
-    lo, hi = _bf16_halves(_max_abs_words(_max_abs_words(m[0], m[1]), _max_abs_words(m[2], m[3])))
+    lo, hi = bf16_halves(_max_abs_words(_max_abs_words(m[0], m[1]), _max_abs_words(m[2], m[3])))
     out = ()
     for i in tl.static_range(8):
-        y_lo, y_hi = _bf16_halves(words[i])
+        y_lo, y_hi = bf16_halves(words[i])
         out = out + (y_lo, y_hi)
     return out, tl.maximum(tl.abs(lo), tl.abs(hi)), out[0] != out[0]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._rht import rht_butterfly, rht_pair_maxima
+from ._rht import bf16_halves, rht_butterfly, rht_pair_maxima, round_bf16_pair
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code, scaled_e2m1_nibble
 from ._philox import philox_words
 from .quant_rowcol_reg import prologue_of
@@ -85,14 +85,12 @@ def _prologue_words(xw, yw, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
                          False)
         hi = prologue_of(_word_half(xw, 1, IN_DTYPE), _word_half(yw, 1, IN_DTYPE), PRO, IN_DTYPE,
                          False)
-        out = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [lo, hi],
-                                        dtype=tl.int32, is_pure=True, pack=1)
+        out = round_bf16_pair(lo, hi)
     else:
         lo = prologue_of(_word_half(xw, 0, IN_DTYPE), _word_half(yw, 0, IN_DTYPE), PRO, IN_DTYPE)
         hi = prologue_of(_word_half(xw, 1, IN_DTYPE), _word_half(yw, 1, IN_DTYPE), PRO, IN_DTYPE)
         if IN_DTYPE == 1:                   # bf16: the top half of each fp32
-            out = (hi.to(tl.int32, bitcast=True) & -65536) | \
-                ((lo.to(tl.int32, bitcast=True) >> 16) & 0xFFFF)
+            out = bf16_pair(lo, hi)
         else:
             out = (hi.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) << 16) | \
                 (lo.to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF)
@@ -103,10 +101,7 @@ def _prologue_words(xw, yw, PRO: tl.constexpr, IN_DTYPE: tl.constexpr):
 def _word_half(raw, H: tl.constexpr, IN_DTYPE: tl.constexpr):
     """fp32 values of the low (H = 0) or high (H = 1) halves of bf16/fp16 words."""
     if IN_DTYPE == 1:
-        if H == 0:
-            out = (raw << 16).to(tl.float32, bitcast=True)
-        else:
-            out = (raw & -65536).to(tl.float32, bitcast=True)
+        out = bf16_halves(raw)[H]
     else:
         bits = raw if H == 0 else raw >> 16
         out = bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)

@@ -108,9 +108,10 @@ def _fill(layers: list) -> list[int]:
 # (H100, session 26 calls 1-2, both orders: 0.703x / 0.707x, 0.710x / 0.715x of bf16;
 # profiled, the GEMMs and Inductor's kernels each ~0.3 ms slower with the cached views as
 # graph inputs). Under gradient accumulation ms.weight_cache still quantized NVFP4 weights all
-# at once (once a step instead of once a micro-batch). MXFP8 since session 45: at 125m its 120 weight pairs took 0.84 ms a
-# step one by one and the GEMMs 0.55 ms more decoding them; grouped and expanded, 0.31 ms and
-# none: 125m mxfp8 0.826-0.831x -> 0.843-0.847x of bf16 (H200, session 45 calls 1-3).
+# at once (once a step instead of once a micro-batch). MXFP8 since session 45: at 125m its 120
+# weight pairs took 0.84 ms a step one by one and the GEMMs 0.55 ms more decoding them; grouped
+# and expanded, 0.31 ms and none: 125m mxfp8 0.826-0.831x -> 0.843-0.847x of bf16 (H200,
+# session 45 calls 1-3).
 # NVFP4 again in session 55 (H200), its two launches aligned (2.80 ms for the 1b weights
 # against 3.33 one by one; 0.63 against 1.03 at 125m): 125m 0.7843x / 0.7846x against
 # 0.7830x / 0.7833x per layer, 1b 0.9029x / 0.8969x against 0.8993x / 0.9068x / 0.9000x:
