@@ -161,6 +161,8 @@ KERNEL_SETS = {
     "no-alpha-epi": {"gemm_paths:EPILOGUE": {"alpha": False}},
     # session 26: the alpha GEMM's one tile for every shape (before SMALL_TILE)
     "alpha-one-tile": {"gemm_alpha": {"SMALL_NK": 0}},
+    # session 59: the alpha GEMM without session 58's 128x128 tile for narrow outputs
+    "no-narrow": {"gemm_alpha": {"NARROW_TILE": None}},
     # session 26: NVFP4's amax pass into a zeroed buffer by atomics (before AMAX_PARTIALS)
     "amax-atomic": {"quant_nvfp4": {"AMAX_PARTIALS": False}},
     # session 16: a pair whose column view is asked for expanded (nvfp4_no_sr's dy) on the rows
