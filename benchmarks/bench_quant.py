@@ -392,6 +392,16 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (4, 8, 32), (1, 32, 28), (2, 32, 24))),
               ("nvfp4/1x16@amax_given", "RNE_CODES",
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (2, 32, 24))))],
+        # session 59: the reg pass's bf16 RHT column views clamped on the raw words, rounded
+        # and maximized on pairs (offline, Triton 3.6: RNE codes 167 -> 128 registers, so 8
+        # two-warp programs fit an SM where 6 did; the RHT+SR view 96 -> 80, 6 four-warp
+        # programs where 5 did). Keys in this order: --sweep-with PROGS_PER_SM+maxnreg+PREFETCH
+        *[(quant_nvfp4.CONFIG["REG_COL"]["RNE"], name, [
+            {"PROGS_PER_SM": pps, "maxnreg": None, "PREFETCH": True} for pps in (6, 7, 8, 6)])
+          for name in ("nvfp4/col_rht@amax_given", "nvfp4/col_relu2_exp@amax_given")],
+        *[(quant_nvfp4.CONFIG["REG_COL"], name, [
+            {"PROGS_PER_SM": pps, "maxnreg": None, "PREFETCH": True} for pps in (5, 6, 5)])
+          for name in ("nvfp4/col_rht_sr@amax_given", "nvfp4/col_rht_sr_exp@amax_given")],
         # session 58: the RHT'd row codes at 72 registers (offline, Triton 3.6; 80 before the
         # bf16-pair clamp, rounding and maxima): 28 one-warp programs fit an SM, 32 at 64
         *[(quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16_rht@amax_given", [

@@ -251,6 +251,41 @@ def test_nvfp4_reg_pass_e2m1_codes_exact(shape, dtype, device, fast, monkeypatch
         assert_same(k[1], r[1])
 
 
+@pytest.mark.parametrize("shape,device", [
+    ((256, 64), "cpu"), ((272, 80), "cpu"),
+    pytest.param((4096, 768), "cuda", marks=pytest.mark.gpu)])
+def test_nvfp4_col_views_see_the_rht_clamp(shape, device, monkeypatch, gpu_tiles):
+    """bf16 RHT column views (codes and expanded, RNE and SR, one launch and split) clamp
+    their input to ±2^125 (on the raw words since session 59), on data where the clamp
+    changes the bits: no Inf (an Inf saturates every scale), and 16-row chunks holding one
+    value past 2^125 beside big values under it, so that clamping changes their ratio (the
+    sums stay exact in fp32: any summation order gives the reference's bits)."""
+    from microscale.kernels import quant_nvfp4
+    from microscale.ops import quantize_views
+    from microscale.tensor import QFormat
+    gpu_tiles("quant_nvfp4", "REG", "REG_ROW", "REG_COL")
+    monkeypatch.setitem(quant_nvfp4.CONFIG, "SPLIT_X_MAX_COLS", 0)   # the x pair in one launch
+    x = sample(shape, torch.bfloat16, exact=True, seed=5)
+    for c, r0 in ((3, 16), (40, 64), (shape[1] - 1, shape[0] - 16)):
+        x[r0:r0 + 16, c] = 0.0
+        x[r0, c], x[r0 + 5, c], x[r0 + 9, c] = 3e38, 2.0 ** 124, -(2.0 ** 123)
+    x[7, 9] = float("nan")
+    nf = {"check_finite": False}
+    rb_col = torch.randint(0, 256, shape[::-1], dtype=torch.uint8)
+    cols = [("nvfp4", {**nf, "rht": True}),
+            ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})]
+    x_d = x.to(device)
+    for row in (None, ("nvfp4", nf)):
+        for col in cols:
+            col_d = (col[0], {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                              for k, v in col[1].items()})
+            r = ms.quantize_rowcol(x, row, col, backend="reference")
+            assert_same(ms.quantize_rowcol(x_d, row, col_d, backend="triton")[1], r[1])
+            exp = quantize_views(x_d, row and (QFormat.NVFP4, row[1]),
+                                 (QFormat.NVFP4, {**col_d[1], "expand": True}), "triton")
+            assert exp[1].expanded and same_values(exp[1].data.cpu(), r[1].expand().data)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_nvfp4_reg_amax_rounds_the_rotated_maximum(dtype, monkeypatch):
     """The reg amax pass keeps the rotated values unrounded and rounds their maximum once

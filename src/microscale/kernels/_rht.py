@@ -22,8 +22,8 @@ from ._utils import (TENSOR_CORE_RHT, abs_for_max, bf16_pair, clamp_keep_nan,
 from .quant_rowcol_reg import prologue_of
 
 __all__ = ["dot_fp32", "rht_tile", "rht_cols", "rht_cols_max", "tile_amaxes", "raise_amaxes",
-           "rht_butterfly", "rht_pair_maxima", "finish_rotated", "bf16_halves",
-           "round_bf16_pair", "clamp_bf16_words", "round_bf16_blocks", "rotated_blocks"]
+           "rht_butterfly", "rht_pair_maxima", "finish_rotated", "bf16_halves", "round_bf16_pair",
+           "clamp_bf16_words", "clamp_bf16_chunk", "round_bf16_blocks", "rotated_blocks"]
 
 _PACKED_PTX = tl.constexpr(not interpreting())   # bf16x2 PTX (the interpreter: the same bits)
 
@@ -290,6 +290,15 @@ def clamp_bf16_words(w):
         lo, hi = bf16_halves(w)
         lim = 4.253529586511731e37             # 2^125 = L(16)
         out = bf16_pair(clamp_keep_nan(lo, lim), clamp_keep_nan(hi, lim))
+    return out
+
+
+@triton.jit
+def clamp_bf16_chunk(words):
+    """:func:`clamp_bf16_words` of each of a chunk's 16 word tiles (a column view's raw tiles)."""
+    out = ()
+    for j in tl.static_range(16):
+        out = out + (clamp_bf16_words(words[j]),)
     return out
 
 

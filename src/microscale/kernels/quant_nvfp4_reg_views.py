@@ -28,7 +28,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._rht import bf16_halves, rht_butterfly, rht_pair_maxima, round_bf16_pair
+from ._rht import (bf16_halves, clamp_bf16_chunk, rht_butterfly, rht_pair_maxima,
+                   rotated_blocks, round_bf16_pair)
 from ._e2m1 import nvfp4_expanded_value, scaled_e2m1_code, scaled_e2m1_nibble
 from ._philox import philox_words
 from .quant_rowcol_reg import prologue_of
@@ -218,7 +219,7 @@ def _row_view(v, s_enc6, s_dec, wa, wb, q_ptr, b_ptr, r, c0, rows, cols,
 @triton.jit
 def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: tl.constexpr,
               W: tl.constexpr, RHT: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr = False,
-              FAST: tl.constexpr = False, WIDE: tl.constexpr = False):
+              FAST: tl.constexpr = False, WIDE: tl.constexpr = False, maxima=None):
     """Column view of the 16 tiles ``ys [NI, W]`` (rotated already if RHT) of columns
     ``c [1, W]``: per (group i, column) one block of 16 in-thread values -> two uint32 words
     (``[NI, W, 2]``; EXP: the 16 expanded bf16 values as eight words ``[NI, W, 8]``,
@@ -226,8 +227,10 @@ def _col_view(ys, s_enc6, s_dec, seed, b_ptr, r0, c, rows, cols, cpr, gofs, NI: 
     ``c · cpr + group - gofs`` (a tensor's own: ``cpr = rows / 16``, ``gofs = 0``; a grouped
     view's expert tensor: its padded length / 16 and first group, ``quant_nvfp4_grouped``);
     ``seed`` a scalar or one per group ``[NI, 1]``. ``WIDE``: the same Philox words with each
-    round's products as one wide multiply (``_philox.philox4x32``)."""
-    if RHT:     # NaN fills its chunk: one output flags it; the codes are zeroed below
+    round's products as one wide multiply. ``maxima``: the blocks' ``(vmax, bad)`` if given."""
+    if maxima is not None:
+        vmax, bad = maxima
+    elif RHT:   # NaN fills its chunk: one output flags it; the codes are zeroed below
         vmax, bad = rotated_block_max(ys)
     else:
         bad = ys[0] != ys[0]
@@ -348,19 +351,25 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
              CLAMP: tl.constexpr = True):
     """The column view of one tile's 16 raw tiles (:func:`_col_view`'s arguments), quantized
     and stored: the even columns, then the odd ones (half the live values at a time), joined
-    in registers for one store. ``FAST``: codes through the rounded value (the same codes,
-    ``_e2m1.scaled_e2m1_code_fast``); ``WIDE``: :func:`_col_view`'s; ``CLAMP=False``: the RHT
-    without its input clamp (``_rht.rht_butterfly``: for a caller that knows max|x|)."""
+    in registers for one store; bf16 RHT on pairs (``_rht.rotated_blocks``, clamped on the
+    raw words unless ``CLAMP=False``: for a caller that knows max|x|). ``FAST``: codes through
+    the rounded value (``_e2m1.scaled_e2m1_code_fast``); ``WIDE``: :func:`_col_view`'s."""
+    if RHT and IN_DTYPE == 1 and CLAMP:
+        raw = clamp_bf16_chunk(raw)
     outs = ()
     for hh in tl.static_range(2):
         vs = ()
         for j in tl.static_range(16):
             vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
-        if RHT:
+        maxima = None
+        if RHT and IN_DTYPE == 1:                # rounded and maximized on pairs
+            vs, vmax, bad = rotated_blocks(vs, IN_DTYPE, SIGNS)
+            maxima = (vmax, bad)
+        elif RHT:
             vs = rht_butterfly(vs, 16, IN_DTYPE, SIGNS, True, CLAMP)
         outs = outs + (_col_view(vs, s_enc6, s_dec, seed, b_ptr, r0,
                                  c0 + 2 * tl.arange(0, BC // 2)[None, :] + hh, rows, cols, cpr,
-                                 gofs, NI, BC // 2, RHT, SR, EXP, FAST, WIDE),)
+                                 gofs, NI, BC // 2, RHT, SR, EXP, FAST, WIDE, maxima),)
     _store_cols(q_ptr, s_ptr, _join_halves(outs[0][0], outs[1][0]),
                 _join_halves(outs[0][1], outs[1][1]), r0, c0, rows, cols, NI, BC, EVEN, EXP)
 
@@ -370,12 +379,9 @@ def tile_maxima(raw, acc_r, acc_c, IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC:
                 PLAIN: tl.constexpr, RHT: tl.constexpr, SIGNS: tl.constexpr,
                 CLAMP: tl.constexpr = True, PAIRS: tl.constexpr = False):
     """Running elementwise maxima ``[NI, BC/2]`` of one tile's 16 raw tiles: ``acc_r`` of
-    ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT); NaN reads as 0.
-    ``acc_c`` holds the rotated values before their rounding to the input dtype: the caller
-    applies ``_rht.finish_rotated`` to its reduced maximum (the same value, one rounding); the
-    last butterfly stage is folded into pair maxima (``PAIRS``, ``_rht.rht_pair_maxima``: the
-    same bits, 8 additions and 8 maxima fewer per 16 rotated values).
-    ``CLAMP=False``: the RHT without its input clamp (``_rht.rht_butterfly``)."""
+    ``|x|`` (PLAIN), ``acc_c`` of ``|RHT(x)|`` along the 16 rows (RHT), NaN read as 0, before
+    the rounding to the input dtype (the caller finishes the maximum: ``_rht.finish_rotated``);
+    ``PAIRS``: the last butterfly stage folded into pair maxima (``_rht.rht_pair_maxima``)."""
     for hh in tl.static_range(2):
         vs = ()
         for j in tl.static_range(16):
