@@ -10,9 +10,11 @@
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
+K="see_the_rht_clamp or reg_pass_e2m1_codes_exact or col_view_unclamped or tma_and_pointer"
+K="$K or du_in_dgrad or (cuda_with_the_kernels and nvfp4)"
 TAIL=6 step 200 gpu_tests.txt python3 -m pytest -q -n 6 -m gpu -rf -p no:cacheprovider \
   tests/test_kernels_quant.py tests/test_gemm_alpha.py tests/test_mlp.py \
-  -k "see_the_rht_clamp or reg_pass_e2m1_codes_exact or col_view_unclamped or tma_and_pointer or du_in_dgrad or (cuda_with_the_kernels and nvfp4)"
+  -k "$K"
 ONLY=nvfp4/col_rht@amax_given,nvfp4/col_rht_sr@amax_given,nvfp4/col_relu2_exp@amax_given
 ONLY=$ONLY,nvfp4/col_rht_sr_exp@amax_given,nvfp4/rowcol_rne_rhtsr@amax_given
 for i in 1 2; do

@@ -8,9 +8,11 @@
 set -uo pipefail
 source "$(dirname "$0")/../gpu_env.sh"
 export TRITON_CACHE_DIR=/tmp/tcache
+K="see_the_rht_clamp or reg_pass_e2m1_codes_exact or col_view_unclamped or tma_and_pointer"
+K="$K or du_in_dgrad or (cuda_with_the_kernels and nvfp4)"
 TAIL=8 step 330 gpu_tests_a.txt python3 -m pytest -v -n 8 -m gpu -rf -p no:cacheprovider \
   tests/test_kernels_quant.py tests/test_gemm_alpha.py tests/test_mlp.py \
-  -k "see_the_rht_clamp or reg_pass_e2m1_codes_exact or col_view_unclamped or tma_and_pointer or du_in_dgrad or (cuda_with_the_kernels and nvfp4)"
+  -k "$K"
 TAIL=8 step 230 gpu_tests_b.txt python3 -m pytest -v -n 8 -m gpu -rf -p no:cacheprovider \
   tests/test_grouped_nvfp4_reg.py tests/test_recompute.py tests/test_expand.py \
   -k "nvfp4 or grouped_nvfp4"

@@ -64,13 +64,13 @@ from .quant_rowcol_reg import prologue_of
 __all__ = ["alpha_mm", "tile_for", "CONFIG"]
 
 # Tile (BM, BN, BK, stages, warps): the best of bench_alpha_mm.py's configs at every 125m and
-# 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16; 128x128 4-12% slower there).
-# SMALL_TILE, for B of at most SMALL_NK elements: the epilogue stored in two halves frees the
-# shared memory for a fourth stage (session 26, H100: 3-14% faster than TILE at every 125m
-# shape; slower at 1b's). TILE's loops flattened (session 28: a 1b step 0.6% faster so).
-# NARROW_TILE where N leaves an eighth or more of the 256-wide tiles' columns empty (N = 128,
-# 384, 640, ...): session 58 (H200, call 9, graph-replayed), µs SMALL_TILE -> NARROW_TILE
-# (bf16): 8192x640x2560 58.4 -> 54.0 (40.1; 0.69x -> 0.74x), 16384x640x2560 91.1 -> 88.0.
+# 1b fprop/dgrad shape (session 16, H100: 0.91-1.03x cuBLAS bf16; 128x128 4-12% slower there),
+# its loops flattened (session 28: a 1b step 0.6% faster). SMALL_TILE, for B of at most SMALL_NK
+# elements: the epilogue stored in two halves frees the shared memory for a fourth stage
+# (session 26, H100: 3-14% faster than TILE at every 125m shape; slower at 1b's).
+# NARROW_TILE where N leaves >= 1/8 of the 256-wide tiles' columns empty (N = 128, 384, 640, ..):
+# H200, µs SMALL_TILE -> NARROW_TILE (bf16), 8192x640x2560 58.4 -> 54.0 (40.1), 16384x640x2560
+# 91.1 -> 88.0 (session 58); 50m nvfp4 training 0.7583x -> 0.7645x of bf16 (session 59).
 CONFIG = {
     "TMA": True,
     "TILE": dict(BM=128, BN=256, BK=64, NUM_STAGES=3, num_warps=8),

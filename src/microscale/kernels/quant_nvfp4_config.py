@@ -121,6 +121,8 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
           # instructions, expanded 1560 -> 1512. Session 42 (H200, call 1, 8192², off / on /
           # off in one process): the RHT+SR column view 100.7 / 100.0 / 100.8 µs, the SR dy
           # pair 232.0 / 231.5 / 232.5; the same bits. On (a small gain, no cost).
+          # Session 59 (bf16 RHT views on pairs: RNE 167 -> 128 registers, SR 96 -> 80): 8 RNE
+          # / 6 SR programs an SM won nowhere consistently (H200, call 2 sweep): kept 6 / 5.
           "REG_COL": {"NI": 16, "BC": 16, "num_warps": 4, "PROGS_PER_SM": 5, "NUM_STAGES": 1,
                       "maxnreg": None, "PREFETCH": True, "PHILOX_WIDE": True,
                       "RNE": {"NI": 8, "BC": 32, "num_warps": 2, "PROGS_PER_SM": 6,
