@@ -276,13 +276,16 @@ def test_nvfp4_col_views_see_the_rht_clamp(shape, device, monkeypatch, gpu_tiles
             ("nvfp4", {**nf, "rht": True, "stochastic": True, "rand_bits": rb_col})]
     x_d = x.to(device)
     for row in (None, ("nvfp4", nf)):
+        key = ("quantize_rowcol", f"{'nvfp4' if row else 'none'}|nvfp4")
         for col in cols:
             col_d = (col[0], {k: v.to(device) if isinstance(v, torch.Tensor) else v
                               for k, v in col[1].items()})
             r = ms.quantize_rowcol(x, row, col, backend="reference")
             assert_same(ms.quantize_rowcol(x_d, row, col_d, backend="triton")[1], r[1])
+            assert "reg pass" in ms.explain()[key]             # the column view: col_tile
             exp = quantize_views(x_d, row and (QFormat.NVFP4, row[1]),
                                  (QFormat.NVFP4, {**col_d[1], "expand": True}), "triton")
+            assert "reg pass" in ms.explain()[key]
             assert exp[1].expanded and same_values(exp[1].data.cpu(), r[1].expand().data)
 
 
