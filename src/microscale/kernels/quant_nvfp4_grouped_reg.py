@@ -156,9 +156,11 @@ def nvfp4_grouped_reg_kernel(x_ptr, tab_ptr, amax_r_ptr, amax_c_ptr, seed_r_ptr,
         if COL:
             s_enc6, s_dec = nvfp4_global_scales(amax_c_ptr + g)
             seed = tl.load(seed_c_ptr + g).to(tl.int32) if COL_SR == 2 else 0
+            # (without the dense views' bf16 pairs, session 59: at this [256, 64] tile they
+            # spill, 120 bytes a thread offline, Triton 3.6; untimed here)
             col_tile(raw, s_enc6, s_dec, seed, bc_ptr, qc_ptr, sc_ptr, r0, c0, bound, cols,
                      tl.load(tab_ptr + 3 * n_seg + g) // 16, (p - l) // 16, IN_DTYPE, NI, BC,
-                     COL_RHT, COL_SR, SIGNS, False, False)
+                     COL_RHT, COL_SR, SIGNS, False, False, PAIRS=False)
         if ROW:
             s_enc6, s_dec = nvfp4_global_scales(amax_r_ptr + g)
             seed = tl.load(seed_r_ptr + g).to(tl.int32)[:, :, None] if ROW_SR == 2 else 0

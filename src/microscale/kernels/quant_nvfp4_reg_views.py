@@ -348,13 +348,13 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
              IN_DTYPE: tl.constexpr, NI: tl.constexpr, BC: tl.constexpr, RHT: tl.constexpr,
              SR: tl.constexpr, SIGNS: tl.constexpr, EVEN: tl.constexpr, EXP: tl.constexpr,
              FAST: tl.constexpr = False, WIDE: tl.constexpr = False,
-             CLAMP: tl.constexpr = True):
+             CLAMP: tl.constexpr = True, PAIRS: tl.constexpr = True):
     """The column view of one tile's 16 raw tiles (:func:`_col_view`'s arguments), quantized
     and stored: the even columns, then the odd ones (half the live values at a time), joined
-    in registers for one store; bf16 RHT on pairs (``_rht.rotated_blocks``, clamped on the
-    raw words unless ``CLAMP=False``: for a caller that knows max|x|). ``FAST``: codes through
-    the rounded value (``_e2m1.scaled_e2m1_code_fast``); ``WIDE``: :func:`_col_view`'s."""
-    if RHT and IN_DTYPE == 1 and CLAMP:
+    in registers for one store; bf16 RHT on pairs with ``PAIRS`` (``_rht.rotated_blocks``, the
+    clamp on the raw words; ``CLAMP=False``: none, for a caller that knows max|x|). ``FAST``:
+    codes through the rounded value (``_e2m1``); ``WIDE``: :func:`_col_view`'s."""
+    if RHT and IN_DTYPE == 1 and CLAMP and PAIRS:
         raw = clamp_bf16_chunk(raw)
     outs = ()
     for hh in tl.static_range(2):
@@ -362,7 +362,7 @@ def col_tile(raw, s_enc6, s_dec, seed, b_ptr, q_ptr, s_ptr, r0, c0, rows, cols, 
         for j in tl.static_range(16):
             vs = vs + (_half(raw[j], hh, IN_DTYPE, NI, BC),)
         maxima = None
-        if RHT and IN_DTYPE == 1:                # rounded and maximized on pairs
+        if RHT and IN_DTYPE == 1 and PAIRS:      # rounded and maximized on pairs
             vs, vmax, bad = rotated_blocks(vs, IN_DTYPE, SIGNS)
             maxima = (vmax, bad)
         elif RHT:
