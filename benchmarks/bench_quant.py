@@ -392,6 +392,11 @@ def sweep(x: torch.Tensor, copy_gbs: float, only: str = "", with_key: str = "") 
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (4, 8, 32), (1, 32, 28), (2, 32, 24))),
               ("nvfp4/1x16@amax_given", "RNE_CODES",
                ((2, 32, 24), (1, 32, 32), (2, 16, 32), (2, 32, 24))))],
+        # session 59 (prepared, not yet run): the SR codes' random bytes placed by one byte
+        # permute (ROW1's SR_PRMT; offline 1672 -> 1608 static instructions at the [2, 32]
+        # tile, 80 registers). --sweep-with SR_PRMT
+        (quant_nvfp4.CONFIG["ROW1"], "nvfp4/1x16_sr@amax_given",
+         [{"SR_PRMT": on} for on in (False, True, False, True)]),
         # session 59: the reg pass's bf16 RHT column views clamped on the raw words, rounded
         # and maximized on pairs (offline, Triton 3.6: RNE codes 167 -> 128 registers, so 8
         # two-warp programs fit an SM where 6 did; the RHT+SR view 96 -> 80, 6 four-warp

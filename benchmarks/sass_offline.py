@@ -175,7 +175,7 @@ PRESETS = {
                        _NV_ROW1_NOW | dict(SR=2, BR=2, NB=32, PREFETCH=True), 1, 1, 2 * 32 * 16),
     # ... with Philox's products as wide multiplies (PHILOX_WIDE, on since session 41)
     "nv_row1_sr_wide": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
-                        _NV_ROW1_NOW | dict(SR=2, BR=2, NB=32, PREFETCH=True, PHILOX_WIDE=True),
+                        _NV_ROW1_NOW | dict(SR=2, BR=2, NB=32, PREFETCH=True, PHILOX=1),
                         1, 1, 2 * 32 * 16),
     "nv_row1_exp": (quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
                     _NV_ROW1 | dict(EXP=1), 4, 2, 16 * 16 * 16),
@@ -403,7 +403,7 @@ def inspect(kernel) -> tuple[dict, collections.Counter, str]:
 for _br, _nb in ((1, 32), (4, 8)):
     PRESETS[f"nv_row1_sr1_{_br}x{_nb}"] = (
         quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
-        _NV_ROW1_NOW | dict(SR=2, BR=_br, NB=_nb, PREFETCH=True, PHILOX_WIDE=True), 1, 1,
+        _NV_ROW1_NOW | dict(SR=2, BR=_br, NB=_nb, PREFETCH=True, PHILOX=1), 1, 1,
         _br * _nb * 16)
 
 
@@ -414,13 +414,17 @@ PRESETS["nv_row1_exp_now"] = (
     _NV_ROW1_NOW | dict(EXP=1, BR=4, NB=8, PREFETCH=True), 1, 1, 4 * 8 * 16)
 PRESETS["nv_row1_sr_exp_now"] = (
     quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1 | {"q_ptr": "*bf16"},
-    _NV_ROW1_NOW | dict(EXP=1, SR=2, BR=4, NB=8, PREFETCH=True, PHILOX_WIDE=True), 1, 1,
+    _NV_ROW1_NOW | dict(EXP=1, SR=2, BR=4, NB=8, PREFETCH=True, PHILOX=1), 1, 1,
     4 * 8 * 16)
 
 
 PRESETS["nv_col_rht_now"] = (                    # an RHT column view alone, codes, REG_COL RNE
     quant_nvfp4_reg.nvfp4_rowcol_reg_kernel, NV_REG,
     _NV_REG | dict(NI=8, BC=32, ROW=False, FAST_E2M1=True, PREFETCH=True), 2, 1, 128 * 32)
+# session 59: SR codes with each random byte placed by one prmt (ROW1's SR_PRMT: PHILOX bit 1)
+PRESETS["nv_row1_sr_prmt"] = (
+    quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
+    _NV_ROW1_NOW | dict(SR=2, BR=2, NB=32, PREFETCH=True, PHILOX=3), 1, 1, 2 * 32 * 16)
 PRESETS["nv_row1_rht_now"] = (                   # a row view with the RHT, codes (1x16_rht)
     quant_nvfp4_row.nvfp4_row_kernel, NV_ROW1,
     _NV_ROW1_NOW | dict(RHT=True, BR=2, NB=32, PREFETCH=True), 1, 1, 2 * 32 * 16)

@@ -24,7 +24,7 @@ import triton.language as tl  # noqa: E402
 
 from microscale import formats  # noqa: E402
 from microscale.kernels._e2m1 import (e2m1_code, e2m1_round_value, e2m1_sr_code,  # noqa: E402
-                                      scaled_e2m1_code_fast)
+                                      scaled_e2m1_code_fast, scaled_e2m1_nibble)
 
 BLOCK = 1024
 
@@ -150,3 +150,37 @@ def test_gpu_values_equal_codes():
     _check(y, torch.zeros(y.shape, dtype=torch.uint8, device=y.device), sr=False)
     for fill in ("random", 0, 255):
         _check(y, _sr_bytes(y, fill), sr=True)
+
+
+@triton.jit
+def _word_bytes_kernel(y_ptr, w_ptr, pos_ptr, out_ptr, ref_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    y = tl.load(y_ptr + offs, mask=ok, other=0.0)
+    w = tl.load(w_ptr + offs, mask=ok, other=0)
+    pos = tl.load(pos_ptr + offs, mask=ok, other=0)
+    tl.store(out_ptr + offs, scaled_e2m1_nibble(y, 1.0, w, True, 0, pos), mask=ok)
+    tl.store(ref_ptr + offs, scaled_e2m1_nibble(y, 1.0, (w >> (8 * pos)) & 255, True, 0),
+             mask=ok)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_sr_codes_from_a_word_byte(device):
+    """SR with the random byte taken from byte ``rpos`` of a 32-bit word (``_e2m1._sr_sum``'s
+    byte permute: ``64 · binade`` with the byte as mantissa bits 8-15, PTX ``prmt`` on the
+    GPU) gives the codes of the byte extracted first, and the library's stochastic encoder's,
+    over every input of ``_inputs`` and random words, every byte position."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    y = _inputs(torch.device(device))
+    g = torch.Generator().manual_seed(2)
+    w = torch.randint(-2 ** 31, 2 ** 31, y.shape, generator=g, dtype=torch.int64)
+    w = w.to(torch.int32).to(y.device)
+    pos = torch.randint(0, 4, y.shape, generator=g, dtype=torch.int32).to(y.device)
+    out, ref = (torch.empty(y.shape, dtype=torch.int32, device=y.device) for _ in range(2))
+    _word_bytes_kernel[(triton.cdiv(y.numel(), BLOCK),)](y, w, pos, out, ref, y.numel(),
+                                                         BLOCK=BLOCK)
+    assert torch.equal(out, ref)
+    rbytes = ((w.cpu() >> (8 * pos.cpu())) & 255).to(torch.uint8)
+    want = formats.e2m1_stochastic_encode(y.cpu(), rbytes).to(torch.int32)
+    assert torch.equal(out.cpu(), want)

@@ -213,10 +213,11 @@ def _x_rht(shape, dtype, seed):
 # per-element NaN selects; one 8-byte store of a block's code words, stores in the thread's
 # layout. Each off, both off, codes at the expanded views' tile, and the next tile's words
 # loaded while a tile is quantized (PREFETCH) on and off, and Philox's products as two
-# multiplies (tl.randint4x) instead of one wide one (PHILOX_WIDE, on by default)
+# multiplies (tl.randint4x) instead of one wide one (PHILOX_WIDE, on by default), and the SR
+# codes' random bytes placed by a byte permute (SR_PRMT, off until timed on a GPU)
 VARIANTS = [{"NAN_TILE": False}, {"STORE64": False}, {"NAN_TILE": False, "STORE64": False},
             {"RNE_CODES": {}, "SR_CODES": {}}, {"PREFETCH": True}, {"PREFETCH": False},
-            {"PHILOX_WIDE": False}]
+            {"PHILOX_WIDE": False}, {"SR_PRMT": True}]
 
 
 @pytest.mark.parametrize("opts,shape,dtype", [
@@ -246,9 +247,10 @@ def test_row_kernel_variants(opts, shape, dtype, row1, gpu_tiles, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("opts", [{}, VARIANTS[2], VARIANTS[4], VARIANTS[5], VARIANTS[6]],
+@pytest.mark.parametrize("opts", [{}, VARIANTS[2], VARIANTS[4], VARIANTS[5], VARIANTS[6],
+                                  VARIANTS[7]],
                          ids=["default", "switches-off", "prefetch", "no-prefetch",
-                              "philox-mulhilo"])
+                              "philox-mulhilo", "sr-prmt"])
 @pytest.mark.parametrize("shape", [(4096, 768), (2000, 2048)])
 def test_gpu_row_kernel(shape, opts, row1, monkeypatch):
     """Compiled: against the reference (the E2M1 code through 2^-126 needs fp32 subnormals

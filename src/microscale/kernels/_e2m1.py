@@ -121,9 +121,10 @@ def scaled_e2m1_code(v, enc, rbyte, SR: tl.constexpr, FAST: tl.constexpr = False
 
 
 @triton.jit
-def _grid_bits(v, enc, rbyte, SR: tl.constexpr):
+def _grid_bits(v, enc, rbyte, SR: tl.constexpr, rpos=None):
     """``(y, bits)``: ``y = v · enc`` and the fp32 bits of the E2M1 magnitude of ``clamp(y,
-    ±6)`` (RNE, or SR with ``rbyte``) times 2^-126, whose bits >> 22 are its code.
+    ±6)`` (RNE, or SR with ``rbyte``; ``rpos``: :func:`_sr_sum`'s) times 2^-126, whose bits
+    >> 22 are its code.
 
     E2M1 is a float with a 1-bit mantissa whose smallest normal is 1 and whose one subnormal
     is 0.5; fp32 scaled by 2^-126 is the same picture at fp32's own smallest normal. So a grid
@@ -134,7 +135,7 @@ def _grid_bits(v, enc, rbyte, SR: tl.constexpr):
     y = v * enc
     a = tl.minimum(tl.abs(y), 6.0)
     if SR:
-        bits = _sr_grid_bits(a, rbyte)
+        bits = _sr_grid_bits(a, rbyte, rpos)
     else:
         bits = _rne_grid_bits(a)
     return y, bits
@@ -149,15 +150,15 @@ def scaled_e2m1_code_fast(v, enc, rbyte, SR: tl.constexpr):
 
 
 @triton.jit
-def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s):
+def scaled_e2m1_nibble(v, enc, rbyte, SR: tl.constexpr, s, rpos=None):
     """:func:`scaled_e2m1_code_fast`'s code already at bit ``s`` of a packed word (``s`` a
     multiple of 4, at most 28, a constexpr or known per element at compile time), so that
     packing is an OR. The grid bits hold the magnitude code at bits 22-24 (RNE: nothing else,
     :func:`_rne_grid_bits`; SR: the truncated bits below, masked off), moved by one shift; the
     sign is ``y``'s bit 31 moved to bit ``s + 3``. Compiled, ~3 instructions an element for
     what took ~5 (the shift to the code, the sign's shift and merge, the shift into place,
-    the sum)."""
-    y, bits = _grid_bits(v, enc, rbyte, SR)
+    the sum). ``rpos``: the random byte is byte ``rpos`` of the word ``rbyte`` (``_sr_sum``)."""
+    y, bits = _grid_bits(v, enc, rbyte, SR, rpos)
     # (above bit 22, the code itself shifted: ptxas 12.8 once dropped an element's ``bits << 6``
     # from a packed word, session 41; ``(bits >> 22) << 28`` compiled right)
     mag = tl.where(s <= 22, bits >> tl.maximum(22 - s, 0), (bits >> 22) << tl.maximum(s, 22))
@@ -208,24 +209,53 @@ def e2m1_rne_mag(a):
 
 
 @triton.jit
-def _sr_sum(a, rbyte):
+def _sr_sum(a, rbyte, rpos=None):
     """SPEC §5's ``t = a + u · step(a)`` (``u = rbyte / 256``, ``step = binade / 2``) and the
     binade's fp32 bits, without an int -> float conversion: ``binade · (1 + rbyte / 512)`` is
     the binade's exponent with the byte as its mantissa bits 14-21, and minus the binade it
-    is ``u · step`` exactly (module docstring)."""
-    binade = tl.maximum(a.to(tl.int32, bitcast=True) & 0x7F800000, 0x3F800000)   # 1, 2 or 4
-    one_u = ((rbyte << 14) | binade).to(tl.float32, bitcast=True)
-    return a + (one_u - binade.to(tl.float32, bitcast=True)), binade
+    is ``u · step`` exactly (module docstring).
+
+    ``rpos`` given: the byte is byte ``rpos`` (0-3) of the 32-bit word ``rbyte`` (a Philox
+    word), placed by one byte permute: ``64 · binade · (1 + r / 2^15)`` holds it as mantissa
+    bits 8-15, a whole byte, so PTX ``prmt`` moves it there from any byte of the word (byte 0
+    and the exponent from ``64 · binade``, whose mantissa is zero), where the shift and mask
+    to bits 14-21 took two instructions; minus ``64 · binade`` it is the same ``u · step``
+    (Sterbenz), and ``64 · binade`` is one add-and-max from ``a``'s exponent bits."""
+    a_exp = a.to(tl.int32, bitcast=True) & 0x7F800000
+    if rpos is None:
+        binade = tl.maximum(a_exp, 0x3F800000)                   # 1, 2 or 4
+        one_u = ((rbyte << 14) | binade).to(tl.float32, bitcast=True)
+        t = a + (one_u - binade.to(tl.float32, bitcast=True))
+    else:
+        t, binade = _sr_sum_bytes(a, a_exp, rbyte, rpos)
+    return t, binade
 
 
 @triton.jit
-def _sr_grid_bits(a, rbyte):
+def _sr_sum_bytes(a, a_exp, word, rpos):
+    """:func:`_sr_sum` with the byte ``rpos`` of ``word``: ``(t, binade)``."""
+    if _RZ_PTX:
+        b64 = tl.inline_asm_elementwise(           # one VIADDMNMX: max(e + 6·2^23, bits of 64)
+            "{ .reg .s32 t; add.s32 t, $1, 50331648; max.s32 $0, t, 1115684864; }", "=r,r",
+            [a_exp], dtype=tl.int32, is_pure=True, pack=1)
+        one_u = tl.inline_asm_elementwise(
+            "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", [word, b64, 0x7604 | (rpos << 4)],
+            dtype=tl.int32, is_pure=True, pack=1)
+    else:
+        b64 = tl.maximum(a_exp + 0x03000000, 0x42800000)         # 64 · (1, 2 or 4)
+        one_u = b64 | (((word >> (8 * rpos)) & 255) << 8)
+    t = a + (one_u.to(tl.float32, bitcast=True) - b64.to(tl.float32, bitcast=True))
+    return t, b64 - 0x03000000
+
+
+@triton.jit
+def _sr_grid_bits(a, rbyte, rpos=None):
     """The fp32 bits of SR's E2M1 magnitude of ``a`` times 2^-126: its code is bits >> 22
     (:func:`_grid_bits`), its value the bits masked to 0x7FC00000 times
     2^126. On the GPU, ``t · 2^-126`` rounded toward zero (PTX ``mul.rz.f32``, without
     ``.ftz``: the subnormal 2^-127, the grid's 0.5, is kept), whose truncation is the floor
     onto the grid (module docstring); the interpreter, which runs no PTX, floors ``t / step``."""
-    t, binade = _sr_sum(a, rbyte)
+    t, binade = _sr_sum(a, rbyte, rpos)
     if _RZ_PTX:
         bits = tl.inline_asm_elementwise("mul.rz.f32 $0, $1, 0f00800000;", "=r,r",
                                          [t.to(tl.int32, bitcast=True)], dtype=tl.int32,

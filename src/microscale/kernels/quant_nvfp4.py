@@ -238,7 +238,8 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
     ``cfg["SR_CODES"]``'s, ``cfg["RHT_CODES"]``'s (rotated, RNE) or ``cfg["RNE_CODES"]``'s keys
     over those) and switches
     (``NAN_TILE``, ``STORE64``, ``PREFETCH``: the next tile's words loaded first,
-    ``PHILOX_WIDE``: Philox's products as wide multiplies); ``out``:
+    ``PHILOX_WIDE``: Philox's products as wide multiplies, ``SR_PRMT``: SR codes' bytes placed
+    by a byte permute); ``out``:
     ``(codes or expanded values, scale bytes, caller's random bytes or any tensor)``; ``pro``,
     ``parts`` as ``quant_nvfp4``'s reg-pass launches take them (the prologue, the amax pass's
     maxima); ``rht``: the 16-point RHT of each block first (codes, no Philox, no prologue)."""
@@ -254,7 +255,8 @@ def launch_row(x2, amax_buf, seed, out: tuple, sr_mode: int, exp_code: int, cfg:
         cfg["BR"], cfg["NB"], sr_mode, exp_code,
         rows % cfg["BR"] == 0 and (cols // 16) % cfg["NB"] == 0, cfg["NUM_STAGES"], *pro,
         *parts[:3], NAN_TILE=cfg.get("NAN_TILE", False), STORE64=cfg.get("STORE64", False),
-        RHT=rht, PREFETCH=cfg.get("PREFETCH", False), PHILOX_WIDE=cfg.get("PHILOX_WIDE", False),
+        RHT=rht, PREFETCH=cfg.get("PREFETCH", False),
+        PHILOX=int(cfg.get("PHILOX_WIDE", False)) | 2 * int(cfg.get("SR_PRMT", False)),
         num_warps=cfg["num_warps"],
         **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}))
 

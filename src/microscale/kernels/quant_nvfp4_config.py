@@ -187,6 +187,11 @@ CONFIG = {"BR": 32, "BC": 32, "num_warps": 4, "PROGS_PER_SM": 16, "NUM_STAGES": 
                    # element's `bits << 6` from the word, caught by the GPU tests.)
                    "PHILOX_WIDE": os.environ.get("MICROSCALE_NVFP4_ROW1_PHILOX_WIDE",
                                                  "1") != "0",
+                   # SR_PRMT: SR codes take each random byte by one byte permute (_e2m1's
+                   # _sr_sum with rpos; the same codes). Offline (session 59, Triton 3.6, the
+                   # [2, 32] tile): 1672 -> 1608 static instructions, 80 registers both. Off
+                   # until its GPU tests and a timing have run.
+                   "SR_PRMT": False,
                    # rht: a row view with the RHT (codes, RNE or caller's bytes) rotated in
                    # the thread that holds its block (session 32 call 11: 83.7 µs at 8192²,
                    # amax given, 68% of the copy rate counting x once; the rows pass before,

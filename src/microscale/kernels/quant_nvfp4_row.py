@@ -22,10 +22,9 @@ whole block and every per-block operation stays in registers:
 * E2M1 codes come from the rounded value times 2^-126, whose bits are the code, each shifted
   straight to its nibble (``_e2m1.scaled_e2m1_nibble``): no compare-and-select chain.
 * SR: the block's 128 Philox bits (counter ``r · cols/16 + b``, key ``seed``, byte k for
-  element k, as the other passes) come from one ``randint4x`` in the same thread; with
-  ``PHILOX_WIDE`` from ``_philox.philox4x32``, the same words with each round's high and low
-  products as one wide multiply (half the multiplies; registers 126 -> 94 at the SR codes'
-  tile).
+  element k, as the other passes) from one ``randint4x`` in the same thread (``PHILOX`` bit
+  0, ``CONFIG`` ``PHILOX_WIDE``: ``_philox.philox4x32``, each round's two products as one wide
+  multiply); bit 1 (``SR_PRMT``, codes): each byte placed by one ``prmt`` (``_e2m1._sr_sum``).
 * NaN (``NAN_TILE``): the block maxima are taken with NaN kept, one ``max.NaN`` an element;
   a tile where no block has a NaN quantizes straight from them, and only a tile that holds
   one takes the per-element selects that read NaN as 0 (a branch on the tile's flag: the
@@ -48,20 +47,18 @@ at the end rather than masked), so one warp a program keeps loads in flight with
 occupancy that two warps bought before. Codes at [2, 32] blocks (two a thread), 24 programs an
 SM; expanded views at [4, 8], 32 (``quant_nvfp4.CONFIG["ROW1"]``).
 
-Measured (graph-replayed, 8192² bf16, amax given; ``benchmarks/results/quant_notes.md``): RNE
-codes 85.4 µs against the reg pass's 125.9 (H100, session 31), 58.7 with ``PREFETCH`` (H200,
-session 40), 55.8 with session 57's cheaper tile index, scale decode and codes (72% of the
-copy rate counting x once); SR codes 74.6; RHT codes 65.6-66.2 (61.5-62.1%, session 58).
-Training's expanded views (84.3 / 87.2 µs, RNE / SR) keep the old tile index and scale decode
-(session 57: level alone, a 1b step 0.7-1.2% slower with them; session 58's profile: noise
-the likelier cause). Two tiles an iteration ran 4-18% slower.
+Measured (H200, graph-replayed, 8192² bf16, amax given; ``quant_notes.md``): RNE codes 58.7
+µs with ``PREFETCH`` (session 40; H100, session 31: 85.4 against the reg pass's 125.9), 55.8
+with session 57's tile index, scale decode and codes (72% of the copy rate counting x once);
+SR codes 74.6; RHT codes 65.6-66.2 (61.5-62.1%, session 58). Training's expanded views (84.3 /
+87.2 µs, RNE / SR) keep the old tile index and scale decode (session 57). Two tiles an
+iteration ran 4-18% slower.
 
-Numerics: the same helpers as every NVFP4 kernel (``_utils.nvfp4_block_scales``,
-``_e2m1.nvfp4_expanded_value``; the codes equal ``scaled_e2m1_code``'s over every bf16 pattern,
-``tests/test_e2m1_values.py``), so the same bits as the reference:
-NaN reads as 0 and flags its block (scale byte 0x7F); an expanded view keeps NaN in the block
-maximum instead (``EXP`` 1, ``quant_nvfp4.CONFIG["EXP_NAN_MAX"]``) or selects it per element
-(``EXP`` 2). ``tests/test_kernels_nvfp4_row.py`` checks it bit for bit in the interpreter.
+Numerics: the helpers of every NVFP4 kernel (``_utils.nvfp4_block_scales``, ``_e2m1``; codes
+equal to ``scaled_e2m1_code``'s over every bf16 pattern, ``tests/test_e2m1_values.py``), so
+the reference's bits: NaN reads as 0 and flags its block (scale byte 0x7F); an expanded view
+keeps NaN in the block maximum instead (``EXP`` 1, ``CONFIG["EXP_NAN_MAX"]``) or selects it
+per element (``EXP`` 2). ``tests/test_kernels_nvfp4_row.py``: bit for bit in the interpreter.
 """
 
 from __future__ import annotations
@@ -118,8 +115,7 @@ def _load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN: tl.constexpr, PRO: tl.cons
 
 @triton.jit
 def _raw(xw, yw, IN_DTYPE: tl.constexpr, PRO: tl.constexpr, RHT: tl.constexpr):
-    """A half's raw words of ``x``, or of ``op(x, y)`` with a prologue (``PRO`` > 0); bf16 to
-    be rotated clamped to the RHT's ``±L(16)`` here, two values a word."""
+    """A half's raw words of ``x`` (``PRO`` > 0: of ``op(x, y)``); bf16 to be rotated clamped."""
     if PRO == 2 or PRO == 4:
         xw = _prologue_words(xw, yw, PRO, IN_DTYPE)
     elif PRO > 0:
@@ -130,16 +126,20 @@ def _raw(xw, yw, IN_DTYPE: tl.constexpr, PRO: tl.constexpr, RHT: tl.constexpr):
 
 
 @triton.jit
-def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr):
+def _bytes_of(w0, w1, w2, w3, h: tl.constexpr, p: tl.constexpr, WORD: tl.constexpr = False):
     """Random bytes of elements ``8h + 2j + p`` (j = 0..3 along the last axis) from a block's
-    128 Philox bits: byte k of word k // 4."""
+    128 Philox bits: byte k of word k // 4 (``WORD``: the word and k % 4, unextracted)."""
     j = tl.arange(0, 4)[None, None, :]
     if h == 0:
         w = tl.where(j < 2, w0[:, :, None], w1[:, :, None])
     else:
         w = tl.where(j < 2, w2[:, :, None], w3[:, :, None])
-    w = w.to(tl.uint32, bitcast=True)
-    return ((w >> ((j % 2) * 16 + 8 * p).to(tl.uint32)) & 255).to(tl.int32)
+    if WORD:
+        out = (w, (j % 2) * 2 + p)
+    else:
+        w = w.to(tl.uint32, bitcast=True)
+        out = ((w >> ((j % 2) * 16 + 8 * p).to(tl.uint32)) & 255).to(tl.int32)
+    return out
 
 
 @triton.jit
@@ -155,8 +155,7 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
     """Expanded bf16 values of half h (even and odd elements) as four words a block."""
     w = tl.arange(0, 4)[None, None, :]
     offs = r[:, :, None] * (cols // 2) + b[:, :, None] * 8 + 4 * h + w
-    words = bf16_pair(vals_e, vals_o)
-    at = q_ptr.to(tl.pointer_type(tl.int32))
+    words, at = bf16_pair(vals_e, vals_o), q_ptr.to(tl.pointer_type(tl.int32))
     if EVEN:
         tl.store(at + offs, words)
     else:
@@ -167,7 +166,7 @@ def _store_half_values(q_ptr, vals_e, vals_o, r, b, h: tl.constexpr, rows, cols,
 def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
            IN_DTYPE: tl.constexpr, SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr,
            PRO: tl.constexpr, NAN_TILE: tl.constexpr, STORE64: tl.constexpr,
-           RHT: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
+           RHT: tl.constexpr = False, PHILOX: tl.constexpr = 0):
     """Quantize and store the blocks ``[BR, NB]`` at rows ``r``, block columns ``b``, whose
     raw words ``words`` (:func:`_load_words`) are loaded. ``RHT`` (codes, RNE or the caller's
     bytes): each block rotated first (:func:`_finish_rht`).
@@ -188,16 +187,16 @@ def _block(words, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
         if NAN_TILE and EXP == 0:
             if tl.max(tl.reshape(bad.to(tl.int32), [bad.numel]), axis=0) == 0:
                 _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                        cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE)
+                        cols, SR, EXP, EVEN, STORE64, PHILOX)
             else:
                 _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                             SR, EXP, EVEN, STORE64, PHILOX_WIDE)
+                             SR, EXP, EVEN, STORE64, PHILOX)
         else:
             _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
-                    SR, EXP, EVEN, STORE64, PHILOX_WIDE)
+                    SR, EXP, EVEN, STORE64, PHILOX)
     else:
         _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, SR, EXP,
-                     EVEN, STORE64, PHILOX_WIDE)
+                     EVEN, STORE64, PHILOX)
 
 
 @triton.jit
@@ -263,7 +262,7 @@ def _max_abs_keep_nan(v):
 @triton.jit
 def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                  SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-                 PHILOX_WIDE: tl.constexpr = False):
+                 PHILOX: tl.constexpr = 0):
     """:func:`_finish` with NaN read as 0 (per element) and flagging its block."""
     a0, n0 = split_nan(v[0])
     a1, n1 = split_nan(v[1])
@@ -273,22 +272,25 @@ def _finish_nan0(v, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
                              tl.maximum(tl.abs(a2), tl.abs(a3))), axis=2)
     bad = tl.max((n0 | n1 | n2 | n3).to(tl.int32), axis=2) > 0
     _finish((a0, a1, a2, a3), vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-            cols, SR, EXP, EVEN, STORE64, PHILOX_WIDE)
+            cols, SR, EXP, EVEN, STORE64, PHILOX)
 
 
 @triton.jit
 def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, cols,
             SR: tl.constexpr, EXP: tl.constexpr, EVEN: tl.constexpr, STORE64: tl.constexpr,
-            PHILOX_WIDE: tl.constexpr = False):
+            PHILOX: tl.constexpr = 0):
     """Scale bytes from the block maxima ``vmax`` (0x7F where ``bad``), then the codes or
     expanded values of the four parts ``v``, stored (``STORE64``: :func:`_store_codes`)."""
     scale_byte, enc = nvfp4_block_scales(vmax, s_enc6, s_dec, EXP == 0)   # (_tile's rule)
     scale_byte = tl.where(bad, 127, scale_byte)
     if SR == 2:
-        w0, w1, w2, w3 = philox_words(seed, r * (cols // 16) + b, PHILOX_WIDE)
+        w0, w1, w2, w3 = philox_words(seed, r * (cols // 16) + b, PHILOX % 2 == 1)
     outs = ()
     for i in tl.static_range(4):                      # (h, p) = (i // 2, i % 2)
-        if SR == 2:
+        rpos = None                                   # PHILOX bit 1: the word, byte rpos
+        if SR == 2 and PHILOX >= 2 and EXP == 0:
+            rb, rpos = _bytes_of(w0, w1, w2, w3, i // 2, i % 2, True)
+        elif SR == 2:
             rb = _bytes_of(w0, w1, w2, w3, i // 2, i % 2)
         elif SR == 1:
             rb = _caller_bytes(b_ptr, r, b, i // 2, i % 2, rows, cols)
@@ -299,7 +301,7 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
                                                 scale_byte[:, :, None], SR > 0),)
         else:   # element 8h + 2j + p: nibble 2j + p of word h, placed as it is rounded
             s = 8 * tl.arange(0, 4)[None, None, :] + 4 * (i % 2)
-            outs = outs + (scaled_e2m1_nibble(v[i], enc[:, :, None], rb, SR > 0, s),)
+            outs = outs + (scaled_e2m1_nibble(v[i], enc[:, :, None], rb, SR > 0, s, rpos),)
     if EXP:
         _store_half_values(q_ptr, outs[0], outs[1], r, b, 0, rows, cols, EVEN)
         _store_half_values(q_ptr, outs[2], outs[3], r, b, 1, rows, cols, EVEN)
@@ -314,10 +316,8 @@ def _finish(v, vmax, bad, b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows, 
 @triton.jit
 def _store_codes(q_ptr, s_ptr, word0, word1, scale_byte, r, b, rows, cols, EVEN: tl.constexpr,
                  STORE64: tl.constexpr):
-    """A block's two code words (``[BR, NB]`` int32 each) and its scale byte, stored.
-    ``STORE64``: the words as one 8-byte store and the scale byte from the thread that holds
-    it, both offsets marked non-contiguous (``tl.max_contiguous`` 1, true of any tensor) so
-    that Triton does not regroup them through shared memory (two barriers a tile)."""
+    """A block's two code words (``[BR, NB]`` int32 each) and its scale byte, stored;
+    ``STORE64``: as one 8-byte store, the scale byte from its thread (module docstring)."""
     ok = _inside(r, b, rows, cols)
     at = q_ptr + r * (cols // 8) + 2 * b               # the block's two words, 8 bytes
     if STORE64:                                         # one int64: word0 low, word1 high
@@ -357,7 +357,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                      NUM_STAGES: tl.constexpr, y_ptr=None, PRO: tl.constexpr = 0, n_part=0,
                      NP: tl.constexpr = 0, ar_ptr=None, NAN_TILE: tl.constexpr = False,
                      STORE64: tl.constexpr = False, RHT: tl.constexpr = False,
-                     PREFETCH: tl.constexpr = False, PHILOX_WIDE: tl.constexpr = False):
+                     PREFETCH: tl.constexpr = False, PHILOX: tl.constexpr = 0):
     """Persistent loop over ``[BR, NB]``-block tiles of the row view (module docstring).
     ``amax_ptr``: the amax pass's buffer (slot 0), or with ``NP`` > 0 its ``n_part``
     per-program maxima, reduced here; program 0 then writes the amax to ``ar_ptr``. Codes as
@@ -379,7 +379,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
                                EXP)
             nx = _load_words(x_ptr, y_ptr, r_nx, b_nx, rows, cols, EVEN, PRO)
             _block((x0, x1, y0, y1), b_ptr, q_ptr, s_ptr, s_enc6, s_dec, seed, r, b, rows,
-                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX_WIDE)
+                   cols, IN_DTYPE, SR, EXP, EVEN, PRO, NAN_TILE, STORE64, RHT, PHILOX)
             x0, x1, y0, y1 = nx
             r, b = r_nx, b_nx
     else:
@@ -388,7 +388,7 @@ def nvfp4_row_kernel(x_ptr, amax_ptr, seed_ptr, q_ptr, s_ptr, b_ptr, rows, cols,
             r, b = _tile(t, n_tc, BR, NB, EXP)
             _block(_load_words(x_ptr, y_ptr, r, b, rows, cols, EVEN, PRO), b_ptr, q_ptr,
                    s_ptr, s_enc6, s_dec, seed, r, b, rows, cols, IN_DTYPE, SR, EXP, EVEN, PRO,
-                   NAN_TILE, STORE64, RHT, PHILOX_WIDE)
+                   NAN_TILE, STORE64, RHT, PHILOX)
 
 
 @triton.jit
